@@ -1,0 +1,62 @@
+import { AccessError, AccessRepository } from "../access/repository";
+import type { Config } from "../config";
+import { closeDatabase, migrate, openDatabase } from "../db/client";
+
+export class UsageError extends Error {}
+
+export type Output = { out: (line: string) => void; err: (line: string) => void };
+
+/** Runs `fn` against the data directory's database (migrated, so the CLI works before a first serve). */
+function withAccess<T>(config: Config, fn: (access: AccessRepository) => T): T {
+  const db = openDatabase(config.dataDir);
+  try {
+    migrate(db);
+    return fn(new AccessRepository(db));
+  } finally {
+    closeDatabase(db);
+  }
+}
+
+const need = (value: string | undefined, what: string) => {
+  if (value === undefined) throw new UsageError(`missing ${what}`);
+  return value;
+};
+
+export function envCommand(config: Config, args: string[], io: Output): void {
+  const [action, slug] = args;
+  withAccess(config, (access) => {
+    if (action === "create") {
+      const environment = access.createEnvironment(need(slug, "<slug>: importd env create <slug>"));
+      io.out(`created environment ${environment.slug}`);
+      io.err(`Next: importd key create ${environment.slug}   (base URL: http://<host>:<port>/${environment.slug})`);
+    } else if (action === "list") {
+      for (const environment of access.listEnvironments()) io.out(`${environment.slug}\t${environment.createdAt}`);
+    } else {
+      throw new UsageError(`unknown env command '${action ?? ""}': use env create <slug> or env list`);
+    }
+  });
+}
+
+export function keyCommand(config: Config, args: string[], io: Output): void {
+  const [action, target] = args;
+  withAccess(config, (access) => {
+    if (action === "create") {
+      // The key alone on stdout, so that scripts can capture it: KEY=$(importd key create acme-prod)
+      io.out(access.createKey(need(target, "<slug>: importd key create <slug>")));
+    } else if (action === "list") {
+      io.out("keyId\tcreatedAt\trevokedAt");
+      for (const key of access.listKeys(need(target, "<slug>: importd key list <slug>"))) {
+        io.out(`${key.keyId}\t${key.createdAt}\t${key.revokedAt ?? "-"}`);
+      }
+    } else if (action === "revoke") {
+      const text = need(target, "<keyId>: importd key revoke <keyId>");
+      if (!/^[1-9][0-9]{0,15}$/.test(text)) throw new UsageError(`'${text}' is not a key id (a positive whole number; see importd key list <slug>)`);
+      access.revokeKey(Number(text));
+      io.out(`revoked key ${text}`);
+    } else {
+      throw new UsageError(`unknown key command '${action ?? ""}': use key create <slug>, key list <slug> or key revoke <keyId>`);
+    }
+  });
+}
+
+export { AccessError };

@@ -1,0 +1,67 @@
+import { availableParallelism } from "node:os";
+
+/**
+ * Configuration: flags beat IMPORTD_* environment variables, which beat defaults. Read once in main,
+ * validated, frozen and handed down; nothing else reads process.env.
+ */
+
+export class ConfigError extends Error {}
+
+type Option<T> = {
+  flag: string;
+  env: string;
+  description: string;
+  default: T;
+  parse: (text: string, name: string) => T;
+};
+
+const integer = (min: number, max: number) => (text: string, name: string) => {
+  const value = Number(text);
+  if (!/^-?\d+$/.test(text.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, not '${text}'`);
+  }
+  return value;
+};
+const oneOf = <T extends string>(values: readonly T[]) => (text: string, name: string) => {
+  if (!values.includes(text as T)) throw new ConfigError(`${name} must be one of ${values.join(", ")}, not '${text}'`);
+  return text as T;
+};
+const nonEmpty = (text: string, name: string) => {
+  if (text.trim() === "") throw new ConfigError(`${name} must not be empty`);
+  return text;
+};
+
+const megabyte = 1024 * 1024;
+
+export const options = {
+  port: { flag: "port", env: "IMPORTD_PORT", description: "TCP port to listen on (0 picks a free one)", default: 8080, parse: integer(0, 65535) },
+  host: { flag: "host", env: "IMPORTD_HOST", description: "address to listen on", default: "0.0.0.0", parse: nonEmpty },
+  dataDir: { flag: "data-dir", env: "IMPORTD_DATA_DIR", description: "directory of the SQLite database", default: "./data", parse: nonEmpty },
+  workers: { flag: "workers", env: "IMPORTD_WORKERS", description: "worker threads for parsing, validation and upserts", default: Math.max(2, availableParallelism()), parse: integer(1, 64) },
+  maxBodyBytes: { flag: "max-body-bytes", env: "IMPORTD_MAX_BODY_BYTES", description: "request body hard limit in bytes (larger: 413)", default: 100 * megabyte, parse: integer(1, 1024 * megabyte) },
+  jobRetentionDays: { flag: "job-retention-days", env: "IMPORTD_JOB_RETENTION_DAYS", description: "days a finished job's document is kept", default: 30, parse: integer(1, 3650) },
+  logLevel: { flag: "log-level", env: "IMPORTD_LOG_LEVEL", description: "debug, info, warn or error", default: "info", parse: oneOf(["debug", "info", "warn", "error"] as const) },
+  logFormat: { flag: "log-format", env: "IMPORTD_LOG_FORMAT", description: "json or pretty", default: "json", parse: oneOf(["json", "pretty"] as const) },
+} satisfies Record<string, Option<unknown>>;
+
+type Options = typeof options;
+export type Config = Readonly<{ [K in keyof Options]: Options[K]["default"] }>;
+
+/** Builds the frozen config from parsed flags (as strings) and the environment. */
+export function loadConfig(flags: Record<string, string | undefined>, env: Record<string, string | undefined>): Config {
+  const config: Record<string, unknown> = {};
+  for (const [key, option] of Object.entries(options) as Array<[string, Option<unknown>]>) {
+    const fromFlag = flags[option.flag];
+    const fromEnv = env[option.env];
+    if (fromFlag !== undefined) config[key] = option.parse(fromFlag, `--${option.flag}`);
+    else if (fromEnv !== undefined && fromEnv !== "") config[key] = option.parse(fromEnv, option.env);
+    else config[key] = option.default;
+  }
+  return Object.freeze(config) as Config;
+}
+
+export function optionsHelp(): string {
+  return Object.values(options as Record<string, Option<unknown>>)
+    .map((option) => `  --${option.flag.padEnd(20)} ${option.description} (default ${option.default}; env ${option.env})`)
+    .join("\n");
+}

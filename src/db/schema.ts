@@ -1,0 +1,115 @@
+import {
+  blob,
+  index,
+  integer,
+  primaryKey,
+  real,
+  sqliteTable,
+  text,
+} from "drizzle-orm/sqlite-core";
+
+// Timestamps are ISO 8601 UTC strings: they sort correctly as text and need no conversion on the wire.
+
+export const environments = sqliteTable("environments", {
+  id: integer("id").primaryKey({ autoIncrement: true }),
+  slug: text("slug").notNull().unique(),
+  createdAt: text("created_at").notNull(),
+});
+
+export const apiKeys = sqliteTable(
+  "api_keys",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    environmentId: integer("environment_id")
+      .notNull()
+      .references(() => environments.id),
+    // SHA-256 of the secret part; the secret itself is never stored.
+    secretHash: blob("secret_hash", { mode: "buffer" }).notNull(),
+    createdAt: text("created_at").notNull(),
+    revokedAt: text("revoked_at"),
+  },
+  (table) => [index("api_keys_environment_idx").on(table.environmentId)],
+);
+
+export const jobs = sqliteTable(
+  "jobs",
+  {
+    // AUTOINCREMENT: a job id is never reused, even after old jobs are purged.
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    environmentId: integer("environment_id")
+      .notNull()
+      .references(() => environments.id),
+    type: text("type").notNull(),
+    status: text("status").notNull(),
+    recordCount: integer("record_count").notNull(),
+    createdAt: text("created_at").notNull(),
+    startedAt: text("started_at"),
+    completedAt: text("completed_at"),
+    // JSON text of the job's output, null until the job is terminal.
+    output: text("output"),
+    attempts: integer("attempts").notNull().default(0),
+  },
+  (table) => [
+    index("jobs_environment_status_idx").on(table.environmentId, table.status, table.id),
+    index("jobs_status_idx").on(table.status),
+    index("jobs_completed_idx").on(table.completedAt),
+  ],
+);
+
+// Kept apart from jobs so that status reads never touch the (possibly 100 MB) body.
+export const jobPayloads = sqliteTable("job_payloads", {
+  jobId: integer("job_id")
+    .primaryKey()
+    .references(() => jobs.id, { onDelete: "cascade" }),
+  body: blob("body", { mode: "buffer" }).notNull(),
+});
+
+// Columns every resource table shares: the environment scope, the external id, and who wrote it last.
+const recordKey = {
+  environmentId: integer("environment_id").notNull(),
+  id: text("id").notNull(),
+};
+const recordMeta = {
+  updatedAt: text("updated_at").notNull(),
+  lastJobId: integer("last_job_id").notNull(),
+};
+
+const referenceTable = (name: string) =>
+  sqliteTable(
+    name,
+    {
+      ...recordKey,
+      name: text("name").notNull(),
+      description: text("description"),
+      ...recordMeta,
+    },
+    (table) => [primaryKey({ columns: [table.environmentId, table.id] })],
+  );
+
+export const subAreas = referenceTable("sub_areas");
+export const assetTypes = referenceTable("asset_types");
+export const assetCategories = referenceTable("asset_categories");
+
+export const assets = sqliteTable(
+  "assets",
+  {
+    ...recordKey,
+    subAreaId: text("sub_area_id").notNull(),
+    name: text("name").notNull(),
+    description: text("description"),
+    status: text("status").notNull(),
+    assetCategoryId: text("asset_category_id").notNull(),
+    assetTypeId: text("asset_type_id").notNull(),
+    shapeType: text("shape_type").notNull(),
+    startPoint: real("start_point"),
+    endPoint: real("end_point"),
+    linearReferenceStart: text("linear_reference_start"),
+    linearReferenceEnd: text("linear_reference_end"),
+    locationStart: real("location_start"),
+    locationEnd: real("location_end"),
+    locationUnit: text("location_unit"),
+    ...recordMeta,
+  },
+  (table) => [primaryKey({ columns: [table.environmentId, table.id] })],
+);
+

@@ -1,0 +1,57 @@
+import { swagger } from "@elysiajs/swagger";
+import { Elysia } from "elysia";
+import pkg from "../../package.json" with { type: "json" };
+import { internalError, notFound, Problem, validationProblem } from "./problem";
+import { importRoutes } from "./routes/imports";
+import { jobRoutes } from "./routes/jobs";
+import { readRoutes } from "./routes/records";
+import type { Services } from "./services";
+import type { Log } from "../log";
+
+const apiDescription = `Asynchronous bulk import. POST a JSON array of records to an import endpoint; the answer is 202 with a job.
+Poll GET /v2/status/{id} until importJobStatus is Succeeded, PartiallySucceeded or Failed.
+
+Every path hangs under an environment's base URL, \`/{env}\` (for example \`/default/v2/assets\`), and needs the
+\`Api-Key\` header with a key of that environment (\`<secret>_<keyId>\`, issued with \`importd key create <env>\`).
+
+Import sub areas, asset types and asset categories before the assets that refer to them: references are checked
+when the job runs, against the records that exist in the environment at that time.`;
+
+function toProblem(code: string | number, error: unknown): Problem | undefined {
+  if (error instanceof Problem) return error;
+  if (code === "NOT_FOUND") return notFound();
+  if (code === "VALIDATION" || code === "PARSE") {
+    return validationProblem({ $: [(error as Error).message?.slice(0, 500) || "The request is malformed."] });
+  }
+  return undefined;
+}
+
+/** The whole HTTP API, without listening; serve.ts and the tests give it a port. */
+export function buildApp(services: Services, log: Log = () => {}) {
+  return new Elysia()
+    .onError(({ code, error, request }) => {
+      const problem = toProblem(code, error);
+      if (problem) return problem.toResponse();
+      // Unknown errors are logged with context and answered with a generic 500 that leaks nothing.
+      log({ level: "error", msg: "unhandled error", method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) });
+      return internalError().toResponse();
+    })
+    .use(
+      swagger({
+        path: "/swagger",
+        documentation: {
+          info: { title: "importd", version: pkg.version, description: apiDescription },
+          components: { securitySchemes: { ApiKey: { type: "apiKey", in: "header", name: "Api-Key" } } },
+          security: [{ ApiKey: [] }],
+          tags: [
+            { name: "Imports", description: "Queue a batch of records as a job." },
+            { name: "Jobs", description: "Follow jobs to their outcome." },
+            { name: "Records", description: "Read back what was imported." },
+          ],
+        },
+        exclude: ["/healthz"],
+      }),
+    )
+    .get("/healthz", () => ({ status: "ok" }), { detail: { hide: true } })
+    .group("/:env/v2", (api) => api.use(importRoutes(services)).use(jobRoutes(services)).use(readRoutes(services)));
+}

@@ -1,0 +1,26 @@
+import type { OpenAPIV3 } from "openapi-types";
+import { validationProblem } from "./problem";
+
+export const defaultPageSize = 100;
+export const maxPageSize = 1000;
+
+/** `?limit=` as a number from 1 to 1000 (default 100); anything else is a 400 keyed `limit`. */
+export function pageLimit(text: string | undefined): number {
+  if (text === undefined || text === "") return defaultPageSize;
+  const limit = Number(text);
+  if (!/^\d+$/.test(text) || limit < 1 || limit > maxPageSize) {
+    throw validationProblem({ limit: [`'Limit' must be a whole number from 1 to ${maxPageSize}. You entered '${text.slice(0, 40)}'.`] });
+  }
+  return limit;
+}
+
+export const pageParameters = (afterDescription: string): OpenAPIV3.ParameterObject[] => [
+  { name: "limit", in: "query", required: false, schema: { type: "integer", minimum: 1, maximum: maxPageSize, default: defaultPageSize }, description: "Page size." },
+  { name: "after", in: "query", required: false, schema: { type: "string" }, description: afterDescription },
+];
+
+/** A page and the cursor of the next one (null on the last page). */
+export const page = <T>(items: T[], limit: number, cursor: (item: T) => string | number) => ({
+  items,
+  nextCursor: items.length === limit ? String(cursor(items[items.length - 1]!)) : null,
+});

@@ -1,0 +1,76 @@
+import type { FieldErrors } from "../resources/validate";
+
+/**
+ * Every error answer is an RFC 9457 Problem Details document, built here and nowhere else.
+ * `type` points at the RFC 9110 section of the status, as the spec's 400 example does.
+ */
+
+const typeByStatus: Record<number, string> = {
+  400: "https://tools.ietf.org/html/rfc9110#section-15.5.1",
+  401: "https://tools.ietf.org/html/rfc9110#section-15.5.2",
+  404: "https://tools.ietf.org/html/rfc9110#section-15.5.5",
+  405: "https://tools.ietf.org/html/rfc9110#section-15.5.6",
+  413: "https://tools.ietf.org/html/rfc9110#section-15.5.14",
+  415: "https://tools.ietf.org/html/rfc9110#section-15.5.16",
+  500: "https://tools.ietf.org/html/rfc9110#section-15.6.1",
+  503: "https://tools.ietf.org/html/rfc9110#section-15.6.4",
+  507: "https://tools.ietf.org/html/rfc4918#section-11.5",
+};
+
+export type ProblemBody = {
+  type: string;
+  title: string;
+  status: number;
+  detail?: string;
+  errors?: FieldErrors;
+};
+
+export class Problem extends Error {
+  constructor(
+    readonly status: number,
+    readonly title: string,
+    readonly detail?: string,
+    readonly errors?: FieldErrors,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(detail ?? title);
+  }
+
+  body(): ProblemBody {
+    const body: ProblemBody = { type: typeByStatus[this.status] ?? "about:blank", title: this.title, status: this.status };
+    if (this.detail !== undefined) body.detail = this.detail;
+    if (this.errors !== undefined) body.errors = this.errors;
+    return body;
+  }
+
+  toResponse(): Response {
+    return new Response(JSON.stringify(this.body()), {
+      status: this.status,
+      headers: { "content-type": "application/problem+json", ...this.headers },
+    });
+  }
+}
+
+export const validationProblem = (errors: FieldErrors, detail?: string) =>
+  new Problem(400, "One or more validation errors occurred.", detail, errors);
+
+// One answer for every authentication failure: which part was wrong is never told.
+export const unauthorized = () =>
+  new Problem(401, "Unauthorized", "Send a valid API key for this environment in the Api-Key header, in the form <secret>_<keyId>.");
+
+export const notFound = (detail = "There is nothing at this address.") => new Problem(404, "Not Found", detail);
+
+export const payloadTooLarge = (maxBytes: number) =>
+  new Problem(413, "Payload Too Large", `The request body is larger than the limit of ${maxBytes} bytes. Split the records into several requests (under 8 MB each is recommended).`);
+
+export const unsupportedMediaType = (received: string | null) =>
+  new Problem(415, "Unsupported Media Type", `Send the records as JSON with the header Content-Type: application/json${received ? ` (received '${received.slice(0, 100)}')` : " (the header was missing)"}.`);
+
+export const serviceUnavailable = (detail: string, retryAfterSeconds = 5) =>
+  new Problem(503, "Service Unavailable", detail, undefined, { "retry-after": String(retryAfterSeconds) });
+
+export const insufficientStorage = () =>
+  new Problem(507, "Insufficient Storage", "The server has no room to store this batch; nothing was accepted. Try again later or ask the operator to free disk space.", undefined, { "retry-after": "60" });
+
+export const internalError = () =>
+  new Problem(500, "Internal Server Error", "Something went wrong on the server. The error was logged; try again.");

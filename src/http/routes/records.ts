@@ -1,0 +1,59 @@
+import { Elysia, t } from "elysia";
+import type { ResourceDefinition } from "../../resources/definition";
+import { resources } from "../../resources/registry";
+import { authentication } from "../auth";
+import { jsonResponse, problemResponses } from "../openapi";
+import { page, pageLimit, pageParameters } from "../paging";
+import { notFound } from "../problem";
+import type { Services } from "../services";
+
+const storedRecord = (resource: ResourceDefinition) =>
+  t.Composite([
+    resource.schema,
+    t.Object({ updatedAt: t.String({ format: "date-time" }), lastJobId: t.Integer({ description: "The job that last wrote this record." }) }),
+  ]);
+
+function recordRoutes(services: Services, resource: ResourceDefinition) {
+  const store = services.stores.get(resource.path)!;
+  return new Elysia()
+    .use(authentication(services.access))
+    .get(
+      `/${resource.path}/:id`,
+      ({ params, environmentId }) => {
+        const record = store.get(environmentId, params.id);
+        if (!record) throw notFound(`No ${resource.noun} with id '${params.id.slice(0, 64)}' exists in this environment.`);
+        return record;
+      },
+      {
+        params: t.Object({ env: t.String(), id: t.String() }),
+        detail: {
+          summary: `Get one ${resource.noun}`,
+          tags: ["Records"],
+          responses: { 200: jsonResponse(storedRecord(resource), `The ${resource.noun}.`), ...problemResponses(401, 404) },
+        },
+      },
+    )
+    .get(
+      `/${resource.path}`,
+      ({ query, environmentId }) => {
+        const limit = pageLimit(query.limit);
+        return page(store.page(environmentId, limit, query.after || undefined), limit, (record) => String(record.id));
+      },
+      {
+        params: t.Object({ env: t.String() }),
+        query: t.Object({ limit: t.Optional(t.String()), after: t.Optional(t.String()) }),
+        detail: {
+          summary: `List ${resource.noun} records by id`,
+          tags: ["Records"],
+          parameters: pageParameters("The nextCursor of the previous page (an id): records after it."),
+          responses: {
+            200: jsonResponse(t.Object({ items: t.Array(storedRecord(resource)), nextCursor: t.Union([t.String(), t.Null()]) }), "A page of records."),
+            ...problemResponses(400, 401),
+          },
+        },
+      },
+    );
+}
+
+export const readRoutes = (services: Services) =>
+  resources.reduce((app, resource) => app.use(recordRoutes(services, resource)), new Elysia());

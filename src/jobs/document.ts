@@ -1,0 +1,47 @@
+import { t, type Static } from "elysia";
+import type { JobOutput } from "./outcome";
+import type { Job } from "./repository";
+import { isTerminal, jobStatuses } from "./states";
+
+const timestamp = (description: string) => t.Union([t.String({ format: "date-time" }), t.Null()], { description });
+
+export const jobOutputSchema = t.Object({
+  message: t.String({ description: "For people: how many records failed, which (index and id) and why." }),
+  total: t.Integer(),
+  applied: t.Integer(),
+  rejected: t.Integer(),
+  errors: t.Array(
+    t.Object({ index: t.Integer(), id: t.String(), field: t.String(), message: t.String() }),
+    { description: "For programs: one entry per rejected record (capped at 1000; the message says when)." },
+  ),
+});
+
+export const jobDocumentSchema = t.Object({
+  id: t.Integer(),
+  importJobType: t.String({ examples: ["Asset"] }),
+  importJobStatus: t.Union(jobStatuses.map((status) => t.Literal(status))),
+  statusUrl: t.String({ examples: ["/v2/status/17"], description: "Relative to the environment's base URL." }),
+  output: t.Union([jobOutputSchema, t.Null()]),
+  createdAt: t.String({ format: "date-time" }),
+  startedAt: timestamp("When the worker last started it; null while Pending."),
+  completedAt: timestamp("When it reached a terminal state."),
+  recordCount: t.Integer(),
+});
+export type JobDocument = Static<typeof jobDocumentSchema>;
+
+export function jobDocument(job: Job): JobDocument {
+  return {
+    id: job.id,
+    importJobType: job.type,
+    importJobStatus: job.status as JobDocument["importJobStatus"],
+    statusUrl: `/v2/status/${job.id}`,
+    output: isTerminal(job.status) && job.output !== null ? (JSON.parse(job.output) as JobOutput) : null,
+    createdAt: job.createdAt,
+    startedAt: job.startedAt,
+    completedAt: job.completedAt,
+    recordCount: job.recordCount,
+  };
+}
+
+/** How long a poller should wait before asking again: longer for bigger jobs. */
+export const retryAfterSeconds = (job: Job) => (job.recordCount > 50_000 ? 2 : 1);

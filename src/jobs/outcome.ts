@@ -1,0 +1,103 @@
+import { JobStatus } from "./states";
+
+/**
+ * What a finished job reports. `message` is for people: how many failed, which (index and id) and why,
+ * grouped by reason, bounded in length. `errors` is for programs, capped at `maxOutputErrors`.
+ */
+
+/** One rejected record. `reason` groups records in the message; `message` is this record's own text. */
+export type Rejection = { index: number; id: string; field: string; reason: string; message: string };
+
+export type JobOutput = {
+  message: string;
+  total: number;
+  applied: number;
+  rejected: number;
+  errors: Array<{ index: number; id: string; field: string; message: string }>;
+};
+
+export const maxOutputErrors = 1000;
+const maxGroups = 5;
+const maxExamplesPerGroup = 10;
+
+const plural = (count: number, one: string, many = `${one}s`) => `${count} ${count === 1 ? one : many}`;
+
+function describeGroups(rejections: Rejection[]): string {
+  const groups = new Map<string, Rejection[]>();
+  for (const rejection of rejections) {
+    const group = groups.get(rejection.reason);
+    if (group) group.push(rejection);
+    else groups.set(rejection.reason, [rejection]);
+  }
+  const parts: string[] = [];
+  for (const [reason, members] of [...groups].slice(0, maxGroups)) {
+    const shown = members.slice(0, maxExamplesPerGroup).map((r) => `[${r.index}] '${r.id}'`);
+    const more = members.length > shown.length ? ` and ${members.length - shown.length} more` : "";
+    parts.push(`${reason}: ${plural(members.length, "record")}, ${shown.join(", ")}${more}.`);
+  }
+  if (groups.size > maxGroups) parts.push(`${plural(groups.size - maxGroups, "other reason")} not shown here; see errors.`);
+  return parts.join(" ");
+}
+
+function errorsOf(rejections: Rejection[]) {
+  return rejections
+    .slice(0, maxOutputErrors)
+    .map(({ index, id, field, message }) => ({ index, id, field, message }));
+}
+
+function capNote(count: number) {
+  return count > maxOutputErrors ? ` errors lists the first ${maxOutputErrors} of ${count}.` : "";
+}
+
+/** The outcome of a job whose records were checked one by one. */
+export function recordOutcome(total: number, rejections: Rejection[]): { status: JobStatus; output: JobOutput } {
+  const rejected = rejections.length;
+  const applied = total - rejected;
+  const base = { total, applied, rejected, errors: errorsOf(rejections) };
+  if (rejected === 0) {
+    const message = total === 1 ? "The record was applied." : `All ${total} records were applied.`;
+    return { status: JobStatus.Succeeded, output: { message, ...base } };
+  }
+  const details = describeGroups(rejections);
+  if (applied === 0) {
+    return {
+      status: JobStatus.Failed,
+      output: {
+        message: `${total === 1 ? "The record was" : `All ${total} records were`} rejected; nothing was applied. ${details} Fix these records and re-send them.${capNote(rejected)}`,
+        ...base,
+      },
+    };
+  }
+  return {
+    status: JobStatus.PartiallySucceeded,
+    output: {
+      message: `${rejected} of ${total} records were rejected and ${applied} applied. ${details} Fix and re-send only the rejected records; the applied ones are kept.${capNote(rejected)}`,
+      ...base,
+    },
+  };
+}
+
+/** The outcome of a job that violated a batch-level constraint: nothing applied. */
+export function batchFailure(total: number, message: string, rejections: Rejection[] = []): { status: JobStatus; output: JobOutput } {
+  return {
+    status: JobStatus.Failed,
+    output: { message, total, applied: 0, rejected: total, errors: errorsOf(rejections) },
+  };
+}
+
+/** Duplicate ids fail the whole batch; the message names the ids and where they stand. */
+export function duplicateIdsOutcome(total: number, duplicates: Map<string, number[]>) {
+  const rejections: Rejection[] = [];
+  const named: string[] = [];
+  for (const [id, indexes] of duplicates) {
+    if (named.length < maxExamplesPerGroup) named.push(`'${id}' at ${indexes.map((i) => `[${i}]`).join(", ")}`);
+    for (const index of indexes) {
+      rejections.push({ index, id, field: "id", reason: "duplicate id", message: `'Id' '${id}' appears more than once in this batch (at ${indexes.map((i) => `[${i}]`).join(", ")}).` });
+    }
+  }
+  const more = duplicates.size > named.length ? ` and ${duplicates.size - named.length} more` : "";
+  const message =
+    `Nothing was applied: the batch contains ${plural(duplicates.size, "id")} more than once: ${named.join("; ")}${more}. ` +
+    `Each id may appear only once per batch; remove the duplicates and re-send the batch.${capNote(rejections.length)}`;
+  return batchFailure(total, message, rejections);
+}

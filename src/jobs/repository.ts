@@ -1,0 +1,123 @@
+import { and, asc, desc, eq, inArray, lt, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { jobPayloads, jobs } from "../db/schema";
+import type { JobOutput } from "./outcome";
+import { JobStatus } from "./states";
+
+export type Job = typeof jobs.$inferSelect;
+
+const now = () => new Date().toISOString();
+
+/** Every SQL statement about jobs. The HTTP thread only reads; workers write. */
+export class JobRepository {
+  private readonly byId;
+
+  constructor(private readonly db: Db) {
+    this.byId = db
+      .select()
+      .from(jobs)
+      .where(and(eq(jobs.id, sql.placeholder("id")), eq(jobs.environmentId, sql.placeholder("environmentId"))))
+      .prepare();
+  }
+
+  /** Stores the job and its payload in one transaction; once this returns, the job survives a crash. */
+  enqueue(environmentId: number, type: string, recordCount: number, body: Uint8Array): Job {
+    return this.db.transaction(
+      (tx) => {
+        const job = tx
+          .insert(jobs)
+          .values({ environmentId, type, status: JobStatus.Pending, recordCount, createdAt: now() })
+          .returning()
+          .get();
+        tx.insert(jobPayloads).values({ jobId: job.id, body: body as Buffer }).run();
+        return job;
+      },
+      { behavior: "immediate" },
+    );
+  }
+
+  /** The environment's job, or undefined for an unknown id, another environment's job or one past retention. */
+  find(environmentId: number, id: number, retainedSince: string): Job | undefined {
+    const job = this.byId.get({ id, environmentId });
+    if (!job || (job.completedAt !== null && job.completedAt < retainedSince)) return undefined;
+    return job;
+  }
+
+  /** Newest first; `after` is the id of the last job of the previous page. */
+  list(environmentId: number, options: { status?: string; limit: number; after?: number; retainedSince: string }): Job[] {
+    return this.db
+      .select()
+      .from(jobs)
+      .where(
+        and(
+          eq(jobs.environmentId, environmentId),
+          options.status ? eq(jobs.status, options.status) : undefined,
+          options.after !== undefined ? lt(jobs.id, options.after) : undefined,
+          sql`(${jobs.completedAt} IS NULL OR ${jobs.completedAt} >= ${options.retainedSince})`,
+        ),
+      )
+      .orderBy(desc(jobs.id))
+      .limit(options.limit)
+      .all();
+  }
+
+  /** The oldest pending job of each environment that has one, oldest first. */
+  nextPendingPerEnvironment(): Array<{ environmentId: number; jobId: number }> {
+    return this.db
+      .select({ environmentId: jobs.environmentId, jobId: sql<number>`min(${jobs.id})` })
+      .from(jobs)
+      .where(eq(jobs.status, JobStatus.Pending))
+      .groupBy(jobs.environmentId)
+      .orderBy(asc(sql`min(${jobs.id})`))
+      .all();
+  }
+
+  /**
+   * Crash recovery: a job left Processing by a crash goes back to Pending and is run again from the start.
+   * Its transaction never committed, so nothing of it was applied; upserts make the rerun safe anyway.
+   */
+  requeueInterrupted(): number {
+    return this.db
+      .update(jobs)
+      .set({ status: JobStatus.Pending, startedAt: null })
+      .where(eq(jobs.status, JobStatus.Processing))
+      .returning({ id: jobs.id })
+      .all().length;
+  }
+
+  /** Marks the job Processing (visible to pollers at once) and counts the attempt. */
+  claim(id: number): Job | undefined {
+    return this.db.transaction(
+      (tx) =>
+        tx
+          .update(jobs)
+          .set({ status: JobStatus.Processing, startedAt: now(), attempts: sql`${jobs.attempts} + 1` })
+          .where(and(eq(jobs.id, id), inArray(jobs.status, [JobStatus.Pending, JobStatus.Processing])))
+          .returning()
+          .get(),
+      { behavior: "immediate" },
+    );
+  }
+
+  payload(id: number): Uint8Array | undefined {
+    return this.db.select({ body: jobPayloads.body }).from(jobPayloads).where(eq(jobPayloads.jobId, id)).get()?.body;
+  }
+
+  /** Records the terminal state and drops the payload; call inside the job's apply transaction. */
+  finish(tx: Pick<Db, "update" | "delete">, id: number, status: JobStatus, output: JobOutput): void {
+    tx.update(jobs)
+      .set({ status, output: JSON.stringify(output), completedAt: now() })
+      .where(eq(jobs.id, id))
+      .run();
+    tx.delete(jobPayloads).where(eq(jobPayloads.jobId, id)).run();
+  }
+
+  /** Deletes job documents completed before `before`; returns how many. */
+  purgeCompletedBefore(before: string): number {
+    return this.db
+      .delete(jobs)
+      .where(lt(jobs.completedAt, before))
+      .returning({ id: jobs.id })
+      .all().length;
+  }
+}

@@ -1,0 +1,22 @@
+import type { Config } from "./config";
+
+export type Log = (entry: Record<string, unknown> & { msg: string; level?: string }) => void;
+
+const rank: Record<string, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+/** One JSON line per entry on stderr (or a short readable line with --log-format pretty). */
+export function createLog(config: Pick<Config, "logLevel" | "logFormat">, write: (line: string) => void = (line) => process.stderr.write(line)): Log {
+  const threshold = rank[config.logLevel] ?? 20;
+  return (entry) => {
+    const level = entry.level ?? "info";
+    if ((rank[level] ?? 20) < threshold) return;
+    const time = new Date().toISOString();
+    if (config.logFormat === "pretty") {
+      const { msg, level: _level, ...rest } = entry;
+      const fields = Object.entries(rest).map(([key, value]) => `${key}=${typeof value === "string" ? value : JSON.stringify(value)}`);
+      write(`${time} ${level.toUpperCase().padEnd(5)} ${msg}${fields.length ? ` ${fields.join(" ")}` : ""}\n`);
+    } else {
+      write(`${JSON.stringify({ time, ...entry, level })}\n`);
+    }
+  };
+}

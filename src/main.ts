@@ -1,0 +1,75 @@
+#!/usr/bin/env bun
+// argv → command. The only place that calls process.exit.
+import { parseArgs } from "node:util";
+import pkg from "../package.json" with { type: "json" };
+import { AccessError, envCommand, keyCommand, UsageError, type Output } from "./cli/commands";
+import { ConfigError, loadConfig, options, optionsHelp } from "./config";
+import { createLog } from "./log";
+import { startServer } from "./server";
+
+const usage = `importd ${pkg.version}: asynchronous bulk-import service
+
+Usage:
+  importd [serve] [options]        start the HTTP API (the default command)
+  importd env create <slug>        create an environment (slug: a-z, 0-9, '-', up to 63 characters)
+  importd env list                 list environments
+  importd key create <slug>        issue an API key for an environment; prints the key alone on stdout
+  importd key list <slug>          list an environment's keys (ids and dates, never secrets)
+  importd key revoke <keyId>       revoke a key; takes effect at once, also on a running server
+  importd --help | --version
+
+Options (flags beat environment variables, which beat defaults):
+${optionsHelp()}
+`;
+
+const io: Output = { out: (line) => console.log(line), err: (line) => console.error(line) };
+
+async function main(argv: string[]): Promise<number> {
+  const flagOptions = Object.fromEntries(Object.values(options).map((option) => [option.flag, { type: "string" as const }]));
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { ...flagOptions, help: { type: "boolean", short: "h" }, version: { type: "boolean", short: "v" } },
+    allowPositionals: true,
+    strict: true,
+  });
+  if (values.help) return io.out(usage), 0;
+  if (values.version) return io.out(pkg.version), 0;
+  const config = loadConfig(values as Record<string, string | undefined>, process.env);
+  const [command = "serve", ...rest] = positionals;
+
+  if (command === "env") return envCommand(config, rest, io), 0;
+  if (command === "key") return keyCommand(config, rest, io), 0;
+  if (command !== "serve") throw new UsageError(`unknown command '${command}'`);
+  if (rest.length > 0) throw new UsageError(`serve takes no arguments, got '${rest.join(" ")}'`);
+
+  const log = createLog(config);
+  const server = await startServer(config, log);
+  if (server.firstRunKey) {
+    io.out(`First run: created the environment 'default' and its API key. It is shown only this once; keep it:\n\n  ${server.firstRunKey}\n`);
+  }
+  io.out(`importd listening on ${server.url} (data: ${config.dataDir}); Swagger UI: ${server.url}/swagger`);
+  log({ msg: "listening", url: server.url, dataDir: config.dataDir, workers: config.workers });
+
+  let signals = 0;
+  const shutdown = (signal: string) => {
+    // First signal: stop taking work and finish; second: leave now (upserts make the rerun safe).
+    if (++signals > 1) process.exit(1);
+    log({ msg: "shutting down", signal });
+    server.stop().then(() => process.exit(0), () => process.exit(1));
+  };
+  process.on("SIGTERM", () => shutdown("SIGTERM"));
+  process.on("SIGINT", () => shutdown("SIGINT"));
+  return -1;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (error) => {
+    const known = error instanceof UsageError || error instanceof ConfigError || error instanceof AccessError || (error as { code?: string })?.code?.startsWith?.("ERR_PARSE_ARGS");
+    console.error(`importd: ${known ? (error as Error).message : (error as Error)?.stack ?? error}`);
+    if (error instanceof UsageError || (error as { code?: string })?.code?.startsWith?.("ERR_PARSE_ARGS")) console.error("Run importd --help for usage.");
+    process.exit(error instanceof UsageError || error instanceof ConfigError || (error as { code?: string })?.code?.startsWith?.("ERR_PARSE_ARGS") ? 2 : 1);
+  },
+);

@@ -1,0 +1,24 @@
+import { t } from "elysia";
+import type { SQLiteTable } from "drizzle-orm/sqlite-core";
+import { defineResource, presentFields } from "./definition";
+import { requiredText } from "./validate";
+
+/** Sub areas, asset types and asset categories share one shape: id, name, optional description. */
+export const referenceRecord = t.Object({
+  id: t.String(requiredText(64, "External identifier, unique within the environment.")),
+  name: t.String(requiredText(255)),
+  description: t.Optional(t.String({ maxLength: 4000 })),
+});
+
+export const referenceResource = (path: string, jobType: string, noun: string, table: SQLiteTable) =>
+  defineResource({
+    path,
+    jobType,
+    noun,
+    schema: referenceRecord,
+    table,
+    rules: [],
+    references: [],
+    toRow: (record) => ({ name: record.name, description: record.description ?? null }),
+    fromRow: (row) => presentFields(row, ["id", "name", "description"]) as never,
+  });

@@ -1,0 +1,25 @@
+import { assetCategories, assetTypes, subAreas } from "../db/schema";
+import { assetResource } from "./assets";
+import type { ResourceDefinition } from "./definition";
+import { referenceResource } from "./reference-data";
+
+/** Every import resource the service offers. The HTTP routes, the worker and OpenAPI all read this list. */
+export const resources: readonly ResourceDefinition[] = [
+  referenceResource("subareas", "SubArea", "sub area", subAreas),
+  referenceResource("assettypes", "AssetType", "asset type", assetTypes),
+  referenceResource("assetcategories", "AssetCategory", "asset category", assetCategories),
+  assetResource,
+];
+
+const byPath = new Map(resources.map((resource) => [resource.path, resource]));
+const byJobType = new Map(resources.map((resource) => [resource.jobType, resource]));
+
+export function resourceByPath(path: string): ResourceDefinition | undefined {
+  return byPath.get(path);
+}
+
+export function resourceByJobType(jobType: string): ResourceDefinition {
+  const resource = byJobType.get(jobType);
+  if (!resource) throw new Error(`no import resource has job type ${jobType}`);
+  return resource;
+}

@@ -1,0 +1,190 @@
+import type { TObject, TSchema } from "@sinclair/typebox";
+
+/**
+ * Request-time validation of a batch against a resource's TypeBox schema.
+ *
+ * The schema is the single source of truth: the same object documents the record in OpenAPI and
+ * drives these checks. The walker understands the small subset of JSON Schema the resources use
+ * (object, string with minLength/maxLength/pattern, number with minimum, unions of literals) and words
+ * its messages for people, in the style of the spec's example: `'Sub Area Id' must not be empty.`
+ */
+
+export type FieldErrors = Record<string, string[]>;
+
+/** A rule that looks at several fields of one (already type-checked) record. */
+export type RecordRule<T> = (record: T) => Array<{ field: string; message: string }>;
+
+export type BatchValidation<T> =
+  | { ok: true; records: T[] }
+  | { ok: false; errors: FieldErrors; errorCount: number; truncated: boolean };
+
+export const maxErrorKeys = 1000;
+
+/** `subAreaId` → `Sub Area Id`, `geolocation.locationStart` → `Location Start`. */
+export function displayName(field: string): string {
+  const last = field.slice(field.lastIndexOf(".") + 1);
+  const words = last.replace(/([a-z0-9])([A-Z])/g, "$1 $2");
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+const quote = (value: string, max = 60) =>
+  `'${value.length > max ? `${value.slice(0, max)}…` : value}'`;
+
+function describeType(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "object") return "an object";
+  if (typeof value === "string") return "a string";
+  if (typeof value === "number") return "a number";
+  if (typeof value === "boolean") return "a boolean";
+  return typeof value;
+}
+
+const notBlankPattern = "\\S";
+const isBlank = (value: string) => !/\S/.test(value);
+
+function literalValues(schema: TSchema): string[] | undefined {
+  const options = schema.anyOf as TSchema[] | undefined;
+  if (!options || !options.every((option) => "const" in option)) return undefined;
+  return options.map((option) => String(option.const));
+}
+
+/** Collects into `report` every problem of `value` against `schema`; returns the normalized value. */
+function checkValue(
+  schema: TSchema,
+  value: unknown,
+  path: string,
+  name: string,
+  report: (path: string, message: string) => void,
+): unknown {
+  const label = `'${displayName(name)}'`;
+  const allowed = literalValues(schema);
+  if (allowed) {
+    if (typeof value !== "string") {
+      report(path, `${label} must be a string, one of: ${allowed.join(", ")}. You sent ${describeType(value)}.`);
+    } else if (!allowed.includes(value)) {
+      report(path, `${label} must be one of: ${allowed.join(", ")}. You entered ${quote(value)}.`);
+    }
+    return value;
+  }
+  switch (schema.type) {
+    case "string": {
+      if (typeof value !== "string") {
+        report(path, `${label} must be a string. You sent ${describeType(value)}.`);
+        return value;
+      }
+      if (schema.pattern === notBlankPattern && isBlank(value)) {
+        report(path, `${label} must not be empty.`);
+      } else if (schema.maxLength !== undefined && value.length > schema.maxLength) {
+        report(path, `${label} must be ${schema.maxLength} characters or fewer. You entered ${value.length} characters.`);
+      }
+      return value;
+    }
+    case "number": {
+      if (typeof value !== "number") {
+        report(path, `${label} must be a number. You sent ${describeType(value)}.`);
+        return value;
+      }
+      if (!Number.isFinite(value)) {
+        report(path, `${label} must be a finite number.`);
+      } else if (schema.minimum !== undefined && value < schema.minimum) {
+        report(path, `${label} must be greater than or equal to ${schema.minimum}. You entered ${value}.`);
+      }
+      return value;
+    }
+    case "object": {
+      if (typeof value !== "object" || value === null || Array.isArray(value)) {
+        report(path, `${label} must be an object. You sent ${describeType(value)}.`);
+        return value;
+      }
+      return checkObject(schema as TObject, value as Record<string, unknown>, `${path}.`, report);
+    }
+    default:
+      throw new Error(`validate.ts does not know schema type ${String(schema.type)} (at ${path})`);
+  }
+}
+
+function checkObject(
+  schema: TObject,
+  input: Record<string, unknown>,
+  prefix: string,
+  report: (path: string, message: string) => void,
+): Record<string, unknown> {
+  const required = schema.required ?? [];
+  // Only known fields are copied: unknown fields are ignored, and keys such as `__proto__` never reach us.
+  const output: Record<string, unknown> = {};
+  for (const [field, fieldSchema] of Object.entries(schema.properties)) {
+    const value = Object.hasOwn(input, field) ? input[field] : undefined;
+    const path = `${prefix}${field}`;
+    // `null` counts as missing, for required and optional fields alike.
+    if (value === undefined || value === null) {
+      if (required.includes(field)) report(path, `'${displayName(field)}' must not be empty.`);
+      continue;
+    }
+    output[field] = checkValue(fieldSchema, value, path, field, report);
+  }
+  return output;
+}
+
+/**
+ * Validates a parsed request body. Shape problems of the body itself go under `$`; record problems under
+ * `[index].field`. The error map is capped at `maxErrorKeys` keys so that a bad 100 MB body does not produce
+ * a 100 MB answer; `errorCount` still counts them all.
+ */
+export function validateBatch<T>(
+  schema: TObject,
+  rules: RecordRule<T>[],
+  body: unknown,
+): BatchValidation<T> {
+  const errors: FieldErrors = {};
+  let keys = 0;
+  let errorCount = 0;
+  let truncated = false;
+  const report = (path: string, message: string) => {
+    errorCount++;
+    const existing = errors[path];
+    if (existing) existing.push(message);
+    else if (keys < maxErrorKeys) {
+      errors[path] = [message];
+      keys++;
+    } else truncated = true;
+  };
+
+  if (!Array.isArray(body)) {
+    report("$", `The request body must be a JSON array of records, for example [{"id": "..."}]. You sent ${describeType(body)}.`);
+    return { ok: false, errors, errorCount, truncated };
+  }
+  if (body.length === 0) {
+    report("$", "The request body must contain at least one record. You sent an empty array.");
+    return { ok: false, errors, errorCount, truncated };
+  }
+
+  const records: T[] = new Array(body.length);
+  for (let index = 0; index < body.length; index++) {
+    const item = body[index];
+    const prefix = `[${index}]`;
+    if (typeof item !== "object" || item === null || Array.isArray(item)) {
+      report(prefix, `Each record must be a JSON object. You sent ${describeType(item)}.`);
+      continue;
+    }
+    const before = errorCount;
+    const record = checkObject(schema, item as Record<string, unknown>, `${prefix}.`, report) as T;
+    // Cross-field rules only make sense once every field has the right type.
+    if (errorCount === before) {
+      for (const rule of rules) {
+        for (const problem of rule(record)) report(`${prefix}.${problem.field}`, problem.message);
+      }
+    }
+    records[index] = record;
+  }
+  if (errorCount > 0) return { ok: false, errors, errorCount, truncated };
+  return { ok: true, records };
+}
+
+/** Schema options for a required text field: present, not blank, bounded. */
+export const requiredText = (maxLength: number, description?: string) => ({
+  minLength: 1,
+  maxLength,
+  pattern: notBlankPattern,
+  ...(description ? { description } : {}),
+});

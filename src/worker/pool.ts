@@ -1,0 +1,115 @@
+import type { ReplyMessage, TaskMessage, TaskType, TaskTypes } from "./protocol";
+
+/** The worker thread died (or threw outside a task) while running the task; the task may be retried. */
+export class WorkerCrashed extends Error {
+  readonly retryable = true;
+}
+
+/** The task itself threw inside the worker; `code` carries SQLite's error code when there is one. */
+export class TaskFailed extends Error {
+  constructor(
+    message: string,
+    readonly code?: string,
+  ) {
+    super(message);
+  }
+}
+
+type Pending = {
+  message: TaskMessage;
+  transfer: Transferable[];
+  resolve: (output: unknown) => void;
+  reject: (error: Error) => void;
+};
+
+type Slot = { worker: Worker; ready: boolean; current?: Pending };
+
+/**
+ * A fixed set of Bun Worker threads fed from one FIFO queue. A worker that dies is replaced at once;
+ * the task it was running is rejected with WorkerCrashed so that its owner can decide to retry.
+ */
+export class WorkerPool {
+  private readonly slots: Slot[] = [];
+  private readonly queue: Pending[] = [];
+  private nextTaskId = 1;
+  private closing = false;
+
+  constructor(
+    readonly size: number,
+    private readonly dataDir: string,
+    private readonly onCrash: (error: unknown) => void = () => {},
+  ) {
+    for (let i = 0; i < size; i++) this.slots.push(this.spawn());
+  }
+
+  /** Resolves once every thread has opened the database. */
+  async ready(): Promise<void> {
+    while (this.slots.some((slot) => !slot.ready)) await Bun.sleep(5);
+  }
+
+  get idleWorkers(): number {
+    return this.slots.filter((slot) => slot.ready && !slot.current).length;
+  }
+
+  run<K extends TaskType>(task: K, input: TaskTypes[K]["input"], transfer: Transferable[] = []): Promise<TaskTypes[K]["output"]> {
+    if (this.closing) return Promise.reject(new WorkerCrashed("the worker pool is shutting down"));
+    return new Promise((resolve, reject) => {
+      const message: TaskMessage = { type: "task", taskId: this.nextTaskId++, task, input };
+      this.queue.push({ message, transfer, resolve: resolve as (output: unknown) => void, reject });
+      this.dispatch();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    for (const pending of this.queue.splice(0)) pending.reject(new WorkerCrashed("the worker pool is shutting down"));
+    for (const slot of this.slots) slot.worker.terminate();
+  }
+
+  private spawn(): Slot {
+    const worker = new Worker(new URL("./thread.ts", import.meta.url));
+    const slot: Slot = { worker, ready: false };
+    worker.onmessage = (event: MessageEvent<ReplyMessage>) => this.onReply(slot, event.data);
+    worker.onerror = (event) => {
+      event.preventDefault?.();
+      this.replace(slot, event.message ?? "worker error");
+    };
+    worker.addEventListener("close", () => this.replace(slot, "worker exited"));
+    worker.postMessage({ type: "init", dataDir: this.dataDir });
+    return slot;
+  }
+
+  private onReply(slot: Slot, reply: ReplyMessage): void {
+    if (reply.type === "ready") {
+      slot.ready = true;
+    } else {
+      const pending = slot.current;
+      slot.current = undefined;
+      if (pending && pending.message.taskId === reply.taskId) {
+        if (reply.type === "done") pending.resolve(reply.output);
+        else pending.reject(new TaskFailed(reply.message, reply.code));
+      }
+    }
+    this.dispatch();
+  }
+
+  private replace(slot: Slot, reason: string): void {
+    const index = this.slots.indexOf(slot);
+    if (index === -1 || this.closing) return;
+    slot.worker.terminate();
+    const pending = slot.current;
+    this.onCrash(new WorkerCrashed(reason));
+    this.slots[index] = this.spawn();
+    pending?.reject(new WorkerCrashed(`worker thread crashed: ${reason}`));
+  }
+
+  private dispatch(): void {
+    for (const slot of this.slots) {
+      if (this.queue.length === 0) return;
+      if (!slot.ready || slot.current) continue;
+      const pending = this.queue.shift()!;
+      slot.current = pending;
+      slot.worker.postMessage(pending.message, pending.transfer);
+    }
+  }
+}

@@ -1,0 +1,33 @@
+import type { IntakeResult } from "../jobs/intake";
+
+/**
+ * The messages between the HTTP thread and the worker threads, in one place.
+ * Every task carries a `taskId`; every reply answers exactly one task.
+ */
+export type TaskTypes = {
+  /** Parse, validate and (if valid) durably enqueue an import body. */
+  accept: { input: { environmentId: number; resource: string; body: ArrayBuffer }; output: IntakeResult };
+  /** Apply a queued job in one transaction. `status` is undefined when there was no job to claim. */
+  apply: { input: { jobId: number }; output: { status?: string } };
+  /** Mark a job Failed after its worker crashed too often (a poison job). */
+  giveUp: { input: { jobId: number; message: string }; output: { done: boolean } };
+  /** Delete job documents completed before `before` (retention). */
+  purge: { input: { before: string }; output: { count: number } };
+};
+export type TaskType = keyof TaskTypes;
+
+export type Init = { type: "init"; dataDir: string };
+
+export type TaskMessage<K extends TaskType = TaskType> = {
+  type: "task";
+  taskId: number;
+  task: K;
+  input: TaskTypes[K]["input"];
+};
+
+export type ReplyMessage =
+  | { type: "ready" }
+  | { type: "done"; taskId: number; output: unknown }
+  | { type: "error"; taskId: number; message: string; code?: string };
+
+export type ToWorker = Init | TaskMessage;

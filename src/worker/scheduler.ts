@@ -1,0 +1,88 @@
+import type { JobRepository } from "../jobs/repository";
+import type { WorkerPool } from "./pool";
+
+export type SchedulerOptions = {
+  /** Jobs applied at once, across environments; keep it below the pool size so intake is never starved. */
+  maxConcurrentJobs: number;
+  /** Attempts before a job whose worker keeps failing is given up as Failed. */
+  maxAttempts: number;
+  retryDelayMs: number;
+  onError?: (jobId: number, error: unknown) => void;
+};
+
+/**
+ * Decides which job runs next. Jobs of one environment run strictly one at a time, in id order
+ * (ids are assigned in commit order, so that is acceptance order); environments run in parallel.
+ * The database is the queue: nothing is held only in memory, so a restart loses nothing.
+ */
+export class JobScheduler {
+  private readonly busyEnvironments = new Set<number>();
+  private readonly attempts = new Map<number, number>();
+  private readonly timers = new Set<ReturnType<typeof setTimeout>>();
+  private stopped = false;
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(
+    private readonly jobs: JobRepository,
+    private readonly pool: WorkerPool,
+    private readonly options: SchedulerOptions,
+  ) {}
+
+  /** Starts whatever can start now. Cheap; called after each intake and each finished job. */
+  kick(): void {
+    if (this.stopped) return;
+    for (const { environmentId, jobId } of this.jobs.nextPendingPerEnvironment()) {
+      if (this.busyEnvironments.size >= this.options.maxConcurrentJobs) break;
+      if (this.busyEnvironments.has(environmentId)) continue;
+      this.busyEnvironments.add(environmentId);
+      this.run(environmentId, jobId);
+    }
+    if (this.busyEnvironments.size === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+
+  get runningJobs(): number {
+    return this.busyEnvironments.size;
+  }
+
+  /** Stops starting jobs; resolves when the running ones are done (or failed over to a restart). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const timer of this.timers) clearTimeout(timer);
+    if (this.busyEnvironments.size === 0) return;
+    await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private release(environmentId: number, jobId: number): void {
+    this.attempts.delete(jobId);
+    this.busyEnvironments.delete(environmentId);
+    if (this.stopped && this.busyEnvironments.size === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
+    this.kick();
+  }
+
+  private run(environmentId: number, jobId: number): void {
+    this.pool.run("apply", { jobId }).then(
+      () => this.release(environmentId, jobId),
+      (error) => this.retry(environmentId, jobId, error),
+    );
+  }
+
+  // An infrastructure fault (a crashed worker, a locked database) is not the job's fault: run it again.
+  // The environment stays busy meanwhile, so no later job of it can overtake this one.
+  private retry(environmentId: number, jobId: number, error: unknown): void {
+    this.options.onError?.(jobId, error);
+    const attempt = (this.attempts.get(jobId) ?? 0) + 1;
+    this.attempts.set(jobId, attempt);
+    if (this.stopped) return this.release(environmentId, jobId);
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      if (this.stopped) return this.release(environmentId, jobId);
+      if (attempt < this.options.maxAttempts) return this.run(environmentId, jobId);
+      const message = `Nothing was applied: the job could not be processed after ${attempt} attempts (the worker failed: ${(error as Error)?.message ?? error}). Re-send the batch; if it fails again, split it and contact the operator.`;
+      this.pool.run("giveUp", { jobId, message }).then(
+        () => this.release(environmentId, jobId),
+        (giveUpError) => this.retry(environmentId, jobId, giveUpError),
+      );
+    }, this.options.retryDelayMs * attempt);
+    this.timers.add(timer);
+  }
+}

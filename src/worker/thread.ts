@@ -1,0 +1,55 @@
+/// <reference lib="webworker" />
+// Entry of a worker thread. It owns its own SQLite connection; everything it does is caught and reported,
+// so a task's failure never takes the thread down.
+import { openDatabase, type Db } from "../db/client";
+import { applyJob } from "../jobs/apply";
+import { acceptBatch } from "../jobs/intake";
+import { batchFailure } from "../jobs/outcome";
+import { JobRepository } from "../jobs/repository";
+import { resourceByPath } from "../resources/registry";
+import type { ReplyMessage, TaskMessage, TaskType, TaskTypes, ToWorker } from "./protocol";
+
+declare const self: Worker;
+
+type Handlers = { [K in TaskType]: (db: Db, input: TaskTypes[K]["input"]) => TaskTypes[K]["output"] };
+
+const handlers: Handlers = {
+  accept: (db, { environmentId, resource, body }) => {
+    const definition = resourceByPath(resource);
+    if (!definition) throw new Error(`unknown resource ${resource}`);
+    return acceptBatch(db, environmentId, definition, new Uint8Array(body));
+  },
+  apply: (db, { jobId }) => ({ status: applyJob(db, jobId) }),
+  giveUp: (db, { jobId, message }) => {
+    const jobs = new JobRepository(db);
+    const job = jobs.claim(jobId);
+    if (!job) return { done: false };
+    db.transaction((tx) => {
+      const { status, output } = batchFailure(job.recordCount, message);
+      jobs.finish(tx as never, jobId, status, output);
+    }, { behavior: "immediate" });
+    return { done: true };
+  },
+  purge: (db, { before }) => ({ count: new JobRepository(db).purgeCompletedBefore(before) }),
+};
+
+let db: Db | undefined;
+const reply = (message: ReplyMessage) => self.postMessage(message);
+
+self.onmessage = (event: MessageEvent<ToWorker>) => {
+  const message = event.data;
+  if (message.type === "init") {
+    db = openDatabase(message.dataDir);
+    reply({ type: "ready" });
+    return;
+  }
+  const { taskId, task, input } = message as TaskMessage;
+  try {
+    if (!db) throw new Error("worker used before init");
+    const output = (handlers[task] as (db: Db, input: unknown) => unknown)(db, input);
+    reply({ type: "done", taskId, output });
+  } catch (error) {
+    const err = error as Error & { code?: string };
+    reply({ type: "error", taskId, message: err?.message ?? String(error), code: err?.code });
+  }
+};
