@@ -1,0 +1,52 @@
+import type { Subprocess } from "bun";
+import { join } from "node:path";
+
+export const projectRoot = join(import.meta.dir, "..", "..");
+
+export type ServerProcess = {
+  proc: Subprocess<"ignore", "pipe", "pipe">;
+  url: string;
+  /** Printed on a first run only. */
+  firstRunKey?: string;
+  stdout: string[];
+};
+
+/** Starts `importd serve` as its own process (so it can be killed) and waits until it listens. */
+export async function spawnServer(dataDir: string, extraArgs: string[] = [], timeoutMs = 30_000): Promise<ServerProcess> {
+  const proc = Bun.spawn([process.execPath, "src/main.ts", "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, ...extraArgs], {
+    cwd: projectRoot,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const stdout: string[] = [];
+  const reader = proc.stdout.getReader();
+  const decoder = new TextDecoder();
+  let buffered = "";
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const match = stdout.join("\n").match(/listening on (http:\/\/\S+)/);
+    if (match) {
+      const key = stdout.join("\n").match(/^\s+([0-9a-f]{64}_\d+)$/m)?.[1];
+      // Keep draining so the child never blocks on a full pipe.
+      void (async () => {
+        for (;;) {
+          const { done } = await reader.read().catch(() => ({ done: true }));
+          if (done) return;
+        }
+      })();
+      void new Response(proc.stderr).text();
+      return { proc, url: match[1]!, firstRunKey: key, stdout };
+    }
+    if (Date.now() > deadline) {
+      proc.kill("SIGKILL");
+      throw new Error(`server did not start: ${stdout.join("\n")}\n${await new Response(proc.stderr).text()}`);
+    }
+    const { done, value } = await reader.read();
+    if (done) throw new Error(`server exited before listening (code ${await proc.exited}): ${stdout.join("\n")}\n${await new Response(proc.stderr).text()}`);
+    buffered += decoder.decode(value, { stream: true });
+    const lines = buffered.split("\n");
+    buffered = lines.pop()!;
+    stdout.push(...lines);
+  }
+}

@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { eq } from "drizzle-orm";
+import { jobs } from "../../src/db/schema";
+import { JobRepository } from "../../src/jobs/repository";
+import { importAndWait } from "../helpers/api";
+import { asset, seedReferenceData } from "../helpers/records";
+import { startTestServer, type TestServer } from "../helpers/server";
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer();
+  await seedReferenceData(server.base, server.key);
+});
+afterAll(() => server.close());
+
+const status = (base: string, key: string, id: number | string) => fetch(`${base}/v2/status/${id}`, { headers: { "api-key": key } });
+
+/** A job put straight into the queue without waking the scheduler, so it stays Pending while we look. */
+function parkedJob(environmentSlug: string) {
+  const db = server.db();
+  const environment = db.query.environments.findFirst({ where: (e, { eq }) => eq(e.slug, environmentSlug) }).sync()!;
+  const body = new TextEncoder().encode(JSON.stringify([asset(1)]));
+  return new JobRepository(db).enqueue(environment.id, "Asset", 1, body);
+}
+
+describe("GET /{env}/v2/status/{id}", () => {
+  test("200 with the job document of a finished job, without Retry-After", async () => {
+    const job = await importAndWait(server.base, "assets", server.key, [asset(1)]);
+    const response = await status(server.base, server.key, job.id);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("retry-after")).toBeNull();
+    expect(await response.json()).toEqual(job);
+  });
+
+  test("a Pending job carries Retry-After and null startedAt/completedAt/output", async () => {
+    const env = server.addEnvironment("parked-pending");
+    const job = parkedJob(env.slug);
+    const response = await status(env.base, env.key, job.id);
+    expect(response.status).toBe(200);
+    expect(Number(response.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(await response.json()).toMatchObject({ importJobStatus: "Pending", output: null, startedAt: null, completedAt: null, recordCount: 1 });
+  });
+
+  test("a Processing job carries Retry-After and its startedAt", async () => {
+    const env = server.addEnvironment("parked-processing");
+    const job = parkedJob(env.slug);
+    server.db().update(jobs).set({ status: "Processing", startedAt: new Date().toISOString() }).where(eq(jobs.id, job.id)).run();
+    const response = await status(env.base, env.key, job.id);
+    expect(response.headers.get("retry-after")).not.toBeNull();
+    const body = await response.json();
+    expect(body.importJobStatus).toBe("Processing");
+    expect(body.startedAt).not.toBeNull();
+    expect(body.output).toBeNull();
+  });
+
+  test("404 Problem Details for an unknown job id", async () => {
+    const response = await status(server.base, server.key, 987654);
+    expect(response.status).toBe(404);
+    expect(response.headers.get("content-type")).toBe("application/problem+json");
+    expect(await response.json()).toMatchObject({ status: 404, title: "Not Found" });
+  });
+
+  test.each(["abc", "0", "-1", "1.5", "99999999999999999999", "%2e%2e"])("404 for the malformed job id %s", async (id) => {
+    expect((await status(server.base, server.key, id)).status).toBe(404);
+  });
+
+  test("another environment's job is a 404 that looks exactly like an unknown id", async () => {
+    const mine = await importAndWait(server.base, "subareas", server.key, [{ id: "x", name: "X" }]);
+    const other = server.addEnvironment("status-other");
+    const foreign = await status(other.base, other.key, mine.id);
+    const unknown = await status(other.base, other.key, 987655);
+    expect(foreign.status).toBe(404);
+    expect(await foreign.text()).toBe(await unknown.text());
+  });
+
+  test("a job document past its retention is gone (404)", async () => {
+    const job = await importAndWait(server.base, "subareas", server.key, [{ id: "old", name: "Old" }]);
+    server.db().update(jobs).set({ completedAt: "2000-01-01T00:00:00.000Z" }).where(eq(jobs.id, job.id)).run();
+    expect((await status(server.base, server.key, job.id)).status).toBe(404);
+  });
+});
