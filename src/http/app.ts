@@ -39,6 +39,7 @@ export function buildApp(services: Services, log: Log = () => {}) {
     .use(
       swagger({
         path: "/swagger",
+        provider: "swagger-ui",
         documentation: {
           info: { title: "importd", version: pkg.version, description: apiDescription },
           components: { securitySchemes: { ApiKey: { type: "apiKey", in: "header", name: "Api-Key" } } },
