@@ -38,6 +38,7 @@ export class WorkerPool {
     readonly size: number,
     private readonly dataDir: string,
     private readonly onCrash: (error: unknown) => void = () => {},
+    private readonly entry: URL = new URL("./thread.ts", import.meta.url),
   ) {
     for (let i = 0; i < size; i++) this.slots.push(this.spawn());
   }
@@ -67,7 +68,7 @@ export class WorkerPool {
   }
 
   private spawn(): Slot {
-    const worker = new Worker(new URL("./thread.ts", import.meta.url));
+    const worker = new Worker(this.entry);
     const slot: Slot = { worker, ready: false };
     worker.onmessage = (event: MessageEvent<ReplyMessage>) => this.onReply(slot, event.data);
     worker.onerror = (event) => {

@@ -1,0 +1,48 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { TaskFailed, WorkerCrashed, WorkerPool } from "../../src/worker/pool";
+import { tempDir } from "../helpers/server";
+
+const flaky = new URL("../fixtures/flaky-thread.ts", import.meta.url);
+let pool: WorkerPool | undefined;
+afterEach(async () => {
+  await pool?.close();
+  pool = undefined;
+});
+
+describe("WorkerPool", () => {
+  test("runs tasks on worker threads and returns their output", async () => {
+    pool = new WorkerPool(2, tempDir(), undefined, flaky);
+    await pool.ready();
+    const outputs = await Promise.all(Array.from({ length: 10 }, () => pool!.run("purge", { before: "ok" })));
+    expect(outputs).toEqual(Array.from({ length: 10 }, () => ({ count: 7 })));
+  });
+
+  test("a task that fails inside the worker rejects with TaskFailed and its SQLite code", async () => {
+    pool = new WorkerPool(1, tempDir(), undefined, flaky);
+    await pool.ready();
+    const error = await pool.run("purge", { before: "throw" }).catch((e) => e);
+    expect(error).toBeInstanceOf(TaskFailed);
+    expect(error.code).toBe("SQLITE_BUSY");
+  });
+
+  test("a worker that dies mid-task is replaced; its task rejects with WorkerCrashed and the pool goes on", async () => {
+    const crashes: unknown[] = [];
+    pool = new WorkerPool(1, tempDir(), (error) => crashes.push(error), flaky);
+    await pool.ready();
+    const error = await pool.run("purge", { before: "exit" }).catch((e) => e);
+    expect(error).toBeInstanceOf(WorkerCrashed);
+    expect(crashes).toHaveLength(1);
+    expect(await pool.run("purge", { before: "ok" })).toEqual({ count: 7 });
+  });
+
+  test("the real worker thread opens the database and answers", async () => {
+    const { closeDatabase, migrate, openDatabase } = await import("../../src/db/client");
+    const dir = tempDir();
+    const db = openDatabase(dir);
+    migrate(db);
+    closeDatabase(db);
+    pool = new WorkerPool(1, dir);
+    await pool.ready();
+    expect(await pool.run("purge", { before: "2000-01-01T00:00:00.000Z" })).toEqual({ count: 0 });
+  });
+});

@@ -1,0 +1,92 @@
+import { describe, expect, test } from "bun:test";
+import type { JobRepository } from "../../src/jobs/repository";
+import { WorkerCrashed, type WorkerPool } from "../../src/worker/pool";
+import { JobScheduler } from "../../src/worker/scheduler";
+
+/** An in-memory queue and a pool whose apply outcome each test scripts. */
+function harness(pending: Array<{ environmentId: number; jobId: number }>, apply: (jobId: number, attempt: number) => Promise<unknown>) {
+  const calls: Array<[string, number]> = [];
+  const attempts = new Map<number, number>();
+  const jobs = {
+    nextPendingPerEnvironment: () => {
+      const firstPerEnvironment = new Map<number, number>();
+      for (const job of pending) if (!firstPerEnvironment.has(job.environmentId)) firstPerEnvironment.set(job.environmentId, job.jobId);
+      return [...firstPerEnvironment].map(([environmentId, jobId]) => ({ environmentId, jobId }));
+    },
+  } as unknown as JobRepository;
+  const finish = (jobId: number) => pending.splice(pending.findIndex((job) => job.jobId === jobId), 1);
+  const pool = {
+    run: async (task: string, input: { jobId: number }) => {
+      calls.push([task, input.jobId]);
+      if (task === "giveUp") return finish(input.jobId), { done: true };
+      const attempt = (attempts.get(input.jobId) ?? 0) + 1;
+      attempts.set(input.jobId, attempt);
+      await apply(input.jobId, attempt);
+      finish(input.jobId);
+      return { status: "Succeeded" };
+    },
+  } as unknown as WorkerPool;
+  return { jobs, pool, calls };
+}
+
+const settle = async (scheduler: JobScheduler) => {
+  for (let i = 0; i < 200 && scheduler.runningJobs > 0; i++) await Bun.sleep(5);
+};
+
+describe("JobScheduler", () => {
+  test("runs one job per environment at a time, in id order, environments in parallel", async () => {
+    const running = new Set<number>();
+    const overlaps: string[] = [];
+    const environmentOf = new Map([[1, 1], [2, 1], [3, 2], [4, 1]]);
+    const { jobs, pool, calls } = harness(
+      [{ environmentId: 1, jobId: 1 }, { environmentId: 1, jobId: 2 }, { environmentId: 2, jobId: 3 }, { environmentId: 1, jobId: 4 }],
+      async (jobId) => {
+        const environment = environmentOf.get(jobId)!;
+        if (running.has(environment)) overlaps.push(`environment ${environment} ran two jobs at once`);
+        running.add(environment);
+        await Bun.sleep(10);
+        running.delete(environment);
+      },
+    );
+    const scheduler = new JobScheduler(jobs, pool, { maxConcurrentJobs: 4, maxAttempts: 3, retryDelayMs: 1 });
+    scheduler.kick();
+    expect(calls.map(([, id]) => id)).toEqual([1, 3]);
+    await settle(scheduler);
+    expect(overlaps).toEqual([]);
+    expect(calls.filter(([, id]) => environmentOf.get(id) === 1).map(([, id]) => id)).toEqual([1, 2, 4]);
+  });
+
+  test("respects the cap on jobs running at once", () => {
+    const { jobs, pool, calls } = harness([1, 2, 3].map((n) => ({ environmentId: n, jobId: n })), () => new Promise(() => {}));
+    new JobScheduler(jobs, pool, { maxConcurrentJobs: 2, maxAttempts: 3, retryDelayMs: 1 }).kick();
+    expect(calls).toHaveLength(2);
+  });
+
+  test("a job whose worker crashed is retried, and the environment's next job waits for it", async () => {
+    const { jobs, pool, calls } = harness(
+      [{ environmentId: 1, jobId: 1 }, { environmentId: 1, jobId: 2 }],
+      async (jobId, attempt) => {
+        if (jobId === 1 && attempt === 1) throw new WorkerCrashed("worker exited");
+      },
+    );
+    const errors: number[] = [];
+    const scheduler = new JobScheduler(jobs, pool, { maxConcurrentJobs: 2, maxAttempts: 3, retryDelayMs: 1, onError: (jobId) => errors.push(jobId) });
+    scheduler.kick();
+    await settle(scheduler);
+    expect(calls).toEqual([["apply", 1], ["apply", 1], ["apply", 2]]);
+    expect(errors).toEqual([1]);
+  });
+
+  test("a job that keeps crashing its worker is given up after maxAttempts, and the queue moves on", async () => {
+    const { jobs, pool, calls } = harness(
+      [{ environmentId: 1, jobId: 1 }, { environmentId: 1, jobId: 2 }],
+      async (jobId) => {
+        if (jobId === 1) throw new WorkerCrashed("worker exited");
+      },
+    );
+    const scheduler = new JobScheduler(jobs, pool, { maxConcurrentJobs: 2, maxAttempts: 3, retryDelayMs: 1 });
+    scheduler.kick();
+    await settle(scheduler);
+    expect(calls).toEqual([["apply", 1], ["apply", 1], ["apply", 1], ["giveUp", 1], ["apply", 2]]);
+  });
+});
