@@ -18,7 +18,7 @@ export function postJson(base: string, resource: string, key: string | undefined
   return fetch(`${base}/v2/${resource}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...(key ? { "api-key": key } : {}), ...headers },
-    body: typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body),
+    body: typeof body === "string" || body instanceof Uint8Array ? (body as BodyInit) : JSON.stringify(body),
   });
 }
 
