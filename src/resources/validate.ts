@@ -62,6 +62,9 @@ function checkValue(
   if (allowed) {
     if (typeof value !== "string") {
       report(path, `${label} must be a string, one of: ${allowed.join(", ")}. You sent ${describeType(value)}.`);
+    } else if (isBlank(value)) {
+      // Every literal set here is a required code: blank reads as missing, like any required text.
+      report(path, `${label} must not be empty.`);
     } else if (!allowed.includes(value)) {
       report(path, `${label} must be one of: ${allowed.join(", ")}. You entered ${quote(value)}.`);
     }
