@@ -18,7 +18,9 @@ export function parseKey(value: string): { secret: string; keyId: number } | und
   const secret = value.slice(0, separator);
   const idText = value.slice(separator + 1);
   if (!/^[1-9][0-9]{0,15}$/.test(idText)) return undefined;
-  return { secret, keyId: Number(idText) };
+  // Past 2^53 Number() rounds, and the key would name another keyId than the one written.
+  const keyId = Number(idText);
+  return Number.isSafeInteger(keyId) ? { secret, keyId } : undefined;
 }
 
 // Compared against when the keyId is unknown, so that an unknown key costs the same as a wrong secret.

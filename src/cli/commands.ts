@@ -22,41 +22,43 @@ const need = (value: string | undefined, what: string) => {
   return value;
 };
 
+// Arguments are checked before the database is opened: a mistyped command must not create a data directory.
+
 export function envCommand(config: Config, args: string[], io: Output): void {
   const [action, slug] = args;
-  withAccess(config, (access) => {
-    if (action === "create") {
-      const environment = access.createEnvironment(need(slug, "<slug>: importd env create <slug>"));
-      io.out(`created environment ${environment.slug}`);
-      io.err(`Next: importd key create ${environment.slug}   (base URL: http://<host>:<port>/${environment.slug})`);
-    } else if (action === "list") {
-      for (const environment of access.listEnvironments()) io.out(`${environment.slug}\t${environment.createdAt}`);
-    } else {
-      throw new UsageError(`unknown env command '${action ?? ""}': use env create <slug> or env list`);
-    }
-  });
+  if (action === "create") {
+    const wanted = need(slug, "<slug>: importd env create <slug>");
+    const environment = withAccess(config, (access) => access.createEnvironment(wanted));
+    io.out(`created environment ${environment.slug}`);
+    io.err(`Next: importd key create ${environment.slug}   (base URL: http://<host>:<port>/${environment.slug})`);
+  } else if (action === "list") {
+    for (const environment of withAccess(config, (access) => access.listEnvironments())) io.out(`${environment.slug}\t${environment.createdAt}`);
+  } else {
+    throw new UsageError(`unknown env command '${action ?? ""}': use env create <slug> or env list`);
+  }
 }
 
 export function keyCommand(config: Config, args: string[], io: Output): void {
   const [action, target] = args;
-  withAccess(config, (access) => {
-    if (action === "create") {
-      // The key alone on stdout, so that scripts can capture it: KEY=$(importd key create acme-prod)
-      io.out(access.createKey(need(target, "<slug>: importd key create <slug>")));
-    } else if (action === "list") {
-      io.out("keyId\tcreatedAt\trevokedAt");
-      for (const key of access.listKeys(need(target, "<slug>: importd key list <slug>"))) {
-        io.out(`${key.keyId}\t${key.createdAt}\t${key.revokedAt ?? "-"}`);
-      }
-    } else if (action === "revoke") {
-      const text = need(target, "<keyId>: importd key revoke <keyId>");
-      if (!/^[1-9][0-9]{0,15}$/.test(text)) throw new UsageError(`'${text}' is not a key id (a positive whole number; see importd key list <slug>)`);
-      access.revokeKey(Number(text));
-      io.out(`revoked key ${text}`);
-    } else {
-      throw new UsageError(`unknown key command '${action ?? ""}': use key create <slug>, key list <slug> or key revoke <keyId>`);
+  if (action === "create") {
+    const slug = need(target, "<slug>: importd key create <slug>");
+    // The key alone on stdout, so that scripts can capture it: KEY=$(importd key create acme-prod)
+    io.out(withAccess(config, (access) => access.createKey(slug)));
+  } else if (action === "list") {
+    const slug = need(target, "<slug>: importd key list <slug>");
+    const keys = withAccess(config, (access) => access.listKeys(slug));
+    io.out("keyId\tcreatedAt\trevokedAt");
+    for (const key of keys) io.out(`${key.keyId}\t${key.createdAt}\t${key.revokedAt ?? "-"}`);
+  } else if (action === "revoke") {
+    const text = need(target, "<keyId>: importd key revoke <keyId>");
+    if (!/^[1-9][0-9]{0,15}$/.test(text) || !Number.isSafeInteger(Number(text))) {
+      throw new UsageError(`'${text}' is not a key id (a positive whole number; see importd key list <slug>)`);
     }
-  });
+    withAccess(config, (access) => access.revokeKey(Number(text)));
+    io.out(`revoked key ${text}`);
+  } else {
+    throw new UsageError(`unknown key command '${action ?? ""}': use key create <slug>, key list <slug> or key revoke <keyId>`);
+  }
 }
 
 export { AccessError };
