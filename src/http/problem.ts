@@ -55,8 +55,11 @@ export const validationProblem = (errors: FieldErrors, detail?: string) =>
   new Problem(400, "One or more validation errors occurred.", detail, errors);
 
 // One answer for every authentication failure: which part was wrong is never told.
+// RFC 9110 requires a 401 to name the scheme it wants; ours is the key in the Api-Key header.
 export const unauthorized = () =>
-  new Problem(401, "Unauthorized", "Send a valid API key for this environment in the Api-Key header, in the form <secret>_<keyId>.");
+  new Problem(401, "Unauthorized", "Send a valid API key for this environment in the Api-Key header, in the form <secret>_<keyId>.", undefined, {
+    "www-authenticate": 'Api-Key header="Api-Key"',
+  });
 
 export const notFound = (detail = "There is nothing at this address.") => new Problem(404, "Not Found", detail);
 

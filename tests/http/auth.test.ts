@@ -79,6 +79,7 @@ const rejected: Array<[string, () => Call]> = [
 async function expectUnauthorized(response: Response) {
   expect(response.status).toBe(401);
   expect(response.headers.get("content-type")).toBe("application/problem+json");
+  expect(response.headers.get("www-authenticate")).toBe('Api-Key header="Api-Key"');
   expect(await response.text()).toBe(reference401);
 }
 
