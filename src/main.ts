@@ -5,7 +5,7 @@ import pkg from "../package.json" with { type: "json" };
 import { AccessError, envCommand, keyCommand, UsageError, type Output } from "./cli/commands";
 import { ConfigError, loadConfig, options, optionsHelp } from "./config";
 import { createLog } from "./log";
-import { startServer } from "./server";
+import { startServer, StartupError } from "./server";
 
 const usage = `importd ${pkg.version}: asynchronous bulk-import service
 
@@ -67,9 +67,12 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exit(code);
   },
   (error) => {
-    const known = error instanceof UsageError || error instanceof ConfigError || error instanceof AccessError || (error as { code?: string })?.code?.startsWith?.("ERR_PARSE_ARGS");
+    // Usage and configuration mistakes exit 2, other known failures 1, each as one line; only a bug shows a stack.
+    const usageMistake = error instanceof UsageError || (error as { code?: string })?.code?.startsWith?.("ERR_PARSE_ARGS");
+    const badValue = usageMistake || error instanceof ConfigError;
+    const known = badValue || error instanceof AccessError || error instanceof StartupError;
     console.error(`importd: ${known ? (error as Error).message : (error as Error)?.stack ?? error}`);
-    if (error instanceof UsageError || (error as { code?: string })?.code?.startsWith?.("ERR_PARSE_ARGS")) console.error("Run importd --help for usage.");
-    process.exit(error instanceof UsageError || error instanceof ConfigError || (error as { code?: string })?.code?.startsWith?.("ERR_PARSE_ARGS") ? 2 : 1);
+    if (usageMistake) console.error("Run importd --help for usage.");
+    process.exit(badValue ? 2 : 1);
   },
 );

@@ -18,6 +18,18 @@ export type RunningServer = {
   stop(): Promise<void>;
 };
 
+/** The server could not start for a reason outside the configuration's syntax (a busy port, an unknown address). */
+export class StartupError extends Error {}
+
+function listenFailure(error: unknown, config: Config): string {
+  const where = `${config.host}:${config.port}`;
+  const code = (error as { code?: string })?.code;
+  if (code === "EADDRINUSE") return `cannot listen on ${where}: the port is already in use. Stop the other process or choose another with --port (IMPORTD_PORT).`;
+  if (code === "EADDRNOTAVAIL") return `cannot listen on ${where}: this machine has no such address. Choose another with --host (IMPORTD_HOST).`;
+  if (code === "EACCES") return `cannot listen on ${where}: permission denied (ports below 1024 need privileges). Choose another with --port (IMPORTD_PORT).`;
+  return `cannot listen on ${where}: ${(error as Error)?.message ?? error}`;
+}
+
 const purgeIntervalMs = 60 * 60 * 1000;
 
 /** Opens and migrates the database, recovers interrupted jobs, starts the workers and the HTTP server. */
@@ -27,11 +39,6 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   const access = new AccessRepository(db);
   const jobs = new JobRepository(db);
 
-  let firstRunKey: string | undefined;
-  if (access.listEnvironments().length === 0) {
-    access.createEnvironment("default");
-    firstRunKey = access.createKey("default");
-  }
   const requeued = jobs.requeueInterrupted();
   if (requeued > 0) log({ msg: "requeued jobs interrupted by a previous stop", count: requeued });
 
@@ -46,15 +53,27 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   const stores = new Map(resources.map((resource) => [resource.path, new RecordStore(db, resource)]));
   const services: Services = { config, access, jobs, stores, pool, scheduler };
 
-  const app = buildApp(services, log).listen({
-    port: config.port,
-    hostname: config.host,
-    // Our own limit is enforced while reading (so a chunked body is cut off too) and answered as Problem Details.
-    maxRequestBodySize: config.maxBodyBytes + 1024 * 1024,
-    // Validating and storing a 100 MB batch takes a few seconds; keep the connection meanwhile.
-    idleTimeout: 255,
-  });
+  const app = buildApp(services, log);
+  try {
+    app.listen({
+      port: config.port,
+      hostname: config.host,
+      // Our own limit is enforced in readBody, while reading, so that a chunked body is cut off too and every
+      // 413 is Problem Details. Bun's limit would answer first with an empty 413, so it is set out of the way.
+      maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+      // Validating and storing a 100 MB batch takes a few seconds; keep the connection meanwhile.
+      idleTimeout: 255,
+    });
+  } catch (error) {
+    await scheduler.stop();
+    await pool.close();
+    closeDatabase(db);
+    throw new StartupError(listenFailure(error, config));
+  }
   const server = app.server!;
+
+  // Only once listening: a first key printed by a start that then failed would be shown once and never usable.
+  const firstRunKey = access.createFirstEnvironment("default");
   scheduler.kick();
 
   const purge = () =>

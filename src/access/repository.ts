@@ -39,6 +39,18 @@ export class AccessRepository {
     return this.db.insert(environments).values({ slug, createdAt: now() }).returning().get();
   }
 
+  /** On a database with no environment: creates `slug` and its first key together. Otherwise does nothing. */
+  createFirstEnvironment(slug: string): string | undefined {
+    return this.db.transaction(
+      () => {
+        if (this.listEnvironments().length > 0) return undefined;
+        this.createEnvironment(slug);
+        return this.createKey(slug);
+      },
+      { behavior: "immediate" },
+    );
+  }
+
   listEnvironments(): Environment[] {
     return this.db.select().from(environments).orderBy(asc(environments.slug)).all();
   }

@@ -297,6 +297,30 @@ describe("importd serve", () => {
     expect(environmentsIn(await ok(["env", "list", "--data-dir", dir]))).toEqual(["default"]);
   }, 60_000);
 
+  test("a busy port gives one clear line and exit 1, and the failed start leaves no key unshown", async () => {
+    const dir = dataDir();
+    const squatter = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("busy") });
+    try {
+      const run = await importd(["serve", "--port", String(squatter.port), "--host", "127.0.0.1", "--data-dir", dir, "--workers", "2"]);
+      expect(run.code).toBe(1);
+      expect(run.stderr.trim().split("\n")).toEqual([
+        `importd: cannot listen on 127.0.0.1:${squatter.port}: the port is already in use. Stop the other process or choose another with --port (IMPORTD_PORT).`,
+      ]);
+      expect(run.stdout).not.toMatch(/[0-9a-f]{64}_\d+/);
+    } finally {
+      squatter.stop(true);
+    }
+    // The key of `default` is created only once the server listens, so the next good start shows it.
+    expect(environmentsIn(await ok(["env", "list", "--data-dir", dir]))).toEqual([]);
+    const server = await spawnServer(dir, ["--workers", "2"]);
+    try {
+      expect(server.firstRunKey).toMatch(keyPattern);
+    } finally {
+      server.proc.kill("SIGTERM");
+      await server.proc.exited;
+    }
+  }, 60_000);
+
   test("does not create default when the data directory already has an environment", async () => {
     const dir = dataDir();
     await ok(["env", "create", "acme-prod", "--data-dir", dir]);
