@@ -42,8 +42,21 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   const requeued = jobs.requeueInterrupted();
   if (requeued > 0) log({ msg: "requeued jobs interrupted by a previous stop", count: requeued });
 
-  const pool = new WorkerPool(config.workers, config.dataDir, (error) => log({ level: "warn", msg: "worker thread crashed; replaced", error: String(error) }));
-  await pool.ready();
+  const pool = new WorkerPool({
+    // Resolved from src/ so that it names the same file when run from source and inside the compiled
+    // binary, where the worker is an extra entrypoint at /$bunfs/root/worker/thread.js.
+    entry: new URL("./worker/thread.ts", import.meta.url),
+    size: config.workers,
+    dataDir: config.dataDir,
+    onCrash: (error) => log({ level: "warn", msg: "worker thread crashed; replaced", error: String(error) }),
+  });
+  try {
+    await pool.ready();
+  } catch (error) {
+    await pool.close();
+    closeDatabase(db);
+    throw new StartupError((error as Error).message);
+  }
   const scheduler = new JobScheduler(jobs, pool, {
     maxConcurrentJobs: Math.max(1, config.workers - 1),
     maxAttempts: 3,

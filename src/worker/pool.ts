@@ -22,7 +22,9 @@ type Pending = {
   reject: (error: Error) => void;
 };
 
-type Slot = { worker: Worker; ready: boolean; current?: Pending };
+const maxFailedStarts = 3;
+
+type Slot = { worker: Worker; ready: boolean; dead?: boolean; current?: Pending };
 
 /**
  * A fixed set of Bun Worker threads fed from one FIFO queue. A worker that dies is replaced at once;
@@ -33,19 +35,31 @@ export class WorkerPool {
   private readonly queue: Pending[] = [];
   private nextTaskId = 1;
   private closing = false;
+  // Threads that died before they were ready, in a row: a thread that cannot even start (a missing entry,
+  // an unreadable database) must not be respawned in a tight loop, and must fail the server's start.
+  private failedStarts = 0;
+  private lastStartFailure = "";
+  private readonly entry: URL;
+  private readonly dataDir: string;
+  private readonly onCrash: (error: unknown) => void;
 
-  constructor(
-    readonly size: number,
-    private readonly dataDir: string,
-    private readonly onCrash: (error: unknown) => void = () => {},
-    private readonly entry: URL = new URL("./thread.ts", import.meta.url),
-  ) {
-    for (let i = 0; i < size; i++) this.slots.push(this.spawn());
+  constructor(options: { entry: URL; size: number; dataDir: string; onCrash?: (error: unknown) => void }) {
+    this.entry = options.entry;
+    this.dataDir = options.dataDir;
+    this.onCrash = options.onCrash ?? (() => {});
+    for (let i = 0; i < options.size; i++) this.slots.push(this.spawn());
   }
 
-  /** Resolves once every thread has opened the database. */
+  get size(): number {
+    return this.slots.length;
+  }
+
+  /** Resolves once every thread has opened the database; rejects if threads keep dying before that. */
   async ready(): Promise<void> {
-    while (this.slots.some((slot) => !slot.ready)) await Bun.sleep(5);
+    while (this.slots.some((slot) => !slot.ready)) {
+      if (this.failedStarts >= maxFailedStarts) throw new WorkerCrashed(`worker threads cannot start: ${this.lastStartFailure}`);
+      await Bun.sleep(5);
+    }
   }
 
   get idleWorkers(): number {
@@ -83,6 +97,7 @@ export class WorkerPool {
   private onReply(slot: Slot, reply: ReplyMessage): void {
     if (reply.type === "ready") {
       slot.ready = true;
+      this.failedStarts = 0;
     } else {
       const pending = slot.current;
       slot.current = undefined;
@@ -96,11 +111,22 @@ export class WorkerPool {
 
   private replace(slot: Slot, reason: string): void {
     const index = this.slots.indexOf(slot);
-    if (index === -1 || this.closing) return;
+    // A dying thread can report both an error and its exit: replace it once.
+    if (index === -1 || this.closing || slot.dead) return;
+    slot.dead = true;
     slot.worker.terminate();
     const pending = slot.current;
     this.onCrash(new WorkerCrashed(reason));
-    this.slots[index] = this.spawn();
+    if (slot.ready) {
+      this.slots[index] = this.spawn();
+    } else {
+      // The dead slot stays in place (not ready, so nothing is dispatched to it) until the backoff is over.
+      this.lastStartFailure = reason;
+      const delayMs = Math.min(5_000, 50 * 2 ** this.failedStarts++);
+      setTimeout(() => {
+        if (!this.closing && this.slots[index] === slot) this.slots[index] = this.spawn();
+      }, delayMs);
+    }
     pending?.reject(new WorkerCrashed(`worker thread crashed: ${reason}`));
   }
 

@@ -11,10 +11,15 @@ export type ServerProcess = {
   stdout: string[];
 };
 
+/** How to run importd: from source with this Bun by default, or a compiled binary in its own directory. */
+export type Launch = { command: string[]; cwd: string; env?: Record<string, string> };
+const fromSource: Launch = { command: [process.execPath, "src/main.ts"], cwd: projectRoot };
+
 /** Starts `importd serve` as its own process (so it can be killed) and waits until it listens. */
-export async function spawnServer(dataDir: string, extraArgs: string[] = [], timeoutMs = 30_000): Promise<ServerProcess> {
-  const proc = Bun.spawn([process.execPath, "src/main.ts", "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, ...extraArgs], {
-    cwd: projectRoot,
+export async function spawnServer(dataDir: string, extraArgs: string[] = [], timeoutMs = 30_000, launch: Launch = fromSource): Promise<ServerProcess> {
+  const proc = Bun.spawn([...launch.command, "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, ...extraArgs], {
+    cwd: launch.cwd,
+    ...(launch.env ? { env: launch.env } : {}),
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",

@@ -3,6 +3,7 @@ import { TaskFailed, WorkerCrashed, WorkerPool } from "../../src/worker/pool";
 import { tempDir } from "../helpers/server";
 
 const flaky = new URL("../fixtures/flaky-thread.ts", import.meta.url);
+const threadEntry = new URL("../../src/worker/thread.ts", import.meta.url);
 let pool: WorkerPool | undefined;
 afterEach(async () => {
   await pool?.close();
@@ -11,14 +12,14 @@ afterEach(async () => {
 
 describe("WorkerPool", () => {
   test("runs tasks on worker threads and returns their output", async () => {
-    pool = new WorkerPool(2, tempDir(), undefined, flaky);
+    pool = new WorkerPool({ entry: flaky, size: 2, dataDir: tempDir() });
     await pool.ready();
     const outputs = await Promise.all(Array.from({ length: 10 }, () => pool!.run("purge", { before: "ok" })));
     expect(outputs).toEqual(Array.from({ length: 10 }, () => ({ count: 7 })));
   });
 
   test("a task that fails inside the worker rejects with TaskFailed and its SQLite code", async () => {
-    pool = new WorkerPool(1, tempDir(), undefined, flaky);
+    pool = new WorkerPool({ entry: flaky, size: 1, dataDir: tempDir() });
     await pool.ready();
     const error = await pool.run("purge", { before: "throw" }).catch((e) => e);
     expect(error).toBeInstanceOf(TaskFailed);
@@ -27,12 +28,25 @@ describe("WorkerPool", () => {
 
   test("a worker that dies mid-task is replaced; its task rejects with WorkerCrashed and the pool goes on", async () => {
     const crashes: unknown[] = [];
-    pool = new WorkerPool(1, tempDir(), (error) => crashes.push(error), flaky);
+    pool = new WorkerPool({ entry: flaky, size: 1, dataDir: tempDir(), onCrash: (error) => crashes.push(error) });
     await pool.ready();
     const error = await pool.run("purge", { before: "exit" }).catch((e) => e);
     expect(error).toBeInstanceOf(WorkerCrashed);
     expect(crashes).toHaveLength(1);
     expect(await pool.run("purge", { before: "ok" })).toEqual({ count: 7 });
+  });
+
+  test("threads that die before they are ready fail ready() with the reason, after a few spaced retries", async () => {
+    const crashes: unknown[] = [];
+    const entry = new URL("../fixtures/broken-thread.ts", import.meta.url);
+    pool = new WorkerPool({ entry, size: 2, dataDir: tempDir(), onCrash: (error) => crashes.push(error) });
+    const error = await pool.ready().catch((e) => e);
+    expect(error).toBeInstanceOf(WorkerCrashed);
+    expect(error.message).toContain("worker threads cannot start");
+    expect(error.message).toContain("cannot open the database");
+    // Backoff, not a tight loop: a handful of attempts, not thousands.
+    expect(crashes.length).toBeGreaterThanOrEqual(3);
+    expect(crashes.length).toBeLessThan(10);
   });
 
   test("the real worker thread opens the database and answers", async () => {
@@ -41,7 +55,7 @@ describe("WorkerPool", () => {
     const db = openDatabase(dir);
     migrate(db);
     closeDatabase(db);
-    pool = new WorkerPool(1, dir);
+    pool = new WorkerPool({ entry: threadEntry, size: 1, dataDir: dir });
     await pool.ready();
     expect(await pool.run("purge", { before: "2000-01-01T00:00:00.000Z" })).toEqual({ count: 0 });
   });
