@@ -1,4 +1,6 @@
-import { availableParallelism } from "node:os";
+import { accessSync, constants, existsSync, statSync } from "node:fs";
+import { availableParallelism, userInfo } from "node:os";
+import { dirname, resolve } from "node:path";
 
 /**
  * Configuration: flags beat IMPORTD_* environment variables, which beat defaults. Read once in main,
@@ -13,6 +15,8 @@ type Option<T> = {
   description: string;
   default: T;
   parse: (text: string, name: string) => T;
+  /** Checked on the value in effect, the default included. */
+  check?(value: T, name: string): void;
 };
 
 const integer = (min: number, max: number) => (text: string, name: string) => {
@@ -31,12 +35,28 @@ const nonEmpty = (text: string, name: string) => {
   return text;
 };
 
+// Checked up front, so that a data directory that cannot work is one clear line, not a stack trace from SQLite.
+const usableDirectory = (path: string, name: string) => {
+  let existing = resolve(path);
+  while (!existsSync(existing)) existing = dirname(existing);
+  if (!statSync(existing).isDirectory()) {
+    throw new ConfigError(
+      existing === resolve(path) ? `${name} '${path}' is a file, not a directory` : `${name} '${path}' cannot be created: '${existing}' is a file, not a directory`,
+    );
+  }
+  try {
+    accessSync(existing, constants.W_OK);
+  } catch {
+    throw new ConfigError(`${name} '${path}' is not writable by the user ${userInfo().username}: give it that user, or choose another directory`);
+  }
+};
+
 const megabyte = 1024 * 1024;
 
 export const options = {
   port: { flag: "port", env: "IMPORTD_PORT", description: "TCP port to listen on (0 picks a free one)", default: 8080, parse: integer(0, 65535) },
   host: { flag: "host", env: "IMPORTD_HOST", description: "address to listen on", default: "0.0.0.0", parse: nonEmpty },
-  dataDir: { flag: "data-dir", env: "IMPORTD_DATA_DIR", description: "directory of the SQLite database", default: "./data", parse: nonEmpty },
+  dataDir: { flag: "data-dir", env: "IMPORTD_DATA_DIR", description: "directory of the SQLite database", default: "./data", parse: nonEmpty, check: usableDirectory },
   workers: { flag: "workers", env: "IMPORTD_WORKERS", description: "worker threads for parsing, validation and upserts", default: Math.max(2, availableParallelism()), parse: integer(1, 64) },
   maxBodyBytes: { flag: "max-body-bytes", env: "IMPORTD_MAX_BODY_BYTES", description: "request body hard limit in bytes (larger: 413)", default: 100 * megabyte, parse: integer(1, 1024 * megabyte) },
   jobRetentionDays: { flag: "job-retention-days", env: "IMPORTD_JOB_RETENTION_DAYS", description: "days a finished job's document is kept", default: 30, parse: integer(1, 3650) },
@@ -53,9 +73,11 @@ export function loadConfig(flags: Record<string, string | undefined>, env: Recor
   for (const [key, option] of Object.entries(options) as Array<[string, Option<unknown>]>) {
     const fromFlag = flags[option.flag];
     const fromEnv = env[option.env];
-    if (fromFlag !== undefined) config[key] = option.parse(fromFlag, `--${option.flag}`);
-    else if (fromEnv !== undefined && fromEnv !== "") config[key] = option.parse(fromEnv, option.env);
+    const name = fromFlag !== undefined ? `--${option.flag}` : fromEnv !== undefined && fromEnv !== "" ? option.env : `the default --${option.flag}`;
+    if (fromFlag !== undefined) config[key] = option.parse(fromFlag, name);
+    else if (fromEnv !== undefined && fromEnv !== "") config[key] = option.parse(fromEnv, name);
     else config[key] = option.default;
+    option.check?.(config[key], name);
   }
   return Object.freeze(config) as Config;
 }

@@ -24,10 +24,19 @@ ${optionsHelp()}
 
 const io: Output = { out: (line) => console.log(line), err: (line) => console.error(line) };
 
+// parseArgs takes `--port -1` for a flag without a value; read a negative number as the value,
+// so that the answer says what is wrong with it.
+const negativeValuesJoined = (argv: string[]) =>
+  argv.flatMap((arg, i) => {
+    if (/^-\d/.test(arg) && argv[i - 1]?.startsWith("--") && !argv[i - 1]!.includes("=")) return [];
+    if (arg.startsWith("--") && !arg.includes("=") && /^-\d/.test(argv[i + 1] ?? "")) return [`${arg}=${argv[i + 1]}`];
+    return [arg];
+  });
+
 async function main(argv: string[]): Promise<number> {
   const flagOptions = Object.fromEntries(Object.values(options).map((option) => [option.flag, { type: "string" as const }]));
   const { values, positionals } = parseArgs({
-    args: argv,
+    args: negativeValuesJoined(argv),
     options: { ...flagOptions, help: { type: "boolean", short: "h" }, version: { type: "boolean", short: "v" } },
     allowPositionals: true,
     strict: true,

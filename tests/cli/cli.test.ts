@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, rmSync } from "node:fs";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { options } from "../../src/config";
@@ -221,6 +221,20 @@ describe("usage errors", () => {
     expect(run.stderr).toContain("--port must be a whole number from 0 to 65535, not '70000'");
   }, timeoutMs);
 
+  test("a data directory that is a file gives one clear line and exit 2", async () => {
+    const file = join(dataDir(), "not-a-dir");
+    writeFileSync(file, "");
+    const run = await importd(["serve", "--port", "0", "--data-dir", file]);
+    expect(run.code).toBe(2);
+    expect(run.stderr.trimEnd().split("\n")).toEqual([`importd: --data-dir '${file}' is a file, not a directory`]);
+  }, timeoutMs);
+
+  test("a negative body limit, written as the next argument, gives one clear line and exit 2", async () => {
+    const run = await importd(["serve", "--max-body-bytes", "-5", "--data-dir", dataDir()]);
+    expect(run.code).toBe(2);
+    expect(run.stderr.trimEnd().split("\n")).toEqual(["importd: --max-body-bytes must be a whole number from 1 to 1073741824, not '-5'"]);
+  }, timeoutMs);
+
   test("a bad IMPORTD_PORT names the variable and exits 2", async () => {
     const run = await importd(["env", "list", "--data-dir", dataDir()], { IMPORTD_PORT: "eighty" });
     expect(run.code).toBe(2);
@@ -230,7 +244,7 @@ describe("usage errors", () => {
 });
 
 describe("--help and --version", () => {
-  test("--help lists every command, and every option with its environment variable", async () => {
+  test("--help lists every command, and every option with its default and environment variable", async () => {
     const stdout = await ok(["--help"]);
     for (const command of ["serve", "env create <slug>", "env list", "key create <slug>", "key list <slug>", "key revoke <keyId>", "--help", "--version"]) {
       expect(stdout).toContain(command);
@@ -240,7 +254,9 @@ describe("--help and --version", () => {
       const line = lines.find((text) => text.trimStart().startsWith(`--${option.flag} `));
       expect(line, `--${option.flag}`).toBeDefined();
       expect(line).toContain(option.env);
+      expect(line).toContain(`default ${option.default}`);
     }
+    expect(await ok(["serve", "--help"])).toBe(stdout);
   }, timeoutMs);
 
   test("--version prints the package version", async () => {

@@ -1,0 +1,81 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ConfigError, loadConfig, options } from "../../src/config";
+import { tempDir } from "../helpers/server";
+
+const dir = tempDir("importd-config-");
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+// A valid text for each option, different from its default, and its parsed value.
+const samples: Record<keyof typeof options, [string, string | number]> = {
+  port: ["9090", 9090],
+  host: ["127.0.0.1", "127.0.0.1"],
+  dataDir: [join(dir, "data"), join(dir, "data")],
+  workers: ["3", 3],
+  maxBodyBytes: ["1048576", 1048576],
+  jobRetentionDays: ["7", 7],
+  logLevel: ["debug", "debug"],
+  logFormat: ["pretty", "pretty"],
+};
+const otherSamples: Record<keyof typeof options, string> = {
+  port: "9191",
+  host: "::1",
+  dataDir: join(dir, "other"),
+  workers: "5",
+  maxBodyBytes: "2048",
+  jobRetentionDays: "9",
+  logLevel: "warn",
+  logFormat: "json",
+};
+
+describe("precedence: flag > IMPORTD_* > default, for every option", () => {
+  for (const [key, option] of Object.entries(options) as Array<[keyof typeof options, (typeof options)[keyof typeof options]]>) {
+    const [text, value] = samples[key];
+    test(`${option.flag}: the default when nothing is given`, () => {
+      expect(loadConfig({}, {})[key]).toEqual(option.default);
+    });
+    test(`${option.flag}: ${option.env} beats the default`, () => {
+      expect(loadConfig({}, { [option.env]: text })[key]).toEqual(value);
+    });
+    test(`${option.flag}: --${option.flag} beats ${option.env}`, () => {
+      expect(loadConfig({ [option.flag]: text }, { [option.env]: otherSamples[key] })[key]).toEqual(value);
+    });
+  }
+
+  test("an empty variable counts as unset", () => {
+    expect(loadConfig({}, { IMPORTD_PORT: "" }).port).toBe(8080);
+  });
+});
+
+describe("bad values are a ConfigError that names the option and the value", () => {
+  const cases: Array<[string, Record<string, string>, Record<string, string>, string]> = [
+    ["port 70000", { port: "70000" }, {}, "--port must be a whole number from 0 to 65535, not '70000'"],
+    ["port in IMPORTD_PORT", {}, { IMPORTD_PORT: "http" }, "IMPORTD_PORT must be a whole number from 0 to 65535, not 'http'"],
+    ["a port with a fraction", { port: "80.5" }, {}, "--port must be a whole number"],
+    ["a negative body limit", { "max-body-bytes": "-1" }, {}, "--max-body-bytes must be a whole number from 1 to 1073741824, not '-1'"],
+    ["a body limit of 0", {}, { IMPORTD_MAX_BODY_BYTES: "0" }, "IMPORTD_MAX_BODY_BYTES must be a whole number from 1"],
+    ["0 workers", { workers: "0" }, {}, "--workers must be a whole number from 1 to 64, not '0'"],
+    ["a negative retention", { "job-retention-days": "-3" }, {}, "--job-retention-days must be a whole number from 1 to 3650, not '-3'"],
+    ["an unknown log level", { "log-level": "verbose" }, {}, "--log-level must be one of debug, info, warn, error, not 'verbose'"],
+    ["an unknown log format", {}, { IMPORTD_LOG_FORMAT: "xml" }, "IMPORTD_LOG_FORMAT must be one of json, pretty, not 'xml'"],
+    ["a blank host", { host: " " }, {}, "--host must not be empty"],
+  ];
+  for (const [name, flags, env, message] of cases) {
+    test(name, () => {
+      expect(() => loadConfig(flags, env)).toThrow(ConfigError);
+      expect(() => loadConfig(flags, env)).toThrow(message);
+    });
+  }
+
+  test("a data directory that is a file", () => {
+    const file = join(dir, "a-file");
+    writeFileSync(file, "");
+    expect(() => loadConfig({ "data-dir": file }, {})).toThrow(`--data-dir '${file}' is a file, not a directory`);
+    expect(() => loadConfig({}, { IMPORTD_DATA_DIR: join(file, "sub") })).toThrow(`IMPORTD_DATA_DIR '${join(file, "sub")}' cannot be created: '${file}' is a file`);
+  });
+
+  test("a data directory that does not exist yet is fine (it is created on start)", () => {
+    expect(loadConfig({ "data-dir": join(dir, "new", "deeper") }, {}).dataDir).toBe(join(dir, "new", "deeper"));
+  });
+});
