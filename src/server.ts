@@ -105,10 +105,18 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
     stop: () =>
       (stopping ??= (async () => {
         clearInterval(purgeTimer);
+        const deadline = Date.now() + config.shutdownTimeout * 1000;
+        const untilDeadline = () => Bun.sleep(Math.max(0, deadline - Date.now()));
+        // Stop listening; a request in flight (an upload, its intake) may still finish and get its answer.
+        await Promise.race([server.stop(false), untilDeadline()]);
         await server.stop(true);
-        await scheduler.stop();
-        await pool.close();
-        closeDatabase(db);
+        // Start no job; let the running ones commit.
+        await Promise.race([scheduler.stop(), untilDeadline()]);
+        const cut = await pool.close(Math.max(0, deadline - Date.now()));
+        // A thread ended mid-transaction may still hold the write lock: then the WAL is left for the next start.
+        closeDatabase(db, { checkpoint: cut === 0 });
+        if (cut > 0) log({ level: "warn", msg: "stopped at the shutdown deadline: unfinished work was rolled back and runs again at the next start", tasks: cut });
+        else log({ msg: "stopped cleanly" });
       })()),
   };
 }

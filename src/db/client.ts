@@ -36,6 +36,19 @@ export function migrate(db: Db): void {
   internals.dialect.migrate(embeddedMigrations(), internals.session, {});
 }
 
-export function closeDatabase(db: Db): void {
+/**
+ * Closes the connection. With `checkpoint`, first folds the WAL back into the database file, so that the
+ * file alone is a complete copy; only the last connection should ask for that. A worker thread that has
+ * just closed its connection can hold a lock for a moment longer, so a busy checkpoint is tried again
+ * for up to two seconds; if it still cannot run, the WAL stays and the next start replays it.
+ */
+export function closeDatabase(db: Db, options: { checkpoint?: boolean } = {}): void {
+  if (options.checkpoint) {
+    for (let attempt = 0; attempt < 200; attempt++) {
+      const { busy } = db.$client.query("PRAGMA wal_checkpoint(TRUNCATE)").get() as { busy: number };
+      if (!busy) break;
+      Bun.sleepSync(10);
+    }
+  }
   db.$client.close();
 }

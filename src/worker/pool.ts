@@ -1,4 +1,4 @@
-import type { ReplyMessage, TaskMessage, TaskType, TaskTypes } from "./protocol";
+import type { ReplyMessage, TaskMessage, TaskType, TaskTypes, ToWorker } from "./protocol";
 
 /** The worker thread died (or threw outside a task) while running the task; the task may be retried. */
 export class WorkerCrashed extends Error {
@@ -23,8 +23,9 @@ type Pending = {
 };
 
 const maxFailedStarts = 3;
+const closeThreadTimeoutMs = 2_000;
 
-type Slot = { worker: Worker; ready: boolean; dead?: boolean; current?: Pending };
+type Slot = { worker: Worker; ready: boolean; dead?: boolean; current?: Pending; onClosed?: () => void };
 
 /**
  * A fixed set of Bun Worker threads fed from one FIFO queue. A worker that dies is replaced at once;
@@ -75,10 +76,26 @@ export class WorkerPool {
     });
   }
 
-  async close(): Promise<void> {
+  /**
+   * Takes no more tasks, lets the running ones finish for up to `graceMs`, then has each thread close its
+   * database connection and ends it. Resolves to the number of tasks cut short: a thread ended mid-task
+   * leaves its transaction uncommitted, so SQLite rolls it back and nothing of it is kept.
+   */
+  async close(graceMs = 0): Promise<number> {
     this.closing = true;
     for (const pending of this.queue.splice(0)) pending.reject(new WorkerCrashed("the worker pool is shutting down"));
-    for (const slot of this.slots) slot.worker.terminate();
+    const deadline = Date.now() + graceMs;
+    while (this.slots.some((slot) => slot.current) && Date.now() < deadline) await Bun.sleep(10);
+    const cut = this.slots.filter((slot) => slot.current).length;
+    await Promise.all(this.slots.map((slot) => (slot.current || !slot.ready || slot.dead ? slot.worker.terminate() : this.closeThread(slot))));
+    return cut;
+  }
+
+  private async closeThread(slot: Slot): Promise<void> {
+    const closed = new Promise<void>((resolve) => (slot.onClosed = resolve));
+    slot.worker.postMessage({ type: "close" } satisfies ToWorker);
+    await Promise.race([closed, Bun.sleep(closeThreadTimeoutMs)]);
+    slot.worker.terminate();
   }
 
   private spawn(): Slot {
@@ -98,6 +115,9 @@ export class WorkerPool {
     if (reply.type === "ready") {
       slot.ready = true;
       this.failedStarts = 0;
+    } else if (reply.type === "closed") {
+      slot.onClosed?.();
+      return;
     } else {
       const pending = slot.current;
       slot.current = undefined;

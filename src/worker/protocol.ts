@@ -17,6 +17,8 @@ export type TaskTypes = {
 export type TaskType = keyof TaskTypes;
 
 export type Init = { type: "init"; dataDir: string };
+/** Close the thread's database connection (at shutdown, once it has no task). */
+export type Close = { type: "close" };
 
 export type TaskMessage<K extends TaskType = TaskType> = {
   type: "task";
@@ -27,7 +29,8 @@ export type TaskMessage<K extends TaskType = TaskType> = {
 
 export type ReplyMessage =
   | { type: "ready" }
+  | { type: "closed" }
   | { type: "done"; taskId: number; output: unknown }
   | { type: "error"; taskId: number; message: string; code?: string };
 
-export type ToWorker = Init | TaskMessage;
+export type ToWorker = Init | Close | TaskMessage;

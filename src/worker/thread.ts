@@ -1,7 +1,7 @@
 /// <reference lib="webworker" />
 // Entry of a worker thread. It owns its own SQLite connection; everything it does is caught and reported,
 // so a task's failure never takes the thread down.
-import { openDatabase, type Db } from "../db/client";
+import { closeDatabase, openDatabase, type Db } from "../db/client";
 import { applyJob } from "../jobs/apply";
 import { acceptBatch } from "../jobs/intake";
 import { batchFailure } from "../jobs/outcome";
@@ -41,6 +41,12 @@ self.onmessage = (event: MessageEvent<ToWorker>) => {
   if (message.type === "init") {
     db = openDatabase(message.dataDir);
     reply({ type: "ready" });
+    return;
+  }
+  if (message.type === "close") {
+    if (db) closeDatabase(db);
+    db = undefined;
+    reply({ type: "closed" });
     return;
   }
   const { taskId, task, input } = message as TaskMessage;

@@ -9,6 +9,8 @@ export type ServerProcess = {
   /** Printed on a first run only. */
   firstRunKey?: string;
   stdout: string[];
+  /** Everything the server wrote on stderr (its log), once it has exited. */
+  stderr: Promise<string>;
 };
 
 /** How to run importd: from source with this Bun by default, or a compiled binary in its own directory. */
@@ -25,6 +27,7 @@ export async function spawnServer(dataDir: string, extraArgs: string[] = [], tim
     stderr: "pipe",
   });
   const stdout: string[] = [];
+  const stderr = new Response(proc.stderr).text();
   const reader = proc.stdout.getReader();
   const decoder = new TextDecoder();
   let buffered = "";
@@ -40,15 +43,14 @@ export async function spawnServer(dataDir: string, extraArgs: string[] = [], tim
           if (done) return;
         }
       })();
-      void new Response(proc.stderr).text();
-      return { proc, url: match[1]!, firstRunKey: key, stdout };
+      return { proc, url: match[1]!, firstRunKey: key, stdout, stderr };
     }
     if (Date.now() > deadline) {
       proc.kill("SIGKILL");
-      throw new Error(`server did not start: ${stdout.join("\n")}\n${await new Response(proc.stderr).text()}`);
+      throw new Error(`server did not start: ${stdout.join("\n")}\n${await stderr}`);
     }
     const { done, value } = await reader.read();
-    if (done) throw new Error(`server exited before listening (code ${await proc.exited}): ${stdout.join("\n")}\n${await new Response(proc.stderr).text()}`);
+    if (done) throw new Error(`server exited before listening (code ${await proc.exited}): ${stdout.join("\n")}\n${await stderr}`);
     buffered += decoder.decode(value, { stream: true });
     const lines = buffered.split("\n");
     buffered = lines.pop()!;

@@ -15,6 +15,7 @@ const samples: Record<keyof typeof options, [string, string | number]> = {
   workers: ["3", 3],
   maxBodyBytes: ["1048576", 1048576],
   jobRetentionDays: ["7", 7],
+  shutdownTimeout: ["5", 5],
   logLevel: ["debug", "debug"],
   logFormat: ["pretty", "pretty"],
 };
@@ -25,6 +26,7 @@ const otherSamples: Record<keyof typeof options, string> = {
   workers: "5",
   maxBodyBytes: "2048",
   jobRetentionDays: "9",
+  shutdownTimeout: "0",
   logLevel: "warn",
   logFormat: "json",
 };

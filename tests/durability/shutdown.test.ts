@@ -1,0 +1,126 @@
+import { Database } from "bun:sqlite";
+import { afterAll, expect, test } from "bun:test";
+import { existsSync, rmSync, statSync } from "node:fs";
+import { databaseFile } from "../../src/db/client";
+import { getJob, postJson, waitForJob, type JobDocument } from "../helpers/api";
+import { spawnServer, type ServerProcess } from "../helpers/process";
+import { assetsBody, seedReferenceData } from "../helpers/records";
+import { tempDir } from "../helpers/server";
+
+const dirs: string[] = [];
+const servers: ServerProcess[] = [];
+afterAll(() => {
+  for (const server of servers) server.proc.kill("SIGKILL");
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+async function start(dataDir: string, args: string[] = []): Promise<ServerProcess> {
+  const server = await spawnServer(dataDir, ["--workers", "2", ...args]);
+  servers.push(server);
+  return server;
+}
+
+/** A fresh server with reference data, and a large asset job that is being applied right now. */
+async function serverInTheMiddleOfALargeJob(args: string[] = []) {
+  const dataDir = tempDir("importd-shutdown-");
+  dirs.push(dataDir);
+  const server = await start(dataDir, args);
+  const key = server.firstRunKey!;
+  const base = `${server.url}/default`;
+  await seedReferenceData(base, key);
+  const { body, count } = assetsBody(30 * 1024 * 1024);
+  const response = await postJson(base, "assets", key, body);
+  expect(response.status).toBe(202);
+  const { id } = (await response.json()) as JobDocument;
+  for (let job = await getJob(base, key, id); job.importJobStatus !== "Processing"; job = await getJob(base, key, id)) {
+    if (job.importJobStatus !== "Pending") throw new Error(`the job finished before the signal could be sent (${job.importJobStatus}); make the batch larger`);
+    await Bun.sleep(2);
+  }
+  return { dataDir, server, key, id, count };
+}
+
+function inspect(dataDir: string, jobId: number) {
+  const db = new Database(databaseFile(dataDir), { readonly: true });
+  try {
+    return {
+      integrity: (db.query("PRAGMA integrity_check").get() as { integrity_check: string }).integrity_check,
+      assets: (db.query("SELECT count(*) AS n FROM assets").get() as { n: number }).n,
+      jobStatus: (db.query("SELECT status FROM jobs WHERE id = ?").get(jobId) as { status: string }).status,
+    };
+  } finally {
+    db.close();
+  }
+}
+
+const walBytes = (dataDir: string) => (existsSync(`${databaseFile(dataDir)}-wal`) ? statSync(`${databaseFile(dataDir)}-wal`).size : 0);
+
+async function afterRestart(dataDir: string, key: string, id: number) {
+  const server = await start(dataDir);
+  const job = await waitForJob(`${server.url}/default`, key, id, 120_000);
+  server.proc.kill("SIGKILL");
+  await server.proc.exited;
+  return job;
+}
+
+test("SIGTERM during a large job: the job's transaction finishes, the WAL is checkpointed, exit 0; nothing lost or doubled after restart", async () => {
+  const { dataDir, server, key, id, count } = await serverInTheMiddleOfALargeJob();
+  const signalledAt = performance.now();
+  server.proc.kill("SIGTERM");
+  expect(await server.proc.exited).toBe(0);
+  console.log(`SIGTERM mid-job: stopped in ${(performance.now() - signalledAt).toFixed(0)} ms`);
+  expect(await server.stderr).toContain('"msg":"stopped cleanly"');
+
+  // Before any restart: the job committed as a whole, and the database file alone holds it.
+  expect(walBytes(dataDir)).toBe(0);
+  const stopped = inspect(dataDir, id);
+  expect(stopped.jobStatus).toBe("Succeeded");
+  expect(stopped.assets).toBe(count);
+
+  const job = await afterRestart(dataDir, key, id);
+  expect(job.importJobStatus).toBe("Succeeded");
+  expect(job.output).toMatchObject({ total: count, applied: count, rejected: 0 });
+  expect(inspect(dataDir, id)).toMatchObject({ integrity: "ok", assets: count });
+}, 180_000);
+
+test("past --shutdown-timeout the running job is rolled back, not half-applied, and runs again at the next start", async () => {
+  const { dataDir, server, key, id, count } = await serverInTheMiddleOfALargeJob(["--shutdown-timeout", "0"]);
+  server.proc.kill("SIGTERM");
+  expect(await server.proc.exited).toBe(0);
+  expect(await server.stderr).toContain("stopped at the shutdown deadline");
+
+  const stopped = inspect(dataDir, id);
+  expect(stopped.integrity).toBe("ok");
+  expect(stopped.jobStatus).toBe("Processing");
+  expect(stopped.assets).toBe(0);
+
+  const job = await afterRestart(dataDir, key, id);
+  expect(job.importJobStatus).toBe("Succeeded");
+  expect(job.output).toMatchObject({ total: count, applied: count, rejected: 0 });
+  expect(inspect(dataDir, id)).toMatchObject({ integrity: "ok", assets: count });
+}, 180_000);
+
+test("a second signal exits at once; the job still completes after restart", async () => {
+  const { dataDir, server, key, id, count } = await serverInTheMiddleOfALargeJob();
+  server.proc.kill("SIGINT");
+  await Bun.sleep(20);
+  const secondAt = performance.now();
+  server.proc.kill("SIGINT");
+  expect(await server.proc.exited).not.toBe(0);
+  expect(performance.now() - secondAt).toBeLessThan(1_000);
+
+  const job = await afterRestart(dataDir, key, id);
+  expect(job.importJobStatus).toBe("Succeeded");
+  expect(inspect(dataDir, id)).toMatchObject({ integrity: "ok", assets: count });
+}, 180_000);
+
+test("SIGINT on an idle server exits 0 at once and leaves no WAL behind", async () => {
+  const dataDir = tempDir("importd-shutdown-");
+  dirs.push(dataDir);
+  const server = await start(dataDir);
+  await seedReferenceData(`${server.url}/default`, server.firstRunKey!);
+  const signalledAt = performance.now();
+  server.proc.kill("SIGINT");
+  expect(await server.proc.exited).toBe(0);
+  expect(performance.now() - signalledAt).toBeLessThan(5_000);
+  expect(walBytes(dataDir)).toBe(0);
+}, 60_000);
