@@ -1,10 +1,14 @@
 import { AccessRepository } from "./access/repository";
 import type { Config } from "./config";
 import { closeDatabase, migrate, openDatabase } from "./db/client";
+import type { Server } from "bun";
 import { buildApp } from "./http/app";
 import { retainedSince, type Services } from "./http/services";
 import { JobRepository } from "./jobs/repository";
 import type { Log } from "./log";
+import { Metrics } from "./observability/metrics";
+import { checkReadiness } from "./observability/readiness";
+import { observeRequests } from "./observability/requests";
 import { resources } from "./resources/registry";
 import { RecordStore } from "./resources/store";
 import { WorkerPool } from "./worker/pool";
@@ -57,18 +61,29 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
     closeDatabase(db);
     throw new StartupError((error as Error).message);
   }
+  const metrics = new Metrics(jobs);
   const scheduler = new JobScheduler(jobs, pool, {
     maxConcurrentJobs: Math.max(1, config.workers - 1),
     maxAttempts: 3,
     retryDelayMs: 500,
     onError: (jobId, error) => log({ level: "warn", msg: "job attempt failed; will retry", jobId, error: String(error) }),
+    onStarted: (jobId, attempt) => log({ msg: "job started", jobId, attempt }),
+    onFinished: (jobId, job, seconds) => {
+      metrics.jobFinished(job, seconds);
+      log({ msg: "job finished", jobId, type: job.type, outcome: job.status, records: job.total, applied: job.applied, rejected: job.rejected, durationMs: Math.round(seconds * 1000) });
+    },
   });
   const stores = new Map(resources.map((resource) => [resource.path, new RecordStore(db, resource)]));
-  const services: Services = { config, access, jobs, stores, pool, scheduler };
+  let stopping: Promise<void> | undefined;
+  const readiness = () => checkReadiness(db, pool, () => stopping !== undefined);
+  const services: Services = { config, log, access, jobs, stores, pool, scheduler, metrics, readiness };
 
-  const app = buildApp(services, log);
+  const app = buildApp(services);
+  const requests = observeRequests(app.fetch, log, metrics);
+  let server: Server<undefined>;
   try {
-    app.listen({
+    server = Bun.serve({
+      fetch: requests.fetch,
       port: config.port,
       hostname: config.host,
       // Our own limit is enforced in readBody, while reading, so that a chunked body is cut off too and every
@@ -83,7 +98,6 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
     closeDatabase(db);
     throw new StartupError(listenFailure(error, config));
   }
-  const server = app.server!;
 
   // Only once listening: a first key printed by a start that then failed would be shown once and never usable.
   const firstRunKey = access.createFirstEnvironment("default");
@@ -97,7 +111,6 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   void purge();
   const purgeTimer = setInterval(purge, purgeIntervalMs);
 
-  let stopping: Promise<void> | undefined;
   return {
     url: `http://${config.host === "0.0.0.0" ? "localhost" : config.host}:${server.port}`,
     port: server.port!,
@@ -108,7 +121,9 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
         const deadline = Date.now() + config.shutdownTimeout * 1000;
         const untilDeadline = () => Bun.sleep(Math.max(0, deadline - Date.now()));
         // Stop listening; a request in flight (an upload, its intake) may still finish and get its answer.
-        await Promise.race([server.stop(false), untilDeadline()]);
+        // Then close every connection, including those of clients still sending a body that was refused.
+        void server.stop(false);
+        await Promise.race([requests.idle(), untilDeadline()]);
         await server.stop(true);
         // Start no job; let the running ones commit.
         await Promise.race([scheduler.stop(), untilDeadline()]);

@@ -42,6 +42,12 @@ export function migrate(db: Db): void {
  * just closed its connection can hold a lock for a moment longer, so a busy checkpoint is tried again
  * for up to two seconds; if it still cannot run, the WAL stays and the next start replays it.
  */
+/** Whether every embedded migration has been applied to this database (for the readiness check). */
+export function migrationsApplied(db: Db): boolean {
+  const { count } = db.$client.query("SELECT count(*) AS count FROM __drizzle_migrations").get() as { count: number };
+  return count >= embeddedMigrations().length;
+}
+
 export function closeDatabase(db: Db, options: { checkpoint?: boolean } = {}): void {
   if (options.checkpoint) {
     for (let attempt = 0; attempt < 200; attempt++) {

@@ -3,10 +3,10 @@ import { Elysia } from "elysia";
 import pkg from "../../package.json" with { type: "json" };
 import { internalError, notFound, Problem, validationProblem } from "./problem";
 import { importRoutes } from "./routes/imports";
+import { operationsRoutes } from "./routes/operations";
 import { jobRoutes } from "./routes/jobs";
 import { readRoutes } from "./routes/records";
 import type { Services } from "./services";
-import type { Log } from "../log";
 
 const apiDescription = `Asynchronous bulk import. POST a JSON array of records to an import endpoint; the answer is 202 with a job.
 Poll GET /v2/status/{id} until importJobStatus is Succeeded, PartiallySucceeded or Failed.
@@ -27,7 +27,8 @@ function toProblem(code: string | number, error: unknown): Problem | undefined {
 }
 
 /** The whole HTTP API, without listening; serve.ts and the tests give it a port. */
-export function buildApp(services: Services, log: Log = () => {}) {
+export function buildApp(services: Services) {
+  const { log } = services;
   return new Elysia()
     .onError(({ code, error, request }) => {
       const problem = toProblem(code, error);
@@ -50,9 +51,9 @@ export function buildApp(services: Services, log: Log = () => {}) {
             { name: "Records", description: "Read back what was imported." },
           ],
         },
-        exclude: ["/healthz"],
+        exclude: ["/healthz", "/readyz", "/metrics"],
       }),
     )
-    .get("/healthz", () => ({ status: "ok" }), { detail: { hide: true } })
+    .use(operationsRoutes(services))
     .group("/:env/v2", (api) => api.use(importRoutes(services)).use(jobRoutes(services)).use(readRoutes(services)));
 }

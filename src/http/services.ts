@@ -1,6 +1,9 @@
 import type { AccessRepository } from "../access/repository";
 import type { Config } from "../config";
+import type { Log } from "../log";
 import type { JobRepository } from "../jobs/repository";
+import type { Metrics } from "../observability/metrics";
+import type { ReadinessReport } from "../observability/readiness";
 import type { RecordStore } from "../resources/store";
 import type { WorkerPool } from "../worker/pool";
 import type { JobScheduler } from "../worker/scheduler";
@@ -8,11 +11,14 @@ import type { JobScheduler } from "../worker/scheduler";
 /** What the HTTP layer is handed; built in serve, so that tests build their own. */
 export type Services = {
   config: Config;
+  log: Log;
   access: AccessRepository;
   jobs: JobRepository;
   stores: ReadonlyMap<string, RecordStore>;
   pool: WorkerPool;
   scheduler: JobScheduler;
+  metrics: Metrics;
+  readiness: () => ReadinessReport;
 };
 
 /** Job documents older than this (by completion) are treated as gone. */

@@ -23,12 +23,15 @@ function findDuplicateIds(records: Records): Map<string, number[]> {
   return duplicates;
 }
 
+/** What a job ended as: for the log and the metrics. */
+export type FinishedJob = { type: string; status: JobStatus; total: number; applied: number; rejected: number };
+
 /**
  * Applies one job in one transaction: claim it, re-read its payload, reject records whose references
  * do not exist in the environment, upsert the rest, store the outcome, drop the payload.
- * Returns the terminal status, or undefined when the job was not there to claim.
+ * Returns what the job ended as, or undefined when the job was not there to claim.
  */
-export function applyJob(db: Db, jobId: number): JobStatus | undefined {
+export function applyJob(db: Db, jobId: number): FinishedJob | undefined {
   const jobsRepo = new JobRepository(db);
   const job = jobsRepo.claim(jobId);
   if (!job) return undefined;
@@ -37,9 +40,9 @@ export function applyJob(db: Db, jobId: number): JobStatus | undefined {
 
   return db.transaction(
     (tx) => {
-      const finish = ({ status, output }: ReturnType<typeof recordOutcome>) => {
+      const finish = ({ status, output }: ReturnType<typeof recordOutcome>): FinishedJob => {
         jobsRepo.finish(tx as never, jobId, status, output);
-        return status;
+        return { type: job.type, status, total: output.total, applied: output.applied, rejected: output.rejected };
       };
       if (!body) {
         return finish(batchFailure(job.recordCount, "The job's payload was lost, so nothing was applied. Re-send the batch."));

@@ -1,6 +1,6 @@
 import { and, asc, desc, eq, inArray, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { jobPayloads, jobs } from "../db/schema";
+import { environments, jobPayloads, jobs } from "../db/schema";
 import type { JobOutput } from "./outcome";
 import { JobStatus } from "./states";
 
@@ -69,6 +69,22 @@ export class JobRepository {
       .where(eq(jobs.status, JobStatus.Pending))
       .groupBy(jobs.environmentId)
       .orderBy(asc(sql`min(${jobs.id})`))
+      .all();
+  }
+
+  /** Jobs by status, all environments together (for the metrics). */
+  countByStatus(): Array<{ status: string; count: number }> {
+    return this.db.select({ status: jobs.status, count: sql<number>`count(*)` }).from(jobs).groupBy(jobs.status).all();
+  }
+
+  /** Pending jobs of every environment, 0 included (for the metrics). */
+  queueDepth(): Array<{ environment: string; pending: number }> {
+    return this.db
+      .select({ environment: environments.slug, pending: sql<number>`count(${jobs.id})` })
+      .from(environments)
+      .leftJoin(jobs, and(eq(jobs.environmentId, environments.id), eq(jobs.status, JobStatus.Pending)))
+      .groupBy(environments.id)
+      .orderBy(asc(environments.slug))
       .all();
   }
 

@@ -63,8 +63,9 @@ export class WorkerPool {
     }
   }
 
-  get idleWorkers(): number {
-    return this.slots.filter((slot) => slot.ready && !slot.current).length;
+  /** Threads started and not dead; a dying thread is replaced, so a shortfall is brief unless threads cannot start. */
+  get readyWorkers(): number {
+    return this.slots.filter((slot) => slot.ready && !slot.dead).length;
   }
 
   run<K extends TaskType>(task: K, input: TaskTypes[K]["input"], transfer: Transferable[] = []): Promise<TaskTypes[K]["output"]> {

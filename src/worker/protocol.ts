@@ -1,3 +1,4 @@
+import type { FinishedJob } from "../jobs/apply";
 import type { IntakeResult } from "../jobs/intake";
 
 /**
@@ -7,10 +8,10 @@ import type { IntakeResult } from "../jobs/intake";
 export type TaskTypes = {
   /** Parse, validate and (if valid) durably enqueue an import body. */
   accept: { input: { environmentId: number; resource: string; body: ArrayBuffer }; output: IntakeResult };
-  /** Apply a queued job in one transaction. `status` is undefined when there was no job to claim. */
-  apply: { input: { jobId: number }; output: { status?: string } };
+  /** Apply a queued job in one transaction. `job` is undefined when there was no job to claim. */
+  apply: { input: { jobId: number }; output: { job?: FinishedJob } };
   /** Mark a job Failed after its worker crashed too often (a poison job). */
-  giveUp: { input: { jobId: number; message: string }; output: { done: boolean } };
+  giveUp: { input: { jobId: number; message: string }; output: { job?: FinishedJob } };
   /** Delete job documents completed before `before` (retention). */
   purge: { input: { before: string }; output: { count: number } };
 };

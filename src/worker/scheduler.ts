@@ -1,3 +1,4 @@
+import type { FinishedJob } from "../jobs/apply";
 import type { JobRepository } from "../jobs/repository";
 import type { WorkerPool } from "./pool";
 
@@ -8,6 +9,10 @@ export type SchedulerOptions = {
   maxAttempts: number;
   retryDelayMs: number;
   onError?: (jobId: number, error: unknown) => void;
+  /** A job goes to a worker (again, after a retry). */
+  onStarted?: (jobId: number, attempt: number) => void;
+  /** A job reached its terminal state; `seconds` counts from its first attempt. */
+  onFinished?: (jobId: number, job: FinishedJob, seconds: number) => void;
 };
 
 /**
@@ -18,6 +23,7 @@ export type SchedulerOptions = {
 export class JobScheduler {
   private readonly busyEnvironments = new Set<number>();
   private readonly attempts = new Map<number, number>();
+  private readonly startedAt = new Map<number, number>();
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
   private stopped = false;
   private idleWaiters: Array<() => void> = [];
@@ -52,16 +58,20 @@ export class JobScheduler {
     await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
-  private release(environmentId: number, jobId: number): void {
+  private release(environmentId: number, jobId: number, finished?: FinishedJob): void {
+    if (finished) this.options.onFinished?.(jobId, finished, (performance.now() - this.startedAt.get(jobId)!) / 1000);
     this.attempts.delete(jobId);
+    this.startedAt.delete(jobId);
     this.busyEnvironments.delete(environmentId);
     if (this.stopped && this.busyEnvironments.size === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
     this.kick();
   }
 
   private run(environmentId: number, jobId: number): void {
+    if (!this.startedAt.has(jobId)) this.startedAt.set(jobId, performance.now());
+    this.options.onStarted?.(jobId, (this.attempts.get(jobId) ?? 0) + 1);
     this.pool.run("apply", { jobId }).then(
-      () => this.release(environmentId, jobId),
+      ({ job }) => this.release(environmentId, jobId, job),
       (error) => this.retry(environmentId, jobId, error),
     );
   }
@@ -79,7 +89,7 @@ export class JobScheduler {
       if (attempt < this.options.maxAttempts) return this.run(environmentId, jobId);
       const message = `Nothing was applied: the job could not be processed after ${attempt} attempts (the worker failed: ${(error as Error)?.message ?? error}). Re-send the batch; if it fails again, split it and contact the operator.`;
       this.pool.run("giveUp", { jobId, message }).then(
-        () => this.release(environmentId, jobId),
+        ({ job }) => this.release(environmentId, jobId, job),
         (giveUpError) => this.retry(environmentId, jobId, giveUpError),
       );
     }, this.options.retryDelayMs * attempt);

@@ -19,16 +19,14 @@ const handlers: Handlers = {
     if (!definition) throw new Error(`unknown resource ${resource}`);
     return acceptBatch(db, environmentId, definition, new Uint8Array(body));
   },
-  apply: (db, { jobId }) => ({ status: applyJob(db, jobId) }),
+  apply: (db, { jobId }) => ({ job: applyJob(db, jobId) }),
   giveUp: (db, { jobId, message }) => {
     const jobs = new JobRepository(db);
     const job = jobs.claim(jobId);
-    if (!job) return { done: false };
-    db.transaction((tx) => {
-      const { status, output } = batchFailure(job.recordCount, message);
-      jobs.finish(tx as never, jobId, status, output);
-    }, { behavior: "immediate" });
-    return { done: true };
+    if (!job) return {};
+    const { status, output } = batchFailure(job.recordCount, message);
+    db.transaction((tx) => jobs.finish(tx as never, jobId, status, output), { behavior: "immediate" });
+    return { job: { type: job.type, status, total: output.total, applied: output.applied, rejected: output.rejected } };
   },
   purge: (db, { before }) => ({ count: new JobRepository(db).purgeCompletedBefore(before) }),
 };

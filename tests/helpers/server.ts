@@ -4,7 +4,9 @@ import { join } from "node:path";
 import { AccessRepository } from "../../src/access/repository";
 import { loadConfig, type Config } from "../../src/config";
 import { closeDatabase, openDatabase, type Db } from "../../src/db/client";
+import { JobRepository, type Job } from "../../src/jobs/repository";
 import { startServer, type RunningServer } from "../../src/server";
+import { asset } from "./records";
 
 export const tempDir = (prefix = "importd-test-") => mkdtempSync(join(tmpdir(), prefix));
 
@@ -19,6 +21,8 @@ export type TestServer = RunningServer & {
   db(): Db;
   /** Creates an environment with one key, through the same code as the CLI. */
   addEnvironment(slug: string): { slug: string; key: string; base: string };
+  /** A job put straight into the queue without waking the scheduler, so it stays Pending while we look. */
+  parkJob(environmentSlug: string): Job;
   close(): Promise<void>;
 };
 
@@ -41,6 +45,11 @@ export async function startTestServer(overrides: Partial<Config> = {}): Promise<
       const access = new AccessRepository(db());
       access.createEnvironment(slug);
       return { slug, key: access.createKey(slug), base: `${server.url}/${slug}` };
+    },
+    parkJob(environmentSlug) {
+      const environment = db().query.environments.findFirst({ where: (e, { eq }) => eq(e.slug, environmentSlug) }).sync()!;
+      const body = new TextEncoder().encode(JSON.stringify([asset(1)]));
+      return new JobRepository(db()).enqueue(environment.id, "Asset", 1, body);
     },
     async close() {
       await server.stop();

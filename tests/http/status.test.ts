@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import { jobs } from "../../src/db/schema";
-import { JobRepository } from "../../src/jobs/repository";
 import { importAndWait } from "../helpers/api";
 import { asset, seedReferenceData } from "../helpers/records";
 import { startTestServer, type TestServer } from "../helpers/server";
@@ -15,14 +14,6 @@ afterAll(() => server.close());
 
 const status = (base: string, key: string, id: number | string) => fetch(`${base}/v2/status/${id}`, { headers: { "api-key": key } });
 
-/** A job put straight into the queue without waking the scheduler, so it stays Pending while we look. */
-function parkedJob(environmentSlug: string) {
-  const db = server.db();
-  const environment = db.query.environments.findFirst({ where: (e, { eq }) => eq(e.slug, environmentSlug) }).sync()!;
-  const body = new TextEncoder().encode(JSON.stringify([asset(1)]));
-  return new JobRepository(db).enqueue(environment.id, "Asset", 1, body);
-}
-
 describe("GET /{env}/v2/status/{id}", () => {
   test("200 with the job document of a finished job, without Retry-After", async () => {
     const job = await importAndWait(server.base, "assets", server.key, [asset(1)]);
@@ -34,7 +25,7 @@ describe("GET /{env}/v2/status/{id}", () => {
 
   test("a Pending job carries Retry-After and null startedAt/completedAt/output", async () => {
     const env = server.addEnvironment("parked-pending");
-    const job = parkedJob(env.slug);
+    const job = server.parkJob(env.slug);
     const response = await status(env.base, env.key, job.id);
     expect(response.status).toBe(200);
     expect(Number(response.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
@@ -43,7 +34,7 @@ describe("GET /{env}/v2/status/{id}", () => {
 
   test("a Processing job carries Retry-After and its startedAt", async () => {
     const env = server.addEnvironment("parked-processing");
-    const job = parkedJob(env.slug);
+    const job = server.parkJob(env.slug);
     server.db().update(jobs).set({ status: "Processing", startedAt: new Date().toISOString() }).where(eq(jobs.id, job.id)).run();
     const response = await status(env.base, env.key, job.id);
     expect(response.headers.get("retry-after")).not.toBeNull();

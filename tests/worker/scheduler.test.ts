@@ -18,12 +18,12 @@ function harness(pending: Array<{ environmentId: number; jobId: number }>, apply
   const pool = {
     run: async (task: string, input: { jobId: number }) => {
       calls.push([task, input.jobId]);
-      if (task === "giveUp") return finish(input.jobId), { done: true };
+      if (task === "giveUp") return finish(input.jobId), { job: { type: "Asset", status: "Failed", total: 1, applied: 0, rejected: 1 } };
       const attempt = (attempts.get(input.jobId) ?? 0) + 1;
       attempts.set(input.jobId, attempt);
       await apply(input.jobId, attempt);
       finish(input.jobId);
-      return { status: "Succeeded" };
+      return { job: { type: "Asset", status: "Succeeded", total: 1, applied: 1, rejected: 0 } };
     },
   } as unknown as WorkerPool;
   return { jobs, pool, calls };
@@ -88,5 +88,29 @@ describe("JobScheduler", () => {
     scheduler.kick();
     await settle(scheduler);
     expect(calls).toEqual([["apply", 1], ["apply", 1], ["apply", 1], ["giveUp", 1], ["apply", 2]]);
+  });
+
+  test("reports each start (with its attempt) and each finish once, given-up jobs included", async () => {
+    const { jobs, pool } = harness(
+      [{ environmentId: 1, jobId: 1 }, { environmentId: 1, jobId: 2 }, { environmentId: 2, jobId: 3 }],
+      async (jobId, attempt) => {
+        if (jobId === 1 && attempt === 1) throw new WorkerCrashed("worker exited");
+        if (jobId === 3) throw new WorkerCrashed("poison");
+      },
+    );
+    const started: Array<[number, number]> = [];
+    const finished: Array<[number, string, number]> = [];
+    const scheduler = new JobScheduler(jobs, pool, {
+      maxConcurrentJobs: 2,
+      maxAttempts: 2,
+      retryDelayMs: 1,
+      onStarted: (jobId, attempt) => started.push([jobId, attempt]),
+      onFinished: (jobId, job, seconds) => finished.push([jobId, job.status, seconds]),
+    });
+    scheduler.kick();
+    await settle(scheduler);
+    expect(started.sort()).toEqual([[1, 1], [1, 2], [2, 1], [3, 1], [3, 2]]);
+    expect(finished.map(([jobId, status]) => [jobId, status]).sort()).toEqual([[1, "Succeeded"], [2, "Succeeded"], [3, "Failed"]]);
+    for (const [, , seconds] of finished) expect(seconds).toBeGreaterThan(0);
   });
 });

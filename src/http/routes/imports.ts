@@ -39,6 +39,7 @@ function importRoute(services: Services, resource: ResourceDefinition) {
         throw validationProblem(result.errors, note);
       }
       services.scheduler.kick();
+      services.log({ msg: "job accepted", jobId: result.job.id, type: result.job.type, records: result.job.recordCount, environment: params.env });
       set.status = 202;
       set.headers.location = `/${params.env}/v2/status/${result.job.id}`;
       return jobDocument(result.job);

@@ -1,0 +1,77 @@
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { FinishedJob } from "../jobs/apply";
+import type { JobRepository } from "../jobs/repository";
+import { jobStatuses } from "../jobs/states";
+
+/**
+ * The Prometheus metrics of one server. Counters are kept in memory (they start at 0 with the process,
+ * as Prometheus expects); jobs by state and queue depth are read from the database at scrape time, so
+ * they are right after a restart too.
+ */
+export class Metrics {
+  private readonly registry = new Registry();
+  private readonly requests = new Counter({
+    name: "importd_http_requests_total",
+    help: "HTTP requests answered, by method and status code.",
+    labelNames: ["method", "status"] as const,
+    registers: [this.registry],
+  });
+  private readonly recordsApplied = new Counter({
+    name: "importd_records_applied_total",
+    help: "Records upserted by finished jobs, by job type.",
+    labelNames: ["type"] as const,
+    registers: [this.registry],
+  });
+  private readonly recordsRejected = new Counter({
+    name: "importd_records_rejected_total",
+    help: "Records rejected by finished jobs, by job type.",
+    labelNames: ["type"] as const,
+    registers: [this.registry],
+  });
+  private readonly jobDuration = new Histogram({
+    name: "importd_job_duration_seconds",
+    help: "Time from a job's first attempt to its terminal state, by job type and outcome.",
+    labelNames: ["type", "status"] as const,
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+    registers: [this.registry],
+  });
+
+  constructor(jobs: JobRepository) {
+    new Gauge({
+      name: "importd_jobs",
+      help: "Jobs by state, all environments (finished jobs count until their documents expire).",
+      labelNames: ["state"] as const,
+      registers: [this.registry],
+      collect() {
+        const counts = new Map(jobs.countByStatus().map(({ status, count }) => [status, count]));
+        for (const state of jobStatuses) this.set({ state }, counts.get(state) ?? 0);
+      },
+    });
+    new Gauge({
+      name: "importd_queue_depth",
+      help: "Jobs waiting to run (Pending), by environment.",
+      labelNames: ["environment"] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const { environment, pending } of jobs.queueDepth()) this.set({ environment }, pending);
+      },
+    });
+  }
+
+  readonly contentType = this.registry.contentType;
+
+  requestAnswered(method: string, status: number): void {
+    this.requests.inc({ method, status: String(status) });
+  }
+
+  jobFinished(job: FinishedJob, seconds: number): void {
+    this.recordsApplied.inc({ type: job.type }, job.applied);
+    this.recordsRejected.inc({ type: job.type }, job.rejected);
+    this.jobDuration.observe({ type: job.type, status: job.status }, seconds);
+  }
+
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
