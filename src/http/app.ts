@@ -4,6 +4,7 @@ import pkg from "../../package.json" with { type: "json" };
 import { internalError, notFound, Problem, validationProblem } from "./problem";
 import { importRoutes } from "./routes/imports";
 import { operationsRoutes } from "./routes/operations";
+import { swaggerUi } from "./swagger-ui";
 import { jobRoutes } from "./routes/jobs";
 import { readRoutes } from "./routes/records";
 import type { Services } from "./services";
@@ -37,11 +38,14 @@ export function buildApp(services: Services) {
       log({ level: "error", msg: "unhandled error", method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) });
       return internalError().toResponse();
     })
+    .use(swaggerUi("importd API"))
     .use(
       swagger({
         path: "/swagger",
         provider: "swagger-ui",
         documentation: {
+          // 3.1: its schemas are JSON Schema, which is what TypeBox writes (examples, null types, records).
+          openapi: "3.1.0",
           info: { title: "importd", version: pkg.version, description: apiDescription },
           components: { securitySchemes: { ApiKey: { type: "apiKey", in: "header", name: "Api-Key" } } },
           security: [{ ApiKey: [] }],

@@ -35,10 +35,24 @@ const problemDescriptions: Record<number, string> = {
 // TypeBox schemas are JSON Schema objects, so they can stand in the document as they are.
 const asSchema = (schema: TSchema) => schema as unknown as OpenAPIV3.SchemaObject;
 
-export const jsonBody = (schema: TSchema): OpenAPIV3.RequestBodyObject => ({
+export const jsonBody = (schema: TSchema, example?: unknown): OpenAPIV3.RequestBodyObject => ({
   required: true,
-  content: { "application/json": { schema: asSchema(schema) } },
+  content: { "application/json": { schema: asSchema(schema), ...(example === undefined ? {} : { example }) } },
 });
+
+const environmentDescription = "The environment's slug (its base URL is /{env}); `default` is created on the first start.";
+
+/** The `{env}` path segment, prefilled with the environment every server starts with. */
+export const environmentParameter = t.String({ description: environmentDescription, default: "default" });
+
+/** The same, for routes whose `detail.parameters` are written out (the plugin then takes them as they are). */
+export const environmentPathParameter: OpenAPIV3.ParameterObject = {
+  name: "env",
+  in: "path",
+  required: true,
+  description: environmentDescription,
+  schema: { type: "string", default: "default" },
+};
 
 export const jsonResponse = (schema: TSchema, description: string, headers?: OpenAPIV3.ResponseObject["headers"]): OpenAPIV3.ResponseObject => ({
   description,

@@ -30,28 +30,6 @@ export const assetRecord = t.Object(
     endPoint: t.Optional(t.Number({ minimum: 0 })),
     geolocation: t.Optional(geolocationRecord),
   },
-  {
-    examples: [
-      {
-        id: "PIPE-0001",
-        subAreaId: "north",
-        name: "Main St water main",
-        status: "ACT",
-        assetCategoryId: "water",
-        assetTypeId: "pipe",
-        shapeType: "LineString",
-        startPoint: 0,
-        endPoint: 120.5,
-        geolocation: {
-          linearReferenceStart: "MAIN-ST",
-          linearReferenceEnd: "MAIN-ST",
-          locationStart: 0,
-          locationEnd: 120.5,
-          locationUnit: "m",
-        },
-      },
-    ],
-  },
 );
 
 const notAfter = (start: string, end: string) =>
@@ -65,6 +43,21 @@ export const assetResource = defineResource({
   jobType: "Asset",
   noun: "asset",
   schema: assetRecord,
+  example: [
+    {
+      id: "PIPE-0001",
+      subAreaId: "north",
+      name: "Main St water main",
+      status: "ACT",
+      assetCategoryId: "water",
+      assetTypeId: "pipe",
+      shapeType: "LineString",
+      startPoint: 0,
+      endPoint: 120.5,
+      geolocation: { linearReferenceStart: "MAIN-ST", linearReferenceEnd: "MAIN-ST", locationStart: 0, locationEnd: 120.5, locationUnit: "m" },
+    },
+    { id: "VALVE-0001", subAreaId: "south", name: "Valve at Mill Rd", status: "ACT", assetCategoryId: "water", assetTypeId: "valve", shapeType: "Point" },
+  ],
   table: assets,
   rules: [
     (asset) =>

@@ -18,6 +18,8 @@ export type ResourceDefinition<S extends TObject = TObject> = {
   noun: string;
   /** One record on the wire; drives validation, types and OpenAPI. */
   schema: S;
+  /** A batch for the OpenAPI document that is applied in full once the examples of the resources before it are. */
+  example: Static<S>[];
   /** Its table; every resource table has environment_id, id, updated_at and last_job_id. */
   table: SQLiteTable;
   rules: RecordRule<Static<S>>[];

@@ -1,3 +1,4 @@
+import type { Static } from "@sinclair/typebox";
 import { t } from "elysia";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import { defineResource, presentFields } from "./definition";
@@ -10,12 +11,13 @@ export const referenceRecord = t.Object({
   description: t.Optional(t.String({ maxLength: 4000 })),
 });
 
-export const referenceResource = (path: string, jobType: string, noun: string, table: SQLiteTable) =>
+export const referenceResource = (path: string, jobType: string, noun: string, table: SQLiteTable, example: Static<typeof referenceRecord>[]) =>
   defineResource({
     path,
     jobType,
     noun,
     schema: referenceRecord,
+    example,
     table,
     rules: [],
     references: [],

@@ -5,9 +5,16 @@ import { referenceResource } from "./reference-data";
 
 /** Every import resource the service offers. The HTTP routes, the worker and OpenAPI all read this list. */
 export const resources: readonly ResourceDefinition[] = [
-  referenceResource("subareas", "SubArea", "sub area", subAreas),
-  referenceResource("assettypes", "AssetType", "asset type", assetTypes),
-  referenceResource("assetcategories", "AssetCategory", "asset category", assetCategories),
+  // In the order they are imported: the references of each example exist once the examples above it are applied.
+  referenceResource("subareas", "SubArea", "sub area", subAreas, [
+    { id: "north", name: "North district" },
+    { id: "south", name: "South district" },
+  ]),
+  referenceResource("assettypes", "AssetType", "asset type", assetTypes, [
+    { id: "pipe", name: "Pipe" },
+    { id: "valve", name: "Valve" },
+  ]),
+  referenceResource("assetcategories", "AssetCategory", "asset category", assetCategories, [{ id: "water", name: "Water network" }]),
   assetResource,
 ];
 

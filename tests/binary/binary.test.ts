@@ -47,7 +47,11 @@ test("the compiled binary, alone in an empty directory and without Bun, serves a
   expect(job.output).toMatchObject({ total: 500, applied: 500, rejected: 0 });
   const asset = await fetch(`${base}/v2/assets/${assets(1)[0]!.id}`, { headers: { "api-key": key } });
   expect(asset.status).toBe(200);
+  // The OpenAPI document, and Swagger UI's own files embedded in the binary.
   expect((await fetch(`${running.url}/swagger/json`)).status).toBe(200);
+  const ui = await fetch(`${running.url}/swagger/assets/swagger-ui-bundle.js`);
+  expect(ui.status).toBe(200);
+  expect(await ui.text()).toContain("SwaggerUIBundle");
 
   // A second job, then a clean stop: SIGTERM exits 0.
   const second = await importBatch(base, "assets", key, assets(10, 500));

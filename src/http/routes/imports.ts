@@ -7,7 +7,7 @@ import { TaskFailed, WorkerCrashed } from "../../worker/pool";
 import { authentication } from "../auth";
 import { readBody, requireJson } from "../body";
 import { insufficientStorage, serviceUnavailable, validationProblem } from "../problem";
-import { jsonBody, jsonResponse, problemResponses } from "../openapi";
+import { environmentParameter, jsonBody, jsonResponse, problemResponses } from "../openapi";
 import type { Services } from "../services";
 
 /** Maps a failure to store the batch to an answer that tells the client to retry: nothing was accepted. */
@@ -46,9 +46,9 @@ function importRoute(services: Services, resource: ResourceDefinition) {
     },
     {
       parse: "none",
-      params: t.Object({ env: t.String() }),
+      params: t.Object({ env: environmentParameter }),
       detail: {
-        requestBody: jsonBody(t.Array(resource.schema, { minItems: 1 })),
+        requestBody: jsonBody(t.Array(resource.schema, { minItems: 1 }), resource.example),
         responses: { 202: jsonResponse(jobDocumentSchema, "Accepted: the job is queued."), ...problemResponses(400, 401, 413, 415, 503, 507) },
         summary: `Import ${resource.noun} records`,
         tags: ["Imports"],

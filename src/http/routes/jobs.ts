@@ -3,7 +3,7 @@ import type { OpenAPIV3 } from "openapi-types";
 import { jobDocument, jobDocumentSchema, retryAfterSeconds } from "../../jobs/document";
 import { isTerminal, jobStatuses } from "../../jobs/states";
 import { authentication } from "../auth";
-import { jsonResponse, problemResponses } from "../openapi";
+import { environmentParameter, environmentPathParameter, jsonResponse, problemResponses } from "../openapi";
 import { page, pageLimit, pageParameters } from "../paging";
 import { notFound, validationProblem } from "../problem";
 import { retainedSince, type Services } from "../services";
@@ -26,7 +26,7 @@ export const jobRoutes = (services: Services) =>
         return jobDocument(job);
       },
       {
-        params: t.Object({ env: t.String(), id: t.String() }),
+        params: t.Object({ env: environmentParameter, id: t.String() }),
         detail: {
           summary: "Get a job's status",
           tags: ["Jobs"],
@@ -52,12 +52,13 @@ export const jobRoutes = (services: Services) =>
         return page(rows.map(jobDocument), limit, (job) => job.id);
       },
       {
-        params: t.Object({ env: t.String() }),
+        params: t.Object({ env: environmentParameter }),
         query: t.Object({ status: t.Optional(t.String()), limit: t.Optional(t.String()), after: t.Optional(t.String()) }),
         detail: {
           summary: "List jobs, newest first",
           tags: ["Jobs"],
           parameters: [
+            environmentPathParameter,
             { name: "status", in: "query", required: false, schema: { type: "string", enum: [...jobStatuses] }, description: "Only jobs in this state." } as OpenAPIV3.ParameterObject,
             ...pageParameters("The nextCursor of the previous page (a job id): jobs older than it."),
           ],

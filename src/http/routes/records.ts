@@ -2,7 +2,7 @@ import { Elysia, t } from "elysia";
 import type { ResourceDefinition } from "../../resources/definition";
 import { resources } from "../../resources/registry";
 import { authentication } from "../auth";
-import { jsonResponse, problemResponses } from "../openapi";
+import { environmentParameter, environmentPathParameter, jsonResponse, problemResponses } from "../openapi";
 import { page, pageLimit, pageParameters } from "../paging";
 import { notFound } from "../problem";
 import type { Services } from "../services";
@@ -25,7 +25,7 @@ function recordRoutes(services: Services, resource: ResourceDefinition) {
         return record;
       },
       {
-        params: t.Object({ env: t.String(), id: t.String() }),
+        params: t.Object({ env: environmentParameter, id: t.String() }),
         detail: {
           summary: `Get one ${resource.noun}`,
           tags: ["Records"],
@@ -40,12 +40,12 @@ function recordRoutes(services: Services, resource: ResourceDefinition) {
         return page(store.page(environmentId, limit, query.after || undefined), limit, (record) => String(record.id));
       },
       {
-        params: t.Object({ env: t.String() }),
+        params: t.Object({ env: environmentParameter }),
         query: t.Object({ limit: t.Optional(t.String()), after: t.Optional(t.String()) }),
         detail: {
           summary: `List ${resource.noun} records by id`,
           tags: ["Records"],
-          parameters: pageParameters("The nextCursor of the previous page (an id): records after it."),
+          parameters: [environmentPathParameter, ...pageParameters("The nextCursor of the previous page (an id): records after it.")],
           responses: {
             200: jsonResponse(t.Object({ items: t.Array(storedRecord(resource)), nextCursor: t.Union([t.String(), t.Null()]) }), "A page of records."),
             ...problemResponses(400, 401),

@@ -1,0 +1,50 @@
+import { Elysia } from "elysia";
+// Embedded (also in the compiled binary): the appliance may have no way out to a CDN.
+import bundle from "swagger-ui-dist/swagger-ui-bundle.js" with { type: "text" };
+import css from "swagger-ui-dist/swagger-ui.css" with { type: "text" };
+
+const uiPath = "/swagger";
+const assets = `${uiPath}/assets`;
+
+const page = (title: string) => `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8" />
+  <meta name="viewport" content="width=device-width, initial-scale=1" />
+  <title>${title}</title>
+  <link rel="stylesheet" href="${assets}/swagger-ui.css" />
+</head>
+<body>
+  <div id="swagger-ui"></div>
+  <script src="${assets}/swagger-ui-bundle.js"></script>
+  <script>
+    window.ui = SwaggerUIBundle({
+      url: "${uiPath}/json",
+      dom_id: "#swagger-ui",
+      // Keep the key pasted under Authorize across reloads, and open every operation ready to try.
+      persistAuthorization: true,
+      tryItOutEnabled: true,
+      displayRequestDuration: true,
+    });
+  </script>
+</body>
+</html>`;
+
+const cached = (body: string, type: string) => () =>
+  new Response(body, { headers: { "content-type": type, "cache-control": "public, max-age=86400" } });
+
+/**
+ * Swagger UI from local files. @elysiajs/swagger generates the document at /swagger/json, but its page
+ * loads Swagger UI from unpkg; this page, answered before routing, is the same UI with no network needed.
+ */
+export const swaggerUi = (title: string) => {
+  const html = page(title);
+  return new Elysia({ name: "importd-swagger-ui" })
+    .onRequest(({ request }) => {
+      if (request.method !== "GET") return;
+      const path = new URL(request.url).pathname;
+      if (path === uiPath || path === `${uiPath}/`) return new Response(html, { headers: { "content-type": "text/html; charset=utf-8" } });
+    })
+    .get(`${assets}/swagger-ui-bundle.js`, cached(bundle, "text/javascript; charset=utf-8"), { detail: { hide: true } })
+    .get(`${assets}/swagger-ui.css`, cached(css, "text/css; charset=utf-8"), { detail: { hide: true } });
+};
