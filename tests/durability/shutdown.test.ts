@@ -66,8 +66,12 @@ test("SIGTERM during a large job: the job's transaction finishes, the WAL is che
   const { dataDir, server, key, id, count } = await serverInTheMiddleOfALargeJob();
   const signalledAt = performance.now();
   server.proc.kill("SIGTERM");
+  // While the job is still committing, new connections are refused.
+  await Bun.sleep(100);
+  const stillRunning = server.proc.exitCode === null;
+  expect(await fetch(`${server.url}/healthz`).then(() => "answered", () => "refused")).toBe("refused");
   expect(await server.proc.exited).toBe(0);
-  console.log(`SIGTERM mid-job: stopped in ${(performance.now() - signalledAt).toFixed(0)} ms`);
+  console.log(`SIGTERM mid-job: stopped in ${(performance.now() - signalledAt).toFixed(0)} ms (refusing connections meanwhile: ${stillRunning})`);
   expect(await server.stderr).toContain('"msg":"stopped cleanly"');
 
   // Before any restart: the job committed as a whole, and the database file alone holds it.
