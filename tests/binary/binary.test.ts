@@ -1,9 +1,10 @@
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { copyFileSync, existsSync, readdirSync, rmSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { importAndWait, importBatch, waitForJob } from "../helpers/api";
 import { projectRoot, spawnServer, type Launch, type ServerProcess } from "../helpers/process";
+import { options } from "../../src/config";
 import { assets, seedReferenceData } from "../helpers/records";
 import { tempDir } from "../helpers/server";
 
@@ -64,3 +65,31 @@ test("the compiled binary, alone in an empty directory and without Bun, serves a
   expect(db.query("SELECT count(*) AS n FROM assets").get()).toEqual({ n: 510 });
   db.close();
 }, 120_000);
+
+test("deploy/importd.service: a dedicated user, its state directory, hardening, and a stop timeout above importd's own", () => {
+  const unit = readFileSync(join(projectRoot, "deploy", "importd.service"), "utf8");
+  const settings = new Map(
+    unit
+      .split("\n")
+      .filter((line) => /^[A-Za-z]+=/.test(line))
+      .map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)] as const),
+  );
+  expect(settings.get("ExecStart")).toBe("/usr/local/bin/importd serve --data-dir /var/lib/importd");
+  expect(settings.get("User")).toBe("importd");
+  expect(settings.get("StateDirectory")).toBe("importd");
+  for (const [key, value] of [["ProtectSystem", "strict"], ["NoNewPrivileges", "yes"], ["ProtectHome", "yes"], ["PrivateTmp", "yes"], ["CapabilityBoundingSet", ""]]) {
+    expect(`${key}=${settings.get(key!)}`).toBe(`${key}=${value}`);
+  }
+  // Bun's JIT needs W+X memory: this one must stay off.
+  expect(settings.get("MemoryDenyWriteExecute")).toBe("no");
+  expect(Number(settings.get("TimeoutStopSec"))).toBeGreaterThan(options.shutdownTimeout.default);
+
+  // systemd's own check, where the machine has it, with ExecStart pointing at the binary just built.
+  const analyze = Bun.which("systemd-analyze");
+  if (!analyze) return console.log("systemd-analyze is not installed here: the unit was not verified by systemd");
+  const copy = join(dir, "importd.service");
+  writeFileSync(copy, unit.replace("ExecStart=/usr/local/bin/importd", `ExecStart=${join(dir, "importd")}`));
+  const verify = Bun.spawnSync([analyze, "verify", copy], { stdout: "pipe", stderr: "pipe" });
+  expect(`${verify.stdout}${verify.stderr}`.trim()).toBe("");
+  expect(verify.exitCode).toBe(0);
+});
