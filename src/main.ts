@@ -4,6 +4,7 @@ import { parseArgs } from "node:util";
 import pkg from "../package.json" with { type: "json" };
 import { AccessError, envCommand, keyCommand, UsageError, type Output } from "./cli/commands";
 import { ConfigError, loadConfig, options, optionsHelp } from "./config";
+import { DatabaseError } from "./db/client";
 import { createLog } from "./log";
 import { startServer, StartupError } from "./server";
 
@@ -79,7 +80,7 @@ main(process.argv.slice(2)).then(
     // Usage and configuration mistakes exit 2, other known failures 1, each as one line; only a bug shows a stack.
     const usageMistake = error instanceof UsageError || (error as { code?: string })?.code?.startsWith?.("ERR_PARSE_ARGS");
     const badValue = usageMistake || error instanceof ConfigError;
-    const known = badValue || error instanceof AccessError || error instanceof StartupError;
+    const known = badValue || error instanceof AccessError || error instanceof StartupError || error instanceof DatabaseError;
     console.error(`importd: ${known ? (error as Error).message : (error as Error)?.stack ?? error}`);
     if (usageMistake) console.error("Run importd --help for usage.");
     process.exit(badValue ? 2 : 1);

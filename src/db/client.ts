@@ -13,16 +13,63 @@ export const databaseFile = (dataDir: string) => join(dataDir, "importd.sqlite")
 // SQLITE_BUSY should never reach a client.
 const busyTimeoutMs = 60_000;
 
+/** The data directory's database cannot be used as it is. importd has not written to it. */
+export class DatabaseError extends Error {}
+
+const refuse = (file: string, problem: string) =>
+  new DatabaseError(`${file} ${problem}. importd has not changed it: restore it from a backup, or move it away to start with an empty database.`);
+
+function asDatabaseError(error: unknown, file: string): unknown {
+  const code = (error as { code?: string })?.code;
+  if (code === "SQLITE_NOTADB") return refuse(file, "is not an SQLite database, or its header is damaged");
+  if (code === "SQLITE_CORRUPT") return refuse(file, "is damaged (SQLite reports corruption)");
+  return error;
+}
+
+// Statements finalized at once (not cached by query()): a refused connection must really close, so that
+// SQLite removes the -wal and -shm files its reads created.
+function column(client: Database, sql: string): string[] {
+  const statement = client.prepare(sql);
+  try {
+    return (statement.values() as unknown[][]).map((row) => String(row[0]));
+  } finally {
+    statement.finalize();
+  }
+}
+
+/** Refuses a database that importd did not create, or that a newer importd has migrated. Reads only. */
+function checkOwnership(client: Database, file: string): void {
+  const tables = column(client, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name");
+  if (tables.length === 0) return;
+  if (!tables.includes("__drizzle_migrations")) {
+    throw refuse(file, `was not created by importd (it holds the tables ${tables.slice(0, 5).join(", ")}${tables.length > 5 ? ", …" : ""})`);
+  }
+  const applied = column(client, "SELECT hash FROM __drizzle_migrations ORDER BY id");
+  const known = embeddedMigrations().map((migration) => migration.hash);
+  if (applied.length > known.length) {
+    throw refuse(file, `was migrated by a newer importd (${applied.length} migrations; this importd knows ${known.length}): run the newer importd`);
+  }
+  if (applied.some((hash, index) => hash !== known[index])) throw refuse(file, "has database migrations this importd does not know");
+}
+
 /** Opens the data directory's database with the pragmas every connection needs (server, worker and CLI alike). */
 export function openDatabase(dataDir: string): Db {
   mkdirSync(dataDir, { recursive: true });
-  const client = new Database(databaseFile(dataDir), { create: true, strict: true });
-  client.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
-  client.exec("PRAGMA journal_mode = WAL");
-  // NORMAL is durable in WAL mode against process crashes; FULL also survives a power cut
-  // before the next checkpoint, which the 202 promises.
-  client.exec("PRAGMA synchronous = FULL");
-  client.exec("PRAGMA foreign_keys = ON");
+  const file = databaseFile(dataDir);
+  const client = new Database(file, { create: true, strict: true });
+  try {
+    client.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
+    // Before anything writes: switching to WAL alone would rewrite the header of someone else's file.
+    checkOwnership(client, file);
+    client.exec("PRAGMA journal_mode = WAL");
+    // NORMAL is durable in WAL mode against process crashes; FULL also survives a power cut
+    // before the next checkpoint, which the 202 promises.
+    client.exec("PRAGMA synchronous = FULL");
+    client.exec("PRAGMA foreign_keys = ON");
+  } catch (error) {
+    client.close();
+    throw asDatabaseError(error, file);
+  }
   return drizzle({ client, schema }) as Db;
 }
 
@@ -33,7 +80,11 @@ export function migrate(db: Db): void {
     dialect: { migrate(m: unknown, session: unknown, config: object): void };
     session: unknown;
   };
-  internals.dialect.migrate(embeddedMigrations(), internals.session, {});
+  try {
+    internals.dialect.migrate(embeddedMigrations(), internals.session, {});
+  } catch (error) {
+    throw asDatabaseError(error, db.$client.filename);
+  }
 }
 
 /**

@@ -3,7 +3,7 @@ import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { options } from "../../src/config";
-import { projectRoot, spawnServer } from "../helpers/process";
+import { importd, spawnServer } from "../helpers/process";
 import { tempDir } from "../helpers/server";
 
 // Spawning Bun and opening a database takes a moment; a test here runs a few commands.
@@ -19,16 +19,6 @@ const dataDir = () => {
   return dir;
 };
 
-// The runner's own IMPORTD_* variables must not leak into the commands under test.
-const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("IMPORTD_")));
-
-type Run = { code: number; stdout: string; stderr: string };
-
-async function importd(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  const proc = Bun.spawn([process.execPath, "src/main.ts", ...args], { cwd: projectRoot, env: { ...cleanEnv, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  return { code, stdout, stderr };
-}
 
 /** Runs a command that must succeed and returns its stdout. */
 async function ok(args: string[], env: Record<string, string> = {}): Promise<string> {

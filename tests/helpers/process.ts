@@ -13,6 +13,18 @@ export type ServerProcess = {
   stderr: Promise<string>;
 };
 
+// The runner's own IMPORTD_* variables must not leak into the commands under test.
+const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("IMPORTD_")));
+
+export type Run = { code: number; stdout: string; stderr: string };
+
+/** Runs one importd command from source to its end. */
+export async function importd(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  const proc = Bun.spawn([process.execPath, "src/main.ts", ...args], { cwd: projectRoot, env: { ...cleanEnv, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return { code, stdout, stderr };
+}
+
 /** How to run importd: from source with this Bun by default, or a compiled binary in its own directory. */
 export type Launch = { command: string[]; cwd: string; env?: Record<string, string> };
 const fromSource: Launch = { command: [process.execPath, "src/main.ts"], cwd: projectRoot };
