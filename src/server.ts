@@ -1,8 +1,10 @@
+import { FailureLimiter } from "./access/failure-limiter";
 import { AccessRepository } from "./access/repository";
 import type { Config } from "./config";
 import { closeDatabase, migrate, openDatabase } from "./db/client";
 import type { Server } from "bun";
 import { buildApp } from "./http/app";
+import { rememberClientAddress } from "./http/client-address";
 import { retainedSince, type Services } from "./http/services";
 import { JobRepository } from "./jobs/repository";
 import type { Log } from "./log";
@@ -76,14 +78,18 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   const stores = new Map(resources.map((resource) => [resource.path, new RecordStore(db, resource)]));
   let stopping: Promise<void> | undefined;
   const readiness = () => checkReadiness(db, pool, () => stopping !== undefined);
-  const services: Services = { config, log, access, jobs, stores, pool, scheduler, metrics, readiness };
+  const failedAuthentications = new FailureLimiter(config.authFailuresPerMinute);
+  const services: Services = { config, log, access, failedAuthentications, jobs, stores, pool, scheduler, metrics, readiness };
 
   const app = buildApp(services);
   const requests = observeRequests(app.fetch, log, metrics);
   let server: Server<undefined>;
   try {
     server = Bun.serve({
-      fetch: requests.fetch,
+      fetch: (request, bunServer) => {
+        rememberClientAddress(request, bunServer.requestIP(request)?.address);
+        return requests.fetch(request);
+      },
       port: config.port,
       hostname: config.host,
       // Our own limit is enforced in readBody, while reading, so that a chunked body is cut off too and every

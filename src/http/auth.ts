@@ -1,15 +1,23 @@
 import { Elysia } from "elysia";
-import type { AccessRepository } from "../access/repository";
-import { unauthorized } from "./problem";
+import { clientAddress } from "./client-address";
+import { tooManyFailedAttempts, unauthorized } from "./problem";
+import type { Services } from "./services";
 
 /**
  * Resolves the caller's environment from the `{env}` path segment and the Api-Key header, before
  * anything else about the request is looked at (derive runs before validation and the handler).
+ * An address that has sent too many wrong keys gets 429 without its key being checked.
  */
-export const authentication = (access: AccessRepository) =>
+export const authentication = ({ access, failedAuthentications }: Pick<Services, "access" | "failedAuthentications">) =>
   new Elysia({ name: "authentication" }).derive({ as: "scoped" }, ({ params, request }) => {
+    const client = clientAddress(request);
+    const wait = failedAuthentications.retryAfter(client);
+    if (wait !== undefined) throw tooManyFailedAttempts(wait);
     const slug = (params as Record<string, string | undefined>).env ?? "";
     const environmentId = access.authenticate(slug, request.headers.get("api-key"));
-    if (environmentId === undefined) throw unauthorized();
+    if (environmentId === undefined) {
+      failedAuthentications.recordFailure(client);
+      throw unauthorized();
+    }
     return { environmentId };
   });

@@ -12,6 +12,7 @@ const typeByStatus: Record<number, string> = {
   405: "https://tools.ietf.org/html/rfc9110#section-15.5.6",
   413: "https://tools.ietf.org/html/rfc9110#section-15.5.14",
   415: "https://tools.ietf.org/html/rfc9110#section-15.5.16",
+  429: "https://tools.ietf.org/html/rfc6585#section-4",
   500: "https://tools.ietf.org/html/rfc9110#section-15.6.1",
   503: "https://tools.ietf.org/html/rfc9110#section-15.6.4",
   507: "https://tools.ietf.org/html/rfc4918#section-11.5",
@@ -60,6 +61,15 @@ export const unauthorized = () =>
   new Problem(401, "Unauthorized", "Send a valid API key for this environment in the Api-Key header, in the form <secret>_<keyId>.", undefined, {
     "www-authenticate": 'Api-Key header="Api-Key"',
   });
+
+export const tooManyFailedAttempts = (retryAfterSeconds: number) =>
+  new Problem(
+    429,
+    "Too Many Requests",
+    `Too many requests with a wrong API key came from this address; none is checked for ${retryAfterSeconds} seconds. Fix the key, then try again after that.`,
+    undefined,
+    { "retry-after": String(retryAfterSeconds) },
+  );
 
 export const notFound = (detail = "There is nothing at this address.") => new Problem(404, "Not Found", detail);
 

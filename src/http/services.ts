@@ -1,3 +1,4 @@
+import type { FailureLimiter } from "../access/failure-limiter";
 import type { AccessRepository } from "../access/repository";
 import type { Config } from "../config";
 import type { Log } from "../log";
@@ -13,6 +14,7 @@ export type Services = {
   config: Config;
   log: Log;
   access: AccessRepository;
+  failedAuthentications: FailureLimiter;
   jobs: JobRepository;
   stores: ReadonlyMap<string, RecordStore>;
   pool: WorkerPool;

@@ -29,7 +29,8 @@ export type TestServer = RunningServer & {
 /** A real server on a free port, with its own temp data directory. */
 export async function startTestServer(overrides: Partial<Config> = {}): Promise<TestServer> {
   const dataDir = overrides.dataDir ?? tempDir();
-  const config = { ...loadConfig({}, {}), port: 0, host: "127.0.0.1", workers: 2, ...overrides, dataDir } as Config;
+  // No limit on wrong keys unless a test asks for one: many tests send wrong keys on purpose, all from 127.0.0.1.
+  const config = { ...loadConfig({}, {}), port: 0, host: "127.0.0.1", workers: 2, authFailuresPerMinute: 0, ...overrides, dataDir } as Config;
   const logs: Array<Record<string, unknown>> = [];
   const server = await startServer(Object.freeze(config), (entry) => logs.push(entry));
   let side: Db | undefined;

@@ -55,6 +55,7 @@ describe("the OpenAPI document", () => {
       const env = operation.parameters?.find((parameter) => parameter.name === "env");
       expect(env).toMatchObject({ in: "path", required: true, schema: { default: "default" } });
       expect(Object.keys(operation.responses)).toContain("401");
+      expect(Object.keys(operation.responses)).toContain("429");
     }
   });
 
@@ -67,7 +68,7 @@ describe("the OpenAPI document", () => {
       }
     }
     const post = document.paths["/{env}/v2/assets"]!.post!;
-    expect(Object.keys(post.responses).sort()).toEqual(["202", "400", "401", "413", "415", "503", "507"]);
+    expect(Object.keys(post.responses).sort()).toEqual(["202", "400", "401", "413", "415", "429", "503", "507"]);
     expect(JSON.stringify(post.responses["202"])).toContain("importJobStatus");
     expect(JSON.stringify(document.paths["/{env}/v2/status/{id}"]!.get!.responses["200"])).toContain("recordCount");
     for (const resource of resources) {

@@ -100,3 +100,28 @@ describe("secretMatches", () => {
     expect(secretMatches(secret, stored.subarray(0, 16))).toBe(false);
   });
 });
+
+describe("secretMatches timing", () => {
+  test("takes the same time for a near miss, a far miss and an unknown key", () => {
+    const secret = newSecret();
+    const stored = hashSecret(secret);
+    const near = `${secret.slice(0, -1)}${secret.endsWith("0") ? "1" : "0"}`;
+    const far = newSecret();
+    const cases = { near: () => secretMatches(near, stored), far: () => secretMatches(far, stored), unknown: () => secretMatches(far, undefined) };
+    const samples: Record<string, number[]> = { near: [], far: [], unknown: [] };
+    // Interleaved rounds, compared by median, so that a busy moment of the machine hits every case alike.
+    for (let round = 0; round < 40; round++) {
+      for (const [name, check] of Object.entries(cases)) {
+        const start = Bun.nanoseconds();
+        for (let i = 0; i < 1000; i++) check();
+        samples[name]!.push(Bun.nanoseconds() - start);
+      }
+    }
+    const median = (values: number[]) => values.sort((a, b) => a - b)[values.length >> 1]!;
+    for (const name of ["near", "unknown"]) {
+      const ratio = median(samples[name]!) / median(samples.far!);
+      expect(ratio, `${name} / far`).toBeGreaterThan(0.8);
+      expect(ratio, `${name} / far`).toBeLessThan(1.25);
+    }
+  });
+});

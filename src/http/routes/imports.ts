@@ -20,7 +20,7 @@ function intakeFailure(error: unknown): never {
 }
 
 function importRoute(services: Services, resource: ResourceDefinition) {
-  return new Elysia().use(authentication(services.access)).post(
+  return new Elysia().use(authentication(services)).post(
     `/${resource.path}`,
     async ({ request, environmentId, params, set }) => {
       requireJson(request.headers.get("content-type"));
@@ -49,7 +49,7 @@ function importRoute(services: Services, resource: ResourceDefinition) {
       params: t.Object({ env: environmentParameter }),
       detail: {
         requestBody: jsonBody(t.Array(resource.schema, { minItems: 1 }), resource.example),
-        responses: { 202: jsonResponse(jobDocumentSchema, "Accepted: the job is queued."), ...problemResponses(400, 401, 413, 415, 503, 507) },
+        responses: { 202: jsonResponse(jobDocumentSchema, "Accepted: the job is queued."), ...problemResponses(400, 401, 429, 413, 415, 503, 507) },
         summary: `Import ${resource.noun} records`,
         tags: ["Imports"],
         description:

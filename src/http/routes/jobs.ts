@@ -15,7 +15,7 @@ const parseJobId = (text: string) => (/^[1-9][0-9]{0,14}$/.test(text) ? Number(t
 
 export const jobRoutes = (services: Services) =>
   new Elysia()
-    .use(authentication(services.access))
+    .use(authentication(services))
     .get(
       "/status/:id",
       ({ params, environmentId, set }) => {
@@ -33,7 +33,7 @@ export const jobRoutes = (services: Services) =>
           description: "Poll until importJobStatus is Succeeded, PartiallySucceeded or Failed. While it is not, the answer carries Retry-After (seconds).",
           responses: {
             200: jsonResponse(jobDocumentSchema, "The job.", { "Retry-After": { schema: { type: "integer" }, description: "Seconds to wait before polling again; only while the job is not terminal." } }),
-            ...problemResponses(401, 404),
+            ...problemResponses(401, 429, 404),
           },
         },
       },
@@ -64,7 +64,7 @@ export const jobRoutes = (services: Services) =>
           ],
           responses: {
             200: jsonResponse(t.Object({ items: t.Array(jobDocumentSchema), nextCursor: t.Union([t.String(), t.Null()]) }), "A page of jobs."),
-            ...problemResponses(400, 401),
+            ...problemResponses(400, 401, 429),
           },
         },
       },

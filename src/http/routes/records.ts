@@ -16,7 +16,7 @@ const storedRecord = (resource: ResourceDefinition) =>
 function recordRoutes(services: Services, resource: ResourceDefinition) {
   const store = services.stores.get(resource.path)!;
   return new Elysia()
-    .use(authentication(services.access))
+    .use(authentication(services))
     .get(
       `/${resource.path}/:id`,
       ({ params, environmentId }) => {
@@ -29,7 +29,7 @@ function recordRoutes(services: Services, resource: ResourceDefinition) {
         detail: {
           summary: `Get one ${resource.noun}`,
           tags: ["Records"],
-          responses: { 200: jsonResponse(storedRecord(resource), `The ${resource.noun}.`), ...problemResponses(401, 404) },
+          responses: { 200: jsonResponse(storedRecord(resource), `The ${resource.noun}.`), ...problemResponses(401, 429, 404) },
         },
       },
     )
@@ -48,7 +48,7 @@ function recordRoutes(services: Services, resource: ResourceDefinition) {
           parameters: [environmentPathParameter, ...pageParameters("The nextCursor of the previous page (an id): records after it.")],
           responses: {
             200: jsonResponse(t.Object({ items: t.Array(storedRecord(resource)), nextCursor: t.Union([t.String(), t.Null()]) }), "A page of records."),
-            ...problemResponses(400, 401),
+            ...problemResponses(400, 401, 429),
           },
         },
       },
