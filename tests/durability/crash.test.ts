@@ -172,7 +172,7 @@ test(`SIGKILL at ${rounds} random moments of a stream of imports: nothing accept
     `crash: seed ${seed}, ${rounds} kill points (${Object.entries(kills).map(([how, count]) => `${count} ${how}`).join(", ")}); ` +
       `${sent.length} batches sent, ${acked.length} acknowledged, all Succeeded; ${checked} records checked; 0 lost`,
   );
-}, 600_000);
+}, Math.max(600_000, rounds * 5_000));
 
 async function importAndWaitFor(url: string, environment: string, key: string, jobId: number): Promise<JobDocument> {
   const deadline = Date.now() + 120_000;
