@@ -1,6 +1,10 @@
 import type { FinishedJob } from "../jobs/apply";
 import type { JobRepository } from "../jobs/repository";
-import type { WorkerPool } from "./pool";
+import { TaskFailed, type WorkerPool } from "./pool";
+
+// SQLite's answers when the disk is full or failing, or another connection holds the lock too long.
+const isStorageFault = (code: string | undefined) => code !== undefined && /^SQLITE_(FULL|IOERR|BUSY|LOCKED|CANTOPEN|PROTOCOL)/.test(code);
+const maxStorageDelayMs = 10_000;
 
 export type SchedulerOptions = {
   /** Jobs applied at once, across environments; keep it below the pool size so intake is never starved. */
@@ -24,6 +28,7 @@ export class JobScheduler {
   private readonly busyEnvironments = new Set<number>();
   private readonly attempts = new Map<number, number>();
   private readonly startedAt = new Map<number, number>();
+  private readonly storageWaits = new Map<number, number>();
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
   private stopped = false;
   private idleWaiters: Array<() => void> = [];
@@ -61,6 +66,7 @@ export class JobScheduler {
   private release(environmentId: number, jobId: number, finished?: FinishedJob): void {
     if (finished) this.options.onFinished?.(jobId, finished, (performance.now() - this.startedAt.get(jobId)!) / 1000);
     this.attempts.delete(jobId);
+    this.storageWaits.delete(jobId);
     this.startedAt.delete(jobId);
     this.busyEnvironments.delete(environmentId);
     if (this.stopped && this.busyEnvironments.size === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
@@ -76,23 +82,28 @@ export class JobScheduler {
     );
   }
 
-  // An infrastructure fault (a crashed worker, a locked database) is not the job's fault: run it again.
-  // The environment stays busy meanwhile, so no later job of it can overtake this one.
+  // An infrastructure fault (a crashed worker, a full disk, a locked database) is not the job's fault: run it
+  // again. The environment stays busy meanwhile, so no later job of it can overtake this one. Only a crashed
+  // worker counts toward giving up (a poison job); storage faults wait, backing off, for as long as they last.
   private retry(environmentId: number, jobId: number, error: unknown): void {
     this.options.onError?.(jobId, error);
-    const attempt = (this.attempts.get(jobId) ?? 0) + 1;
+    const storage = error instanceof TaskFailed && isStorageFault(error.code);
+    const attempt = (this.attempts.get(jobId) ?? 0) + (storage ? 0 : 1);
     this.attempts.set(jobId, attempt);
+    const waits = (this.storageWaits.get(jobId) ?? 0) + (storage ? 1 : 0);
+    this.storageWaits.set(jobId, waits);
     if (this.stopped) return this.release(environmentId, jobId);
+    const delayMs = storage ? Math.min(maxStorageDelayMs, this.options.retryDelayMs * 2 ** Math.min(waits, 10)) : this.options.retryDelayMs * attempt;
     const timer = setTimeout(() => {
       this.timers.delete(timer);
       if (this.stopped) return this.release(environmentId, jobId);
-      if (attempt < this.options.maxAttempts) return this.run(environmentId, jobId);
+      if (storage || attempt < this.options.maxAttempts) return this.run(environmentId, jobId);
       const message = `Nothing was applied: the job could not be processed after ${attempt} attempts (the worker failed: ${(error as Error)?.message ?? error}). Re-send the batch; if it fails again, split it and contact the operator.`;
       this.pool.run("giveUp", { jobId, message }).then(
         ({ job }) => this.release(environmentId, jobId, job),
         (giveUpError) => this.retry(environmentId, jobId, giveUpError),
       );
-    }, this.options.retryDelayMs * attempt);
+    }, delayMs);
     this.timers.add(timer);
   }
 }

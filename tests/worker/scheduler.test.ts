@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { JobRepository } from "../../src/jobs/repository";
-import { WorkerCrashed, type WorkerPool } from "../../src/worker/pool";
+import { TaskFailed, WorkerCrashed, type WorkerPool } from "../../src/worker/pool";
 import { JobScheduler } from "../../src/worker/scheduler";
 
 /** An in-memory queue and a pool whose apply outcome each test scripts. */
@@ -112,5 +112,20 @@ describe("JobScheduler", () => {
     expect(started.sort()).toEqual([[1, 1], [1, 2], [2, 1], [3, 1], [3, 2]]);
     expect(finished.map(([jobId, status]) => [jobId, status]).sort()).toEqual([[1, "Succeeded"], [2, "Succeeded"], [3, "Failed"]]);
     for (const [, , seconds] of finished) expect(seconds).toBeGreaterThan(0);
+  });
+
+  test("a full disk is waited out, however long: the job is retried, never given up, and its environment's next job waits", async () => {
+    const { jobs, pool, calls } = harness(
+      [{ environmentId: 1, jobId: 1 }, { environmentId: 1, jobId: 2 }],
+      async (jobId, attempt) => {
+        if (jobId === 1 && attempt <= 6) throw new TaskFailed("database or disk is full", "SQLITE_FULL");
+      },
+    );
+    const finished: Array<[number, string]> = [];
+    const scheduler = new JobScheduler(jobs, pool, { maxConcurrentJobs: 2, maxAttempts: 2, retryDelayMs: 1, onFinished: (jobId, job) => finished.push([jobId, job.status]) });
+    scheduler.kick();
+    await settle(scheduler);
+    expect(calls).toEqual([...Array.from({ length: 7 }, (): [string, number] => ["apply", 1]), ["apply", 2]]);
+    expect(finished).toEqual([[1, "Succeeded"], [2, "Succeeded"]]);
   });
 });
