@@ -3,9 +3,11 @@
 // Adding a migration: run `npm run db:generate`, then add its file here (a test checks none is missing).
 import journal from "../../drizzle/meta/_journal.json" with { type: "json" };
 import initial from "../../drizzle/0000_initial.sql" with { type: "text" };
+import rejectedRecords from "../../drizzle/0001_rejected_records.sql" with { type: "text" };
 
 const sqlByTag: Record<string, string> = {
   "0000_initial": initial,
+  "0001_rejected_records": rejectedRecords,
 };
 
 export type EmbeddedMigration = {

@@ -64,6 +64,24 @@ export const jobPayloads = sqliteTable("job_payloads", {
   body: blob("body", { mode: "buffer" }).notNull(),
 });
 
+// The records a finished job rejected, kept (like the job document) until the job is purged, so that a
+// client can fetch exactly those, fix them and send them again.
+export const jobRejections = sqliteTable(
+  "job_rejections",
+  {
+    jobId: integer("job_id")
+      .notNull()
+      .references(() => jobs.id, { onDelete: "cascade" }),
+    // The record's index in the batch.
+    position: integer("position").notNull(),
+    field: text("field").notNull(),
+    message: text("message").notNull(),
+    // JSON text of the record as it was sent.
+    record: text("record").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.jobId, table.position] })],
+);
+
 // Columns every resource table shares: the environment scope, the external id, and who wrote it last.
 const recordKey = {
   environmentId: integer("environment_id").notNull(),

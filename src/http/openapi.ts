@@ -26,6 +26,7 @@ const problemDescriptions: Record<number, string> = {
   400: "The request is invalid; `errors` says where and why.",
   401: "The Api-Key header is missing or not a valid key for this environment.",
   404: "Not found (or it belongs to another environment).",
+  409: "The request conflicts with the state of the job (it has not finished yet).",
   413: "The body is larger than the hard limit; split it into several requests.",
   415: "The body is not sent as application/json.",
   429: "Too many wrong API keys came from this address; no key is checked until Retry-After seconds have passed.",

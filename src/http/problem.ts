@@ -10,6 +10,7 @@ const typeByStatus: Record<number, string> = {
   401: "https://tools.ietf.org/html/rfc9110#section-15.5.2",
   404: "https://tools.ietf.org/html/rfc9110#section-15.5.5",
   405: "https://tools.ietf.org/html/rfc9110#section-15.5.6",
+  409: "https://tools.ietf.org/html/rfc9110#section-15.5.10",
   413: "https://tools.ietf.org/html/rfc9110#section-15.5.14",
   415: "https://tools.ietf.org/html/rfc9110#section-15.5.16",
   429: "https://tools.ietf.org/html/rfc6585#section-4",
@@ -70,6 +71,8 @@ export const tooManyFailedAttempts = (retryAfterSeconds: number) =>
     undefined,
     { "retry-after": String(retryAfterSeconds) },
   );
+
+export const conflict = (detail: string, headers: Record<string, string> = {}) => new Problem(409, "Conflict", detail, undefined, headers);
 
 export const notFound = (detail = "There is nothing at this address.") => new Problem(404, "Not Found", detail);
 

@@ -4,7 +4,7 @@ import { RecordStore } from "../resources/store";
 import { displayName } from "../resources/validate";
 import { readBatch, type Records } from "./batch";
 import { batchFailure, duplicateIdsOutcome, recordOutcome, type Rejection } from "./outcome";
-import { JobRepository } from "./repository";
+import { JobRepository, type RejectedRecord } from "./repository";
 import type { JobStatus } from "./states";
 
 function findDuplicateIds(records: Records): Map<string, number[]> {
@@ -21,6 +21,19 @@ function findDuplicateIds(records: Records): Map<string, number[]> {
     }
   }
   return duplicates;
+}
+
+/**
+ * The rows of the rejected records: those with a reason of their own, or, when nothing was applied
+ * (`batchMessage`), every record, those without a reason of their own carrying the batch's.
+ */
+function rejectedRecords(records: Records, rejections: Rejection[], batchMessage?: string): RejectedRecord[] {
+  const byIndex = new Map(rejections.map((rejection) => [rejection.index, rejection]));
+  const indexes = batchMessage === undefined ? [...byIndex.keys()].sort((a, b) => a - b) : records.map((_, index) => index);
+  return indexes.map((index) => {
+    const own = byIndex.get(index);
+    return { position: index, field: own?.field ?? "$", message: own?.message ?? batchMessage!, record: JSON.stringify(records[index]) };
+  });
 }
 
 /** What a job ended as: for the log and the metrics. */
@@ -40,8 +53,8 @@ export function applyJob(db: Db, jobId: number): FinishedJob | undefined {
 
   return db.transaction(
     (tx) => {
-      const finish = ({ status, output }: ReturnType<typeof recordOutcome>): FinishedJob => {
-        jobsRepo.finish(tx as never, jobId, status, output);
+      const finish = ({ status, output }: ReturnType<typeof recordOutcome>, records?: Records, rejections: Rejection[] = []): FinishedJob => {
+        jobsRepo.finish(tx as never, jobId, status, output, records ? rejectedRecords(records, rejections, output.applied === 0 ? output.message : undefined) : []);
         return { type: job.type, status, total: output.total, applied: output.applied, rejected: output.rejected };
       };
       if (!body) {
@@ -54,7 +67,10 @@ export function applyJob(db: Db, jobId: number): FinishedJob | undefined {
       }
       const records = batch.records as Records;
       const duplicates = findDuplicateIds(records);
-      if (duplicates.size > 0) return finish(duplicateIdsOutcome(records.length, duplicates));
+      if (duplicates.size > 0) {
+        const outcome = duplicateIdsOutcome(records.length, duplicates);
+        return finish(outcome, records, outcome.rejections);
+      }
 
       const references = resource.references.map((reference) => {
         const target = resourceByPath(reference.resource)!;
@@ -79,7 +95,7 @@ export function applyJob(db: Db, jobId: number): FinishedJob | undefined {
         return true;
       });
       new RecordStore(db, resource).upsertAll(job.environmentId, jobId, accepted);
-      return finish(recordOutcome(records.length, rejections));
+      return finish(recordOutcome(records.length, rejections), records, rejections);
     },
     { behavior: "immediate" },
   );

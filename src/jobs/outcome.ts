@@ -99,5 +99,5 @@ export function duplicateIdsOutcome(total: number, duplicates: Map<string, numbe
   const message =
     `Nothing was applied: the batch contains ${plural(duplicates.size, "id")} more than once: ${named.join("; ")}${more}. ` +
     `Each id may appear only once per batch; remove the duplicates and re-send the batch.${capNote(rejections.length)}`;
-  return batchFailure(total, message, rejections);
+  return { ...batchFailure(total, message, rejections), rejections };
 }

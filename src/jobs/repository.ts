@@ -1,10 +1,14 @@
-import { and, asc, desc, eq, inArray, lt, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { environments, jobPayloads, jobs } from "../db/schema";
+import { environments, jobPayloads, jobRejections, jobs } from "../db/schema";
 import type { JobOutput } from "./outcome";
 import { JobStatus } from "./states";
 
 export type Job = typeof jobs.$inferSelect;
+export type RejectedRecord = Omit<typeof jobRejections.$inferInsert, "jobId">;
+
+// Rows per INSERT: 5 columns each, well under SQLite's 32,766 bound parameters.
+const rejectionChunk = 1000;
 
 const now = () => new Date().toISOString();
 
@@ -119,13 +123,29 @@ export class JobRepository {
     return this.db.select({ body: jobPayloads.body }).from(jobPayloads).where(eq(jobPayloads.jobId, id)).get()?.body;
   }
 
-  /** Records the terminal state and drops the payload; call inside the job's apply transaction. */
-  finish(tx: Pick<Db, "update" | "delete">, id: number, status: JobStatus, output: JobOutput): void {
+  /** Records the terminal state and the rejected records, and drops the payload; call inside the job's apply transaction. */
+  finish(tx: Pick<Db, "update" | "delete" | "insert">, id: number, status: JobStatus, output: JobOutput, rejected: RejectedRecord[] = []): void {
     tx.update(jobs)
       .set({ status, output: JSON.stringify(output), completedAt: now() })
       .where(eq(jobs.id, id))
       .run();
+    for (let start = 0; start < rejected.length; start += rejectionChunk) {
+      tx.insert(jobRejections)
+        .values(rejected.slice(start, start + rejectionChunk).map((row) => ({ ...row, jobId: id })))
+        .run();
+    }
     tx.delete(jobPayloads).where(eq(jobPayloads.jobId, id)).run();
+  }
+
+  /** The job's rejected records in batch order, after the index `after`. */
+  rejections(jobId: number, limit: number, after?: number): RejectedRecord[] {
+    return this.db
+      .select({ position: jobRejections.position, field: jobRejections.field, message: jobRejections.message, record: jobRejections.record })
+      .from(jobRejections)
+      .where(and(eq(jobRejections.jobId, jobId), after !== undefined ? gt(jobRejections.position, after) : undefined))
+      .orderBy(asc(jobRejections.position))
+      .limit(limit)
+      .all();
   }
 
   /** Deletes job documents completed before `before`; returns how many. */

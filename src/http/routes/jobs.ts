@@ -5,10 +5,25 @@ import { isTerminal, jobStatuses } from "../../jobs/states";
 import { authentication } from "../auth";
 import { environmentParameter, environmentPathParameter, jsonResponse, problemResponses } from "../openapi";
 import { page, pageLimit, pageParameters } from "../paging";
-import { notFound, validationProblem } from "../problem";
+import { conflict, notFound, validationProblem } from "../problem";
 import { retainedSince, type Services } from "../services";
 
 const jobNotFound = () => notFound("No job with this id exists in this environment (job documents are kept for a limited time after they finish).");
+
+const jobNotFinished = (status: string, retryAfter: number) =>
+  conflict(`The job is still ${status}: which records it rejects is known once it has finished. Poll its statusUrl, then ask again.`, {
+    "retry-after": String(retryAfter),
+  });
+
+const rejectedRecordSchema = t.Object({
+  index: t.Integer({ description: "The record's index in the batch." }),
+  id: t.Union([t.String(), t.Null()], { description: "The record's id, as sent." }),
+  field: t.String({ description: "The field at fault, or `$` when the whole batch was refused." }),
+  message: t.String(),
+  record: t.Record(t.String(), t.Unknown(), { description: "The record as it was sent." }),
+});
+
+const parseIndex = (text: string) => (/^(0|[1-9][0-9]{0,14})$/.test(text) ? Number(text) : undefined);
 
 /** Job ids are positive integers; anything else simply names no job. */
 const parseJobId = (text: string) => (/^[1-9][0-9]{0,14}$/.test(text) ? Number(text) : undefined);
@@ -34,6 +49,45 @@ export const jobRoutes = (services: Services) =>
           responses: {
             200: jsonResponse(jobDocumentSchema, "The job.", { "Retry-After": { schema: { type: "integer" }, description: "Seconds to wait before polling again; only while the job is not terminal." } }),
             ...problemResponses(401, 429, 404),
+          },
+        },
+      },
+    )
+    .get(
+      "/status/:id/rejected",
+      ({ params, query, environmentId }) => {
+        const id = parseJobId(params.id);
+        const job = id === undefined ? undefined : services.jobs.find(environmentId, id, retainedSince(services.config));
+        if (!job) throw jobNotFound();
+        if (!isTerminal(job.status)) throw jobNotFinished(job.status, retryAfterSeconds(job));
+        const limit = pageLimit(query.limit);
+        const after = query.after ? parseIndex(query.after) : undefined;
+        if (query.after && after === undefined) throw validationProblem({ after: ["'After' must be a record index (a whole number from 0)."] });
+        const rows = services.jobs.rejections(job.id, limit, after);
+        const items = rows.map(({ position, field, message, record }) => {
+          const sent = JSON.parse(record) as { id?: unknown };
+          return { index: position, id: typeof sent.id === "string" ? sent.id : null, field, message, record: sent };
+        });
+        return page(items, limit, (item) => item.index);
+      },
+      {
+        params: t.Object({ env: environmentParameter, id: t.String() }),
+        query: t.Object({ limit: t.Optional(t.String()), after: t.Optional(t.String()) }),
+        detail: {
+          summary: "List the records a finished job rejected",
+          tags: ["Jobs"],
+          description:
+            "Every record the job did not apply, in batch order, as it was sent, with its index in the batch and why. " +
+            "When nothing was applied (a batch-level failure), every record is listed. Kept as long as the job document. " +
+            "Fix the records and send them again as a new batch.",
+          parameters: [
+            environmentPathParameter,
+            { name: "id", in: "path", required: true, schema: { type: "string" }, description: "The job id." },
+            ...pageParameters("The nextCursor of the previous page (a record index): records after it."),
+          ],
+          responses: {
+            200: jsonResponse(t.Object({ items: t.Array(rejectedRecordSchema), nextCursor: t.Union([t.String(), t.Null()]) }), "A page of rejected records."),
+            ...problemResponses(400, 401, 429, 404, 409),
           },
         },
       },
