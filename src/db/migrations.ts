@@ -4,10 +4,12 @@
 import journal from "../../drizzle/meta/_journal.json" with { type: "json" };
 import initial from "../../drizzle/0000_initial.sql" with { type: "text" };
 import rejectedRecords from "../../drizzle/0001_rejected_records.sql" with { type: "text" };
+import idempotencyKeys from "../../drizzle/0002_idempotency_keys.sql" with { type: "text" };
 
 const sqlByTag: Record<string, string> = {
   "0000_initial": initial,
   "0001_rejected_records": rejectedRecords,
+  "0002_idempotency_keys": idempotencyKeys,
 };
 
 export type EmbeddedMigration = {

@@ -82,6 +82,25 @@ export const jobRejections = sqliteTable(
   (table) => [primaryKey({ columns: [table.jobId, table.position] })],
 );
 
+// An import POST's Idempotency-Key, for 24 hours: the same key with the same request returns its job
+// instead of queueing a second one.
+export const idempotencyKeys = sqliteTable(
+  "idempotency_keys",
+  {
+    environmentId: integer("environment_id")
+      .notNull()
+      .references(() => environments.id),
+    key: text("key").notNull(),
+    // SHA-256 (hex) of the resource path and the body bytes.
+    requestHash: text("request_hash").notNull(),
+    jobId: integer("job_id")
+      .notNull()
+      .references(() => jobs.id, { onDelete: "cascade" }),
+    createdAt: text("created_at").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.environmentId, table.key] }), index("idempotency_keys_created_idx").on(table.createdAt)],
+);
+
 // Columns every resource table shares: the environment scope, the external id, and who wrote it last.
 const recordKey = {
   environmentId: integer("environment_id").notNull(),

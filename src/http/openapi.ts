@@ -29,6 +29,7 @@ const problemDescriptions: Record<number, string> = {
   409: "The request conflicts with the state of the job (it has not finished yet).",
   413: "The body is larger than the hard limit; split it into several requests.",
   415: "The body is not sent as application/json.",
+  422: "The Idempotency-Key was already used for a different request.",
   429: "Too many wrong API keys came from this address; no key is checked until Retry-After seconds have passed.",
   503: "The batch could not be stored just now; nothing was accepted. Retry after Retry-After seconds.",
   507: "The server's disk is full; nothing was accepted.",

@@ -13,6 +13,7 @@ const typeByStatus: Record<number, string> = {
   409: "https://tools.ietf.org/html/rfc9110#section-15.5.10",
   413: "https://tools.ietf.org/html/rfc9110#section-15.5.14",
   415: "https://tools.ietf.org/html/rfc9110#section-15.5.16",
+  422: "https://tools.ietf.org/html/rfc9110#section-15.5.21",
   429: "https://tools.ietf.org/html/rfc6585#section-4",
   500: "https://tools.ietf.org/html/rfc9110#section-15.6.1",
   503: "https://tools.ietf.org/html/rfc9110#section-15.6.4",
@@ -70,6 +71,13 @@ export const tooManyFailedAttempts = (retryAfterSeconds: number) =>
     `Too many requests with a wrong API key came from this address; none is checked for ${retryAfterSeconds} seconds. Fix the key, then try again after that.`,
     undefined,
     { "retry-after": String(retryAfterSeconds) },
+  );
+
+export const idempotencyKeyReused = () =>
+  new Problem(
+    422,
+    "Unprocessable Content",
+    "This Idempotency-Key was used in the last 24 hours for a different request (another body or resource). Send a new key for a new request, or the same request with this key.",
   );
 
 export const conflict = (detail: string, headers: Record<string, string> = {}) => new Problem(409, "Conflict", detail, undefined, headers);

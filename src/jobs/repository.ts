@@ -1,10 +1,16 @@
 import { and, asc, desc, eq, gt, inArray, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { environments, jobPayloads, jobRejections, jobs } from "../db/schema";
+import { environments, idempotencyKeys, jobPayloads, jobRejections, jobs } from "../db/schema";
 import type { JobOutput } from "./outcome";
 import { JobStatus } from "./states";
 
 export type Job = typeof jobs.$inferSelect;
+export type Idempotency = { key: string; requestHash: string };
+export type Enqueued = { job: Job; replayed: boolean; conflict?: undefined } | { conflict: true };
+
+/** How long an Idempotency-Key is remembered. */
+export const idempotencyWindowMs = 24 * 60 * 60 * 1000;
+const idempotencyWindowStart = () => new Date(Date.now() - idempotencyWindowMs).toISOString();
 export type RejectedRecord = Omit<typeof jobRejections.$inferInsert, "jobId">;
 
 // Rows per INSERT: 5 columns each, well under SQLite's 32,766 bound parameters.
@@ -24,17 +30,34 @@ export class JobRepository {
       .prepare();
   }
 
-  /** Stores the job and its payload in one transaction; once this returns, the job survives a crash. */
-  enqueue(environmentId: number, type: string, recordCount: number, body: Uint8Array): Job {
+  /**
+   * Stores the job and its payload in one transaction; once this returns, the job survives a crash.
+   * With an idempotency key: the same key and request within 24 hours return the job stored then
+   * (`replayed`), the same key with another request is refused, and an older key is used afresh.
+   */
+  enqueue(environmentId: number, type: string, recordCount: number, body: Uint8Array, idempotency?: Idempotency): Enqueued {
     return this.db.transaction(
       (tx) => {
+        if (idempotency) {
+          const where = and(eq(idempotencyKeys.environmentId, environmentId), eq(idempotencyKeys.key, idempotency.key));
+          const earlier = tx.select().from(idempotencyKeys).where(where).get();
+          if (earlier && earlier.createdAt >= idempotencyWindowStart()) {
+            if (earlier.requestHash !== idempotency.requestHash) return { conflict: true };
+            const job = tx.select().from(jobs).where(eq(jobs.id, earlier.jobId)).get();
+            if (job) return { job, replayed: true };
+          }
+          if (earlier) tx.delete(idempotencyKeys).where(where).run();
+        }
         const job = tx
           .insert(jobs)
           .values({ environmentId, type, status: JobStatus.Pending, recordCount, createdAt: now() })
           .returning()
           .get();
         tx.insert(jobPayloads).values({ jobId: job.id, body: body as Buffer }).run();
-        return job;
+        if (idempotency) {
+          tx.insert(idempotencyKeys).values({ environmentId, key: idempotency.key, requestHash: idempotency.requestHash, jobId: job.id, createdAt: job.createdAt }).run();
+        }
+        return { job, replayed: false };
       },
       { behavior: "immediate" },
     );
@@ -148,8 +171,9 @@ export class JobRepository {
       .all();
   }
 
-  /** Deletes job documents completed before `before`; returns how many. */
+  /** Deletes job documents completed before `before` (returns how many), and idempotency keys past their 24 hours. */
   purgeCompletedBefore(before: string): number {
+    this.db.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, idempotencyWindowStart())).run();
     return this.db
       .delete(jobs)
       .where(lt(jobs.completedAt, before))

@@ -14,10 +14,10 @@ declare const self: Worker;
 type Handlers = { [K in TaskType]: (db: Db, input: TaskTypes[K]["input"]) => TaskTypes[K]["output"] };
 
 const handlers: Handlers = {
-  accept: (db, { environmentId, resource, body }) => {
+  accept: (db, { environmentId, resource, body, idempotencyKey }) => {
     const definition = resourceByPath(resource);
     if (!definition) throw new Error(`unknown resource ${resource}`);
-    return acceptBatch(db, environmentId, definition, new Uint8Array(body));
+    return acceptBatch(db, environmentId, definition, new Uint8Array(body), idempotencyKey);
   },
   apply: (db, { jobId }) => ({ job: applyJob(db, jobId) }),
   giveUp: (db, { jobId, message }) => {

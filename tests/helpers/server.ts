@@ -8,6 +8,13 @@ import { JobRepository, type Job } from "../../src/jobs/repository";
 import { startServer, type RunningServer } from "../../src/server";
 import { asset } from "./records";
 
+/** Queues a job straight into the database, without an idempotency key (so it is always a new job). */
+export function enqueueJob(jobs: JobRepository, environmentId: number, type: string, recordCount: number, body: Uint8Array): Job {
+  const enqueued = jobs.enqueue(environmentId, type, recordCount, body);
+  if (enqueued.conflict) throw new Error("unreachable without an idempotency key");
+  return enqueued.job;
+}
+
 export const tempDir = (prefix = "importd-test-") => mkdtempSync(join(tmpdir(), prefix));
 
 export type TestServer = RunningServer & {
@@ -50,7 +57,7 @@ export async function startTestServer(overrides: Partial<Config> = {}): Promise<
     parkJob(environmentSlug) {
       const environment = db().query.environments.findFirst({ where: (e, { eq }) => eq(e.slug, environmentSlug) }).sync()!;
       const body = new TextEncoder().encode(JSON.stringify([asset(1)]));
-      return new JobRepository(db()).enqueue(environment.id, "Asset", 1, body);
+      return enqueueJob(new JobRepository(db()), environment.id, "Asset", 1, body);
     },
     async close() {
       await server.stop();

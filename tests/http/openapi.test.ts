@@ -69,7 +69,9 @@ describe("the OpenAPI document", () => {
       }
     }
     const post = document.paths["/{env}/v2/assets"]!.post!;
-    expect(Object.keys(post.responses).sort()).toEqual(["202", "400", "401", "413", "415", "429", "503", "507"]);
+    expect(post.parameters?.find((parameter) => parameter.name === "Idempotency-Key")).toMatchObject({ in: "header", required: false });
+    expect(JSON.stringify(post.responses["202"])).toContain("Idempotent-Replayed");
+    expect(Object.keys(post.responses).sort()).toEqual(["202", "400", "401", "413", "415", "422", "429", "503", "507"]);
     expect(JSON.stringify(post.responses["202"])).toContain("importJobStatus");
     expect(JSON.stringify(document.paths["/{env}/v2/status/{id}"]!.get!.responses["200"])).toContain("recordCount");
     for (const resource of resources) {

@@ -4,7 +4,7 @@ import { AccessRepository } from "../../src/access/repository";
 import { closeDatabase, migrate, openDatabase } from "../../src/db/client";
 import { JobRepository } from "../../src/jobs/repository";
 import { waitForJob } from "../helpers/api";
-import { startTestServer, tempDir, type TestServer } from "../helpers/server";
+import { enqueueJob, startTestServer, tempDir, type TestServer } from "../helpers/server";
 
 let server: TestServer | undefined;
 afterEach(async () => {
@@ -21,8 +21,8 @@ describe("crash recovery", () => {
     const environment = access.createEnvironment("recover");
     const jobs = new JobRepository(db);
     const body = new TextEncoder().encode("[]");
-    const interrupted = jobs.enqueue(environment.id, "SubArea", 1, body);
-    const waiting = jobs.enqueue(environment.id, "SubArea", 1, body);
+    const interrupted = enqueueJob(jobs, environment.id, "SubArea", 1, body);
+    const waiting = enqueueJob(jobs, environment.id, "SubArea", 1, body);
     jobs.claim(interrupted.id);
     expect(jobs.requeueInterrupted()).toBe(1);
     const after = jobs.list(environment.id, { limit: 10, retainedSince: "" });
@@ -44,7 +44,7 @@ describe("crash recovery", () => {
     const environmentId = access.findEnvironment("default")!.id;
     const jobs = new JobRepository(db);
     const body = new TextEncoder().encode(JSON.stringify([{ id: "north", name: "North" }, { id: "south", name: "South" }]));
-    const job = jobs.enqueue(environmentId, "SubArea", 2, body);
+    const job = enqueueJob(jobs, environmentId, "SubArea", 2, body);
     jobs.claim(job.id); // as if a worker had started it when the process died
     closeDatabase(db);
 
@@ -65,7 +65,7 @@ describe("crash recovery", () => {
     const environmentId = access.findEnvironment("default")!.id;
     const jobs = new JobRepository(db);
     const versions = [1, 2, 3].map((version) =>
-      jobs.enqueue(environmentId, "SubArea", 1, new TextEncoder().encode(JSON.stringify([{ id: "north", name: `v${version}` }]))),
+      enqueueJob(jobs, environmentId, "SubArea", 1, new TextEncoder().encode(JSON.stringify([{ id: "north", name: `v${version}` }]))),
     );
     closeDatabase(db);
 

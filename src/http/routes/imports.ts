@@ -6,8 +6,9 @@ import { maxErrorKeys } from "../../resources/validate";
 import { TaskFailed, WorkerCrashed } from "../../worker/pool";
 import { authentication } from "../auth";
 import { readBody, requireJson } from "../body";
-import { insufficientStorage, serviceUnavailable, validationProblem } from "../problem";
-import { environmentParameter, jsonBody, jsonResponse, problemResponses } from "../openapi";
+import type { OpenAPIV3 } from "openapi-types";
+import { environmentParameter, environmentPathParameter, jsonBody, jsonResponse, problemResponses } from "../openapi";
+import { idempotencyKeyReused, insufficientStorage, serviceUnavailable, validationProblem } from "../problem";
 import type { Services } from "../services";
 
 /** Maps a failure to store the batch to an answer that tells the client to retry: nothing was accepted. */
@@ -19,18 +20,40 @@ function intakeFailure(error: unknown): never {
   throw error;
 }
 
+const idempotencyKeyParameter: OpenAPIV3.ParameterObject = {
+  name: "Idempotency-Key",
+  in: "header",
+  required: false,
+  description:
+    "Any 1 to 255 visible ASCII characters, unique per request you mean (for example a UUID, or file and chunk). The same key with the same " +
+    "resource and body within 24 hours answers the job queued the first time (no second job), with Idempotent-Replayed: true; " +
+    "the same key with another body is 422.",
+  schema: { type: "string", minLength: 1, maxLength: 255 },
+};
+
+/** The optional Idempotency-Key header: undefined when absent, a 400 when malformed. */
+function readIdempotencyKey(value: string | null): string | undefined {
+  if (value === null) return undefined;
+  if (!/^[\x21-\x7e]{1,255}$/.test(value)) {
+    throw validationProblem({ "Idempotency-Key": ["'Idempotency-Key' must be 1 to 255 visible ASCII characters (no spaces), for example a UUID."] });
+  }
+  return value;
+}
+
 function importRoute(services: Services, resource: ResourceDefinition) {
   return new Elysia().use(authentication(services)).post(
     `/${resource.path}`,
     async ({ request, environmentId, params, set }) => {
       requireJson(request.headers.get("content-type"));
+      const idempotencyKey = readIdempotencyKey(request.headers.get("idempotency-key"));
       const body = await readBody(request, services.config.maxBodyBytes);
       // The bytes move to a worker thread (transferred, not copied): parsing and validating
       // a large body must never block this thread.
       const buffer = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? body.buffer : body.slice().buffer;
       const result = await services.pool
-        .run("accept", { environmentId, resource: resource.path, body: buffer as ArrayBuffer }, [buffer as ArrayBuffer])
+        .run("accept", { environmentId, resource: resource.path, body: buffer as ArrayBuffer, idempotencyKey }, [buffer as ArrayBuffer])
         .catch(intakeFailure);
+      if (!result.ok && "idempotencyConflict" in result) throw idempotencyKeyReused();
       if (!result.ok) {
         const shown = Object.values(result.errors).reduce((sum, messages) => sum + messages.length, 0);
         const note = result.truncated
@@ -38,8 +61,12 @@ function importRoute(services: Services, resource: ResourceDefinition) {
           : undefined;
         throw validationProblem(result.errors, note);
       }
-      services.scheduler.kick();
-      services.log({ msg: "job accepted", jobId: result.job.id, type: result.job.type, records: result.job.recordCount, environment: params.env });
+      if (result.replayed) {
+        set.headers["idempotent-replayed"] = "true";
+      } else {
+        services.scheduler.kick();
+        services.log({ msg: "job accepted", jobId: result.job.id, type: result.job.type, records: result.job.recordCount, environment: params.env });
+      }
       set.status = 202;
       set.headers.location = `/${params.env}/v2/status/${result.job.id}`;
       return jobDocument(result.job);
@@ -48,8 +75,14 @@ function importRoute(services: Services, resource: ResourceDefinition) {
       parse: "none",
       params: t.Object({ env: environmentParameter }),
       detail: {
+        parameters: [environmentPathParameter, idempotencyKeyParameter],
         requestBody: jsonBody(t.Array(resource.schema, { minItems: 1 }), resource.example),
-        responses: { 202: jsonResponse(jobDocumentSchema, "Accepted: the job is queued."), ...problemResponses(400, 401, 429, 413, 415, 503, 507) },
+        responses: {
+          202: jsonResponse(jobDocumentSchema, "Accepted: the job is queued; or, for a repeated Idempotency-Key, the job queued the first time.", {
+            "Idempotent-Replayed": { schema: { type: "string", enum: ["true"] }, description: "Present when the answer is the job of an earlier request with the same Idempotency-Key." },
+          }),
+          ...problemResponses(400, 401, 429, 413, 415, 422, 503, 507),
+        },
         summary: `Import ${resource.noun} records`,
         tags: ["Imports"],
         description:
