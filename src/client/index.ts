@@ -1,0 +1,175 @@
+import type { Static } from "@sinclair/typebox";
+import type { JobDocument } from "../jobs/document";
+import type { assetRecord } from "../resources/assets";
+import type { referenceRecord } from "../resources/reference-data";
+
+/**
+ * A typed client for importd, for programs and for `importd import`. Its types are the server's own
+ * schemas (imported as types only, so the client carries none of the server). It retries network errors
+ * and 5xx answers with backoff and jitter, never a 4xx; it honours Retry-After; and it sends an
+ * Idempotency-Key with every import, so that a retried POST can never queue a second job.
+ */
+
+export type { JobDocument };
+export type RecordTypes = {
+  assets: Static<typeof assetRecord>;
+  subareas: Static<typeof referenceRecord>;
+  assettypes: Static<typeof referenceRecord>;
+  assetcategories: Static<typeof referenceRecord>;
+};
+export type Resource = keyof RecordTypes;
+export type StoredRecord<R extends Resource> = RecordTypes[R] & { updatedAt: string; lastJobId: number };
+export type RejectedRecord = { index: number; id: string | null; field: string; message: string; record: Record<string, unknown> };
+export type Page<T> = { items: T[]; nextCursor: string | null };
+
+/** An answer of importd that is an error: its Problem Details, `errors` included (`[index].field` → messages). */
+export class ImportdProblem extends Error {
+  constructor(
+    readonly status: number,
+    readonly title: string,
+    readonly detail: string | undefined,
+    readonly errors: Record<string, string[]> | undefined,
+    readonly type: string | undefined,
+  ) {
+    super(`${status} ${title}${detail ? `: ${detail}` : ""}`);
+    this.name = "ImportdProblem";
+  }
+
+  static async from(response: Response): Promise<ImportdProblem> {
+    const text = await response.text();
+    try {
+      const body = JSON.parse(text) as { title?: string; detail?: string; errors?: Record<string, string[]>; type?: string };
+      return new ImportdProblem(response.status, body.title ?? response.statusText, body.detail, body.errors, body.type);
+    } catch {
+      return new ImportdProblem(response.status, response.statusText, text.slice(0, 500) || undefined, undefined, undefined);
+    }
+  }
+}
+
+/** importd could not be reached (after the retries). */
+export class ImportdConnectionError extends Error {
+  override name = "ImportdConnectionError";
+}
+
+export type ClientOptions = {
+  /** The environment's base URL, e.g. http://appliance:8080/default */
+  baseUrl: string;
+  apiKey: string;
+  /** Attempts after the first, for network errors and 5xx (default 5). */
+  retries?: number;
+  /** First backoff in ms (default 250); it doubles each attempt, up to 10 s, with full jitter. */
+  backoffMs?: number;
+};
+
+type RequestOptions = { signal?: AbortSignal };
+export type ImportOptions = RequestOptions & { idempotencyKey?: string };
+export type WaitOptions = RequestOptions & { onProgress?: (job: JobDocument) => void; timeoutMs?: number };
+
+const terminal = new Set(["Succeeded", "PartiallySucceeded", "Failed"]);
+const maxBackoffMs = 10_000;
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+const retryAfterMs = (response: Response) => {
+  const seconds = Number(response.headers.get("retry-after"));
+  return Number.isFinite(seconds) && seconds >= 0 && response.headers.has("retry-after") ? seconds * 1000 : undefined;
+};
+
+export function createClient(options: ClientOptions) {
+  const baseUrl = options.baseUrl.replace(/\/+$/, "");
+  const retries = options.retries ?? 5;
+  const backoffMs = options.backoffMs ?? 250;
+  const backoff = (attempt: number) => Math.random() * Math.min(maxBackoffMs, backoffMs * 2 ** attempt);
+
+  /** One request, retried on network errors and 5xx; any other non-2xx is thrown as an ImportdProblem. */
+  async function send(path: string, init: RequestInit & RequestOptions = {}): Promise<Response> {
+    for (let attempt = 0; ; attempt++) {
+      let response: Response;
+      try {
+        response = await fetch(`${baseUrl}${path}`, { ...init, headers: { "api-key": options.apiKey, ...init.headers } });
+      } catch (error) {
+        if (init.signal?.aborted) throw init.signal.reason;
+        if (attempt >= retries) throw new ImportdConnectionError(`cannot reach importd at ${baseUrl}: ${(error as Error).message}`);
+        await sleep(backoff(attempt), init.signal);
+        continue;
+      }
+      if (response.status >= 500 && attempt < retries) {
+        await response.arrayBuffer().catch(() => undefined);
+        await sleep(retryAfterMs(response) ?? backoff(attempt), init.signal);
+        continue;
+      }
+      if (!response.ok) throw await ImportdProblem.from(response);
+      return response;
+    }
+  }
+
+  const getJson = async <T>(path: string, options: RequestOptions = {}) => (await (await send(path, { signal: options.signal })).json()) as T;
+  const query = (params: Record<string, string | number | undefined>) => {
+    const entries = Object.entries(params).filter(([, value]) => value !== undefined) as Array<[string, string | number]>;
+    return entries.length ? `?${new URLSearchParams(entries.map(([key, value]) => [key, String(value)]))}` : "";
+  };
+
+  const client = {
+    /** Queues the records as one job; answers the job (the same one again for a repeated idempotency key). */
+    async importRecords<R extends Resource>(resource: R, records: ReadonlyArray<RecordTypes[R]> | string | Uint8Array, options: ImportOptions = {}): Promise<JobDocument> {
+      const body = typeof records === "string" || records instanceof Uint8Array ? records : JSON.stringify(records);
+      const response = await send(`/v2/${resource}`, {
+        method: "POST",
+        body: body as BodyInit,
+        headers: { "content-type": "application/json", "idempotency-key": options.idempotencyKey ?? crypto.randomUUID() },
+        signal: options.signal,
+      });
+      return (await response.json()) as JobDocument;
+    },
+
+    getJob: (id: number, options?: RequestOptions) => getJson<JobDocument>(`/v2/status/${id}`, options),
+
+    /** Polls until the job is terminal, waiting as Retry-After says between polls. */
+    async waitForJob(id: number, options: WaitOptions = {}): Promise<JobDocument> {
+      const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
+      for (;;) {
+        const response = await send(`/v2/status/${id}`, { signal: options.signal });
+        const job = (await response.json()) as JobDocument;
+        options.onProgress?.(job);
+        if (terminal.has(job.importJobStatus)) return job;
+        if (Date.now() > deadline) throw new Error(`job ${id} is still ${job.importJobStatus} after ${options.timeoutMs} ms`);
+        await sleep(retryAfterMs(response) ?? 1000, options.signal);
+      }
+    },
+
+    /** Every record a finished job rejected, page after page. */
+    async *rejectedRecords(id: number, options: RequestOptions = {}): AsyncGenerator<RejectedRecord> {
+      let after: string | undefined;
+      do {
+        const page = await getJson<Page<RejectedRecord>>(`/v2/status/${id}/rejected${query({ limit: 1000, after })}`, options);
+        yield* page.items;
+        after = page.nextCursor ?? undefined;
+      } while (after !== undefined);
+    },
+
+    listJobs: (params: { status?: string; limit?: number; after?: string } = {}, options?: RequestOptions) =>
+      getJson<Page<JobDocument>>(`/v2/jobs${query(params)}`, options),
+
+    getRecord: <R extends Resource>(resource: R, id: string, options?: RequestOptions) =>
+      getJson<StoredRecord<R>>(`/v2/${resource}/${encodeURIComponent(id)}`, options),
+
+    listRecords: <R extends Resource>(resource: R, params: { limit?: number; after?: string } = {}, options?: RequestOptions) =>
+      getJson<Page<StoredRecord<R>>>(`/v2/${resource}${query(params)}`, options),
+  };
+  return client;
+}
+
+export type ImportdClient = ReturnType<typeof createClient>;

@@ -1,0 +1,152 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createClient, ImportdConnectionError, ImportdProblem, type JobDocument } from "../../src/client";
+import { asset, seedReferenceData } from "../helpers/records";
+import { startTestServer, type TestServer } from "../helpers/server";
+
+let server: TestServer;
+let client: ReturnType<typeof createClient>;
+beforeAll(async () => {
+  server = await startTestServer();
+  await seedReferenceData(server.base, server.key);
+  client = createClient({ baseUrl: server.base, apiKey: server.key });
+});
+afterAll(() => server.close());
+
+const requestsLogged = () => server.logs.filter((entry) => entry.msg === "request").length;
+
+describe("against a running importd", () => {
+  test("imports typed records, follows the job to the end, and reads them back", async () => {
+    const progress: string[] = [];
+    const accepted = await client.importRecords("assets", [asset(1), asset(2)] as never);
+    expect(accepted.importJobStatus).toBe("Pending");
+    const job = await client.waitForJob(accepted.id, { onProgress: (current) => progress.push(current.importJobStatus) });
+    expect(job).toMatchObject({ id: accepted.id, importJobStatus: "Succeeded", output: { applied: 2 } });
+    expect(progress.at(-1)).toBe("Succeeded");
+    const record = await client.getRecord("assets", asset(1).id as string);
+    expect(record).toMatchObject({ id: asset(1).id, lastJobId: accepted.id });
+    const page = await client.listRecords("assets", { limit: 1 });
+    expect(page.items).toHaveLength(1);
+    expect(page.nextCursor).not.toBeNull();
+    expect((await client.listJobs({ status: "Succeeded", limit: 100 })).items.map((item) => item.id)).toContain(accepted.id);
+  });
+
+  test("a 400 becomes an ImportdProblem that keeps the errors map, after one request", async () => {
+    const before = requestsLogged();
+    const error = await client.importRecords("assets", [{ ...asset(3), subAreaId: "" }] as never).catch((e) => e);
+    expect(error).toBeInstanceOf(ImportdProblem);
+    expect(error).toMatchObject({ status: 400, title: "One or more validation errors occurred.", errors: { "[0].subAreaId": ["'Sub Area Id' must not be empty."] } });
+    expect(requestsLogged() - before).toBe(1);
+  });
+
+  test("a wrong key is a 401 ImportdProblem, never retried", async () => {
+    const before = requestsLogged();
+    const error = await createClient({ baseUrl: server.base, apiKey: "wrong_1" }).getJob(1).catch((e) => e);
+    expect(error).toMatchObject({ name: "ImportdProblem", status: 401 });
+    expect(requestsLogged() - before).toBe(1);
+  });
+
+  test("the same idempotency key twice is the same job", async () => {
+    const first = await client.importRecords("assets", [asset(4)] as never, { idempotencyKey: "client-test-1" });
+    const second = await client.importRecords("assets", [asset(4)] as never, { idempotencyKey: "client-test-1" });
+    expect(second.id).toBe(first.id);
+  });
+
+  test("rejectedRecords walks every page of a job's rejected records", async () => {
+    const job = await client.waitForJob((await client.importRecords("assets", Array.from({ length: 1500 }, (_, i) => ({ ...asset(100 + i), subAreaId: "west" })) as never)).id);
+    const indexes: number[] = [];
+    for await (const rejected of client.rejectedRecords(job.id)) indexes.push(rejected.index);
+    expect(indexes).toEqual(Array.from({ length: 1500 }, (_, i) => i));
+  });
+
+  test("waitForJob waits as Retry-After says between polls, and stops when its signal aborts", async () => {
+    const parked = server.parkJob("default");
+    const polls: number[] = [];
+    const started = performance.now();
+    const error = await client
+      .waitForJob(parked.id, { signal: AbortSignal.timeout(2500), onProgress: () => polls.push(performance.now() - started) })
+      .catch((e) => e);
+    expect(error.name).toBe("TimeoutError");
+    // Retry-After is 1 second: polls at about 0, 1 and 2 seconds, not more.
+    expect(polls).toHaveLength(3);
+    expect(polls[1]! - polls[0]!).toBeGreaterThanOrEqual(950);
+  });
+});
+
+describe("retries", () => {
+  /** A stand-in server that answers from a script and remembers what it was sent. */
+  function stub(answers: Array<() => Response>) {
+    // Headers are copied at once: Bun reuses a request's headers once its answer has gone.
+    const seen: Array<{ headers: Headers }> = [];
+    const stubServer = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: (request) => {
+        seen.push({ headers: new Headers(request.headers) });
+        return answers[Math.min(seen.length - 1, answers.length - 1)]!();
+      },
+    });
+    return { seen, url: `http://127.0.0.1:${stubServer.port}/default`, stop: () => stubServer.stop(true) };
+  }
+  const job = { id: 7, importJobStatus: "Pending" } as JobDocument;
+
+  test("a 5xx is retried, honouring Retry-After, with the same Idempotency-Key each time", async () => {
+    const s = stub([
+      () => new Response("busy", { status: 503, headers: { "retry-after": "0" } }),
+      () => new Response("oops", { status: 500 }),
+      () => Response.json(job, { status: 202 }),
+    ]);
+    try {
+      const answer = await createClient({ baseUrl: s.url, apiKey: "k_1", backoffMs: 10 }).importRecords("subareas", [{ id: "a", name: "A" }]);
+      expect(answer.id).toBe(7);
+      expect(s.seen).toHaveLength(3);
+      const keys = new Set(s.seen.map((request) => request.headers.get("idempotency-key")));
+      expect(keys.size).toBe(1);
+      expect([...keys][0]).toMatch(/^[0-9a-f-]{36}$/);
+    } finally {
+      s.stop();
+    }
+  });
+
+  test("a 4xx is never retried, 429 included", async () => {
+    const s = stub([() => Response.json({ title: "Too Many Requests", status: 429 }, { status: 429, headers: { "retry-after": "30" } })]);
+    try {
+      const error = await createClient({ baseUrl: s.url, apiKey: "k_1", backoffMs: 10 }).getJob(7).catch((e) => e);
+      expect(error).toMatchObject({ status: 429, title: "Too Many Requests" });
+      expect(s.seen).toHaveLength(1);
+    } finally {
+      s.stop();
+    }
+  });
+
+  test("5xx until the retries run out ends in the last answer as an ImportdProblem", async () => {
+    const s = stub([() => Response.json({ title: "Service Unavailable", status: 503, detail: "later" }, { status: 503 })]);
+    try {
+      const error = await createClient({ baseUrl: s.url, apiKey: "k_1", retries: 2, backoffMs: 5 }).getJob(7).catch((e) => e);
+      expect(error).toMatchObject({ status: 503, detail: "later" });
+      expect(s.seen).toHaveLength(3);
+    } finally {
+      s.stop();
+    }
+  });
+
+  test("network errors are retried until the server is there, then give up with ImportdConnectionError", async () => {
+    const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
+    const port = probe.port;
+    probe.stop(true);
+    const baseUrl = `http://127.0.0.1:${port}/default`;
+
+    const late = setTimeout(() => {
+      laterServer = Bun.serve({ port, hostname: "127.0.0.1", fetch: () => Response.json(job) });
+    }, 300);
+    let laterServer: ReturnType<typeof Bun.serve> | undefined;
+    try {
+      expect((await createClient({ baseUrl, apiKey: "k_1", retries: 8, backoffMs: 100 }).getJob(7)).id).toBe(7);
+    } finally {
+      clearTimeout(late);
+      laterServer?.stop(true);
+    }
+    const error = await createClient({ baseUrl, apiKey: "k_1", retries: 1, backoffMs: 5 }).getJob(7).catch((e) => e);
+    expect(error).toBeInstanceOf(ImportdConnectionError);
+    expect(error.message).toContain(`cannot reach importd at ${baseUrl}`);
+  });
+});
