@@ -3,6 +3,7 @@
 import { parseArgs } from "node:util";
 import pkg from "../package.json" with { type: "json" };
 import { AccessError, envCommand, keyCommand, UsageError, type Output } from "./cli/commands";
+import { importCommand } from "./cli/import-command";
 import { ConfigError, loadConfig, options, optionsHelp } from "./config";
 import { DatabaseError } from "./db/client";
 import { createLog } from "./log";
@@ -17,6 +18,8 @@ Usage:
   importd key create <slug>        issue an API key for an environment; prints the key alone on stdout
   importd key list <slug>          list an environment's keys (ids and dates, never secrets)
   importd key revoke <keyId>       revoke a key; takes effect at once, also on a running server
+  importd import <file> --resource <resource> --base-url <url>
+                                   import a CSV, NDJSON or JSON file in chunks (importd import --help)
   importd --help | --version
 
 Options (flags beat environment variables, which beat defaults):
@@ -35,6 +38,8 @@ const negativeValuesJoined = (argv: string[]) =>
   });
 
 async function main(argv: string[]): Promise<number> {
+  // The client command has flags of its own, none of the server's.
+  if (argv[0] === "import") return importCommand(argv.slice(1), process.env, io, process.stderr.isTTY === true);
   const flagOptions = Object.fromEntries(Object.values(options).map((option) => [option.flag, { type: "string" as const }]));
   const { values, positionals } = parseArgs({
     args: negativeValuesJoined(argv),

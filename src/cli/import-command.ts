@@ -1,0 +1,84 @@
+import { parseArgs } from "node:util";
+import { ImportdConnectionError, ImportdProblem } from "../client";
+import { defaultChunkBytes, runImport } from "../importer/run";
+import { SourceError } from "../importer/source";
+import { resourceByPath, resources } from "../resources/registry";
+import { UsageError, type Output } from "./commands";
+
+export const importUsage = `importd import <file> --resource <resource> --base-url <url> [--api-key <key>] [--validate-only]
+
+  Imports a JSON array (.json), NDJSON (.ndjson, .jsonl) or CSV file with a header row (.csv; dotted
+  headers such as geolocation.locationStart are nested fields, empty cells are absent), streaming it in
+  requests under 8 MB, in order, waiting for each job. Records that are not applied go to
+  <file>.rejected.<ext>, each with _error and _line (or _index); fix them and run the command on that file.
+  Running the same file again never applies a request twice: it resumes where it stopped.
+
+  --resource <resource>   ${resources.map((resource) => resource.path).join(", ")}
+  --base-url <url>        the environment's base URL, e.g. http://localhost:8080/default (env IMPORTD_BASE_URL)
+  --api-key <key>         a key of that environment (env IMPORTD_API_KEY)
+  --validate-only         check the whole file against the same rules as the server, print every problem, send nothing
+  --chunk-bytes <n>       largest request body in bytes (default ${defaultChunkBytes})
+
+  Exit code: 0 every record applied (or valid), 1 some rejected, 2 usage or connection errors.`;
+
+/** `importd import`: its own flags, and exit codes 0 (all applied), 1 (some rejected) or 2. */
+export async function importCommand(argv: string[], env: Record<string, string | undefined>, io: Output, interactive: boolean): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      resource: { type: "string" },
+      "base-url": { type: "string" },
+      "api-key": { type: "string" },
+      "validate-only": { type: "boolean" },
+      "chunk-bytes": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  if (values.help) return io.out(importUsage), 0;
+  if (positionals.length !== 1) throw new UsageError(`import takes one file, got ${positionals.length === 0 ? "none" : `'${positionals.join(" ")}'`}`);
+  const resource = resourceByPath(values.resource ?? "");
+  if (!resource) throw new UsageError(`--resource must be one of ${resources.map((r) => r.path).join(", ")}${values.resource ? `, not '${values.resource}'` : ""}`);
+  const validateOnly = values["validate-only"] ?? false;
+  const baseUrl = values["base-url"] ?? env.IMPORTD_BASE_URL ?? "";
+  const apiKey = values["api-key"] ?? env.IMPORTD_API_KEY ?? "";
+  if (!validateOnly && !/^https?:\/\/[^/]+\/[^/]+\/?$/.test(baseUrl)) {
+    throw new UsageError(`--base-url must be an environment's base URL such as http://localhost:8080/default${baseUrl ? `, not '${baseUrl}'` : ""}`);
+  }
+  if (!validateOnly && apiKey === "") throw new UsageError("no API key: pass --api-key or set IMPORTD_API_KEY");
+  const chunkBytes = values["chunk-bytes"] === undefined ? defaultChunkBytes : Number(values["chunk-bytes"]);
+  if (!Number.isSafeInteger(chunkBytes) || chunkBytes < 1024) throw new UsageError(`--chunk-bytes must be a whole number of at least 1024, not '${values["chunk-bytes"]}'`);
+
+  let drawn = false;
+  try {
+    const code = await runImport({
+      file: positionals[0]!,
+      resource,
+      baseUrl,
+      apiKey,
+      validateOnly,
+      chunkBytes,
+      interactive,
+      out: (line) => {
+        if (drawn) process.stderr.write("\n");
+        drawn = false;
+        io.out(line);
+      },
+      progress: (text) => {
+        if (interactive) {
+          process.stderr.write(`\r\x1b[2K${text}`);
+          drawn = true;
+        } else io.err(text);
+      },
+    });
+    if (drawn) process.stderr.write("\n");
+    return code;
+  } catch (error) {
+    if (drawn) process.stderr.write("\n");
+    if (error instanceof SourceError || error instanceof ImportdConnectionError) return io.err(`importd: ${error.message}`), 2;
+    if (error instanceof ImportdProblem) return io.err(`importd: the server refused the import: ${error.message}`), 2;
+    if ((error as { code?: string }).code === "ENOENT") return io.err(`importd: no such file: ${positionals[0]}`), 2;
+    throw error;
+  }
+}

@@ -1,0 +1,163 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { importd, projectRoot } from "../helpers/process";
+import { asset, seedReferenceData } from "../helpers/records";
+import { startTestServer, tempDir, type TestServer } from "../helpers/server";
+
+let server: TestServer;
+const dir = tempDir("importd-import-");
+beforeAll(async () => {
+  server = await startTestServer();
+  await seedReferenceData(server.base, server.key);
+});
+afterAll(async () => {
+  await server.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const run = (file: string, extra: string[] = [], env: Record<string, string> = { IMPORTD_API_KEY: server.key }) =>
+  importd(["import", file, "--resource", "assets", "--base-url", server.base, ...extra], env);
+const write = (name: string, text: string) => {
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+};
+const jobCount = () => (server.db().$client.query("SELECT count(*) AS n FROM jobs").get() as { n: number }).n;
+const stored = (id: string) => server.db().$client.query("SELECT name, start_point AS startPoint, location_start AS locationStart FROM assets WHERE id = ?").get(id) as Record<string, unknown> | null;
+
+const header = "id,subAreaId,name,status,assetCategoryId,assetTypeId,shapeType,startPoint,endPoint,geolocation.linearReferenceStart,geolocation.linearReferenceEnd,geolocation.locationStart,geolocation.locationEnd,geolocation.locationUnit";
+
+describe("importd import", () => {
+  test("CSV: dotted headers nest, numbers become numbers, empty cells are absent; rejected rows come back as CSV with _error and _line, and the fixed file imports", async () => {
+    const file = write(
+      "assets.csv",
+      [
+        header,
+        `CSV-1,north,"Main St, east",ACT,water,pipe,LineString,0,10.5,MAIN,MAIN,0,10.5,m`,
+        "CSV-2,west,Elm St,ACT,water,pipe,LineString,,,,,,,",
+        "CSV-3,north,,ACT,water,pipe,Point,,,,,,,",
+        "CSV-4,north,Oak,ACT,water,pipe,Point",
+        `CSV-5,south,"Ash ""the old""",ACT,water,pipe,Point,5,1,,,,,`,
+      ].join("\n"),
+    );
+    const first = await run(file);
+    expect(first.code).toBe(1);
+    expect(first.stdout).toContain("5 records, 1 applied, 4 rejected, in 1 job");
+    expect(stored("CSV-1")).toEqual({ name: "Main St, east", startPoint: 0, locationStart: 0 });
+
+    const rejectedPath = join(dir, "assets.rejected.csv");
+    const lines = readFileSync(rejectedPath, "utf8").trim().split("\n");
+    expect(lines[0]).toBe(`${header},_error,_line`);
+    const byId = new Map(lines.slice(1).map((line) => [line.slice(0, 5), line]));
+    expect(byId.get("CSV-2")).toEndWith(`"'Sub Area Id' 'west' does not exist in this environment. Import it first with POST /v2/subareas, or correct the subAreaId.",3`);
+    expect(byId.get("CSV-3")).toEndWith(",'Name' must not be empty.,4");
+    expect(byId.get("CSV-4")).toEndWith(",this row has 7 cells; the header row has 14,5");
+    expect(byId.get("CSV-5")).toStartWith(`CSV-5,south,"Ash ""the old""",`);
+    expect(byId.get("CSV-5")).toEndWith(",'Start Point' must be less than or equal to 'End Point'.,6");
+
+    const fixed = readFileSync(rejectedPath, "utf8")
+      .replace("CSV-2,west", "CSV-2,south")
+      .replace("CSV-3,north,,", "CSV-3,north,Pine,")
+      .replace("CSV-4,north,Oak,ACT,water,pipe,Point,,", "CSV-4,north,Oak,ACT,water,pipe,Point,2,")
+      .replace(",Point,5,1,", ",Point,1,5,");
+    writeFileSync(rejectedPath, fixed);
+    const second = await run(rejectedPath);
+    expect({ code: second.code, stdout: second.stdout }).toMatchObject({ code: 0 });
+    expect(second.stdout).toContain("4 records, 4 applied, 0 rejected");
+    expect(stored("CSV-4")).toMatchObject({ startPoint: 2 });
+    expect(stored("CSV-5")).toMatchObject({ name: 'Ash "the old"' });
+  }, 60_000);
+
+  test("NDJSON and JSON arrays, with the rejected records written back in the same format", async () => {
+    const ndjson = write("batch.ndjson", `${JSON.stringify(asset(1))}\n\n${JSON.stringify({ ...asset(2), assetTypeId: "nothing" })}\nnot json\n`);
+    const nd = await run(ndjson);
+    expect(nd.code).toBe(1);
+    const ndRejected = readFileSync(join(dir, "batch.rejected.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line));
+    expect(ndRejected.map((entry) => entry._line).sort()).toEqual([3, 4]);
+    expect(ndRejected.find((entry) => entry._line === 3)).toMatchObject({ id: asset(2).id, _error: expect.stringContaining("'Asset Type Id' 'nothing'") });
+
+    const json = write("batch.json", JSON.stringify([asset(3), { ...asset(4), shapeType: "Line" }, 7]));
+    const js = await run(json);
+    expect(js.code).toBe(1);
+    const jsRejected = JSON.parse(readFileSync(join(dir, "batch.rejected.json"), "utf8")) as Array<Record<string, unknown>>;
+    expect(jsRejected.map((entry) => entry._index).sort()).toEqual([1, 2]);
+    expect(jsRejected.find((entry) => entry._index === 1)).toMatchObject({ id: asset(4).id, shapeType: "Line", _error: expect.stringContaining("'Shape Type' must be one of") });
+  }, 60_000);
+
+  test("splits a file into requests under --chunk-bytes, in order, so a later record wins over an earlier one with the same id", async () => {
+    const records = [...Array.from({ length: 300 }, (_, i) => asset(1000 + i)), { ...asset(1000), name: "the later one" }];
+    const file = write("ordered.ndjson", records.map((record) => JSON.stringify(record)).join("\n"));
+    const before = jobCount();
+    const result = await run(file, ["--chunk-bytes", "20000"]);
+    expect(result.code).toBe(0);
+    const jobs = jobCount() - before;
+    expect(jobs).toBeGreaterThan(3);
+    expect(result.stdout).toContain(`301 records, 301 applied, 0 rejected, in ${jobs} jobs`);
+    expect(stored(asset(1000).id as string)).toMatchObject({ name: "the later one" });
+    // Plain progress lines when not on a terminal, one per request.
+    expect(result.stderr.trim().split("\n").filter((line) => line.includes("records sent"))).toHaveLength(jobs);
+  }, 60_000);
+
+  test("an interrupted import resumes where it stopped, applying no request twice", async () => {
+    const file = write("resume.ndjson", Array.from({ length: 2000 }, (_, i) => JSON.stringify(asset(5000 + i))).join("\n"));
+    const before = jobCount();
+    const proc = Bun.spawn([process.execPath, "src/main.ts", "import", file, "--resource", "assets", "--base-url", server.base, "--chunk-bytes", "40000"], {
+      cwd: projectRoot,
+      env: { ...process.env, IMPORTD_API_KEY: server.key },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    // Stop it once a few requests have gone through.
+    for (let i = 0; i < 600 && jobCount() - before < 3; i++) await Bun.sleep(10);
+    proc.kill("SIGKILL");
+    await proc.exited;
+    const partial = jobCount() - before;
+    expect(partial).toBeGreaterThanOrEqual(3);
+
+    const resumed = await run(file, ["--chunk-bytes", "40000"]);
+    expect(resumed.code).toBe(0);
+    expect(resumed.stdout).toContain("2000 records, 2000 applied, 0 rejected");
+    const chunks = Number(/in (\d+) jobs/.exec(resumed.stdout)![1]);
+    // Every chunk is one job: those sent before the interruption were answered again, not queued again.
+    expect(jobCount() - before).toBe(chunks);
+    expect(partial).toBeLessThan(chunks);
+  }, 120_000);
+
+  test("--validate-only checks the whole file locally, prints every problem with its line, and sends nothing", async () => {
+    const file = write("check.csv", [header, "V-1,north,Ok,ACT,water,pipe,Point,,,,,,,", "V-2,north,,ACT,water,pipe,Circle,,,,,,,", "V-3,north,Ok,ACT,water,pipe,Point,9,1,,,,,"].join("\n"));
+    const requests = server.logs.filter((entry) => entry.msg === "request").length;
+    const result = await importd(["import", file, "--resource", "assets", "--validate-only"]);
+    expect(result.code).toBe(1);
+    expect(result.stdout.trim().split("\n")).toEqual([
+      "line 3: name: 'Name' must not be empty.",
+      "line 3: shapeType: 'Shape Type' must be one of: Point, MultiPoint, LineString, MultiLineString, Polygon, MultiPolygon. You entered 'Circle'.",
+      "line 4: startPoint: 'Start Point' must be less than or equal to 'End Point'.",
+      `${file}: 3 records checked in ${/in ([\d.]+) s/.exec(result.stdout)![1]} s, 3 with problems. Nothing was sent.`,
+    ]);
+    expect(server.logs.filter((entry) => entry.msg === "request").length).toBe(requests);
+    expect(existsSync(join(dir, "check.rejected.csv"))).toBe(false);
+    expect((await importd(["import", write("clean.csv", [header, "V-4,north,Ok,ACT,water,pipe,Point,,,,,,,"].join("\n")), "--resource", "assets", "--validate-only"])).code).toBe(0);
+  }, 60_000);
+
+  test("usage and connection errors are one line and exit 2", async () => {
+    const file = write("one.ndjson", JSON.stringify(asset(1)));
+    const cases: Array<[string[], Record<string, string>, string]> = [
+      [["import", "--resource", "assets", "--base-url", server.base], { IMPORTD_API_KEY: server.key }, "import takes one file, got none"],
+      [["import", file, "--resource", "pipes", "--base-url", server.base], { IMPORTD_API_KEY: server.key }, "--resource must be one of subareas, assettypes, assetcategories, assets, not 'pipes'"],
+      [["import", file, "--resource", "assets", "--base-url", server.base], {}, "no API key: pass --api-key or set IMPORTD_API_KEY"],
+      [["import", file, "--resource", "assets", "--base-url", "localhost:8080"], { IMPORTD_API_KEY: server.key }, "--base-url must be an environment's base URL"],
+      [["import", join(dir, "missing.csv"), "--resource", "assets", "--base-url", server.base], { IMPORTD_API_KEY: server.key }, "no such file"],
+      [["import", join(dir, "data.txt"), "--resource", "assets", "--base-url", server.base], { IMPORTD_API_KEY: server.key }, "cannot tell the format"],
+      [["import", file, "--resource", "assets", "--base-url", "http://127.0.0.1:9/default"], { IMPORTD_API_KEY: server.key }, "cannot reach importd at http://127.0.0.1:9/default"],
+      [["import", file, "--resource", "assets", "--base-url", server.base], { IMPORTD_API_KEY: "wrong_1" }, "the server refused the import: 401"],
+    ];
+    writeFileSync(join(dir, "data.txt"), "x");
+    for (const [args, env, message] of cases) {
+      const result = await importd(args, env);
+      expect({ args, code: result.code }).toEqual({ args, code: 2 });
+      expect(result.stderr).toContain(message);
+      expect(result.stderr).not.toMatch(/^\s+at /m);
+    }
+  }, 120_000);
+});
