@@ -57,12 +57,22 @@ test("the compiled binary, alone in an empty directory and without Bun, serves a
   // A second job, then a clean stop: SIGTERM exits 0.
   const second = await importBatch(base, "assets", key, assets(10, 500));
   expect((await waitForJob(base, key, second.id)).importJobStatus).toBe("Succeeded");
+
+  // The client command is in the binary too.
+  writeFileSync(join(dir, "more.ndjson"), assets(20, 1000).map((record) => JSON.stringify(record)).join("\n"));
+  const imported = Bun.spawnSync(["./importd", "import", "more.ndjson", "--resource", "assets", "--base-url", base], {
+    cwd: dir,
+    env: { ...bareEnv, IMPORTD_API_KEY: key },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  expect({ code: imported.exitCode, stdout: imported.stdout.toString() }).toEqual({ code: 0, stdout: expect.stringContaining("20 records, 20 applied, 0 rejected") });
   running.proc.kill("SIGTERM");
   expect(await running.proc.exited).toBe(0);
   running = undefined;
 
   const db = new Database(join(dir, "data", "importd.sqlite"), { readonly: true });
-  expect(db.query("SELECT count(*) AS n FROM assets").get()).toEqual({ n: 510 });
+  expect(db.query("SELECT count(*) AS n FROM assets").get()).toEqual({ n: 530 });
   db.close();
 }, 120_000);
 
