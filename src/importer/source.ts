@@ -49,17 +49,22 @@ async function* readNdjson(file: Readable): AsyncGenerator<SourceRecord> {
   for await (const text of createInterface({ input: file, crlfDelay: Infinity })) {
     line++;
     if (text.trim() === "") continue;
-    try {
-      const value = JSON.parse(text);
-      if (value === null || typeof value !== "object" || Array.isArray(value)) yield { line, problem: "this line is not a JSON object" };
-      else yield { line, record: withoutMeta(value) };
-    } catch (error) {
-      yield { line, problem: `this line is not valid JSON (${(error as Error).message})` };
-    }
+    yield { line, ...objectFrom(text, "line") };
   }
 }
 
 const withoutMeta = (value: Record<string, unknown>) => Object.fromEntries(Object.entries(value).filter(([key]) => !isMeta(key)));
+
+/** One NDJSON line or JSON array element: a record, or what is wrong with it. */
+function objectFrom(text: string, what: "line" | "element"): Pick<SourceRecord, "record" | "problem"> {
+  try {
+    const value = JSON.parse(text);
+    if (value === null || typeof value !== "object" || Array.isArray(value)) return { problem: `this ${what} is not a JSON object` };
+    return { record: withoutMeta(value) };
+  } catch (error) {
+    return { problem: `this ${what} is not valid JSON (${(error as Error).message})` };
+  }
+}
 
 /** Splits a top-level JSON array into its elements as the text streams in, tracking strings and depth. */
 async function* readJsonArray(file: Readable, path: string): AsyncGenerator<SourceRecord> {
@@ -74,13 +79,7 @@ async function* readJsonArray(file: Readable, path: string): AsyncGenerator<Sour
     const text = element.trim();
     element = "";
     if (text === "") return;
-    try {
-      const value = JSON.parse(text);
-      if (value === null || typeof value !== "object" || Array.isArray(value)) yield { index, problem: "this element is not a JSON object" };
-      else yield { index, record: withoutMeta(value) };
-    } catch (error) {
-      yield { index, problem: `this element is not valid JSON (${(error as Error).message})` };
-    }
+    yield { index, ...objectFrom(text, "element") };
     index++;
   };
   for await (const chunk of file) {

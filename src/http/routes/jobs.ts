@@ -28,15 +28,20 @@ const parseIndex = (text: string) => (/^(0|[1-9][0-9]{0,14})$/.test(text) ? Numb
 /** Job ids are positive integers; anything else simply names no job. */
 const parseJobId = (text: string) => (/^[1-9][0-9]{0,14}$/.test(text) ? Number(text) : undefined);
 
-export const jobRoutes = (services: Services) =>
-  new Elysia()
+export const jobRoutes = (services: Services) => {
+  /** The environment's job named in the path, or a 404 (unknown, another environment's, or expired, alike). */
+  const findJob = (environmentId: number, idText: string) => {
+    const id = parseJobId(idText);
+    const job = id === undefined ? undefined : services.jobs.find(environmentId, id, retainedSince(services.config));
+    if (!job) throw jobNotFound();
+    return job;
+  };
+  return new Elysia()
     .use(authentication(services))
     .get(
       "/status/:id",
       ({ params, environmentId, set }) => {
-        const id = parseJobId(params.id);
-        const job = id === undefined ? undefined : services.jobs.find(environmentId, id, retainedSince(services.config));
-        if (!job) throw jobNotFound();
+        const job = findJob(environmentId, params.id);
         if (!isTerminal(job.status)) set.headers["retry-after"] = String(retryAfterSeconds(job));
         return jobDocument(job);
       },
@@ -56,9 +61,7 @@ export const jobRoutes = (services: Services) =>
     .get(
       "/status/:id/rejected",
       ({ params, query, environmentId }) => {
-        const id = parseJobId(params.id);
-        const job = id === undefined ? undefined : services.jobs.find(environmentId, id, retainedSince(services.config));
-        if (!job) throw jobNotFound();
+        const job = findJob(environmentId, params.id);
         if (!isTerminal(job.status)) throw jobNotFinished(job.status, retryAfterSeconds(job));
         const limit = pageLimit(query.limit);
         const after = query.after ? parseIndex(query.after) : undefined;
@@ -123,3 +126,4 @@ export const jobRoutes = (services: Services) =>
         },
       },
     );
+};
