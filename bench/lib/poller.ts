@@ -1,0 +1,23 @@
+// Polls one status URL from `connections` concurrent loops until stdin closes, then prints every latency (ms)
+// as one JSON line. Its own process, so that the benchmark's uploads do not delay its clock.
+// Usage: bun poller.ts <url> <api key> <connections>
+export {};
+const [url, key, connections] = process.argv.slice(2);
+const latencies: number[] = [];
+let running = true;
+const loops = Array.from({ length: Number(connections) }, async () => {
+  while (running) {
+    const start = performance.now();
+    const response = await fetch(url!, { headers: { "api-key": key! } });
+    await response.arrayBuffer();
+    if (response.status !== 200) throw new Error(`poll answered ${response.status}`);
+    latencies.push(performance.now() - start);
+  }
+});
+for await (const _ of Bun.stdin.stream()) {
+  // Anything on stdin, or its end, stops the loops.
+  break;
+}
+running = false;
+await Promise.all(loops);
+console.log(JSON.stringify({ latencies }));

@@ -1,0 +1,322 @@
+// The benchmark suite: `npm run bench` (full) or `npm run bench -- --quick`. Measures importd as its users feel it,
+// each figure next to a baseline measured in the same run, prints one table and writes bench/results.json.
+// Rows and targets: docs/performance.md.
+import { spawn } from "bun";
+import { cpus, freemem, release, totalmem } from "node:os";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { asset, assetsBody, assetsBodyOfSize } from "./lib/data";
+import { importAndWait, startBenchServer, type BenchServer } from "./lib/server";
+import { median, peakRssOf, percentile } from "./lib/stats";
+
+const quick = process.argv.includes("--quick");
+const only = process.argv.find((arg) => arg.startsWith("--only="))?.slice("--only=".length).split(",");
+const repeats = quick ? 1 : 3;
+const bun = process.execPath;
+const here = import.meta.dir;
+const work = mkdtempSync(join(tmpdir(), "importd-bench-data-"));
+const maxBodyBytes = 100 * 1024 * 1024;
+
+type Row = {
+  row: string;
+  what: string;
+  importd: number;
+  baseline: number;
+  unit: string;
+  /** importd ÷ baseline, or for throughput rows importd ÷ baseline as well (higher is better there). */
+  ratio: number;
+  target: string;
+  ok: boolean;
+  details?: Record<string, unknown>;
+};
+const rows: Row[] = [];
+
+const log = (line: string) => console.error(`[bench] ${line}`);
+const round = (value: number, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+function writeBody(name: string, body: Uint8Array): string {
+  const file = join(work, name);
+  writeFileSync(file, body);
+  return file;
+}
+
+/** Runs a Bun script to its end and parses the JSON line it prints. */
+async function runScript<T>(script: string, args: Array<string | number>): Promise<T> {
+  const proc = spawn([bun, join(here, script), ...args.map(String)], { stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  if (code !== 0) throw new Error(`${script} exited ${code}: ${stderr}`);
+  return JSON.parse(stdout.trim().split("\n").pop()!) as T;
+}
+
+/** The plain script's times (and peak RSS) on these bytes, medians over `repeats` fresh databases. */
+async function plainBaseline(bodyFile: string) {
+  const runs: Array<{ emptyMs: number; updateMs: number; peakRssBytes: number }> = [];
+  for (let i = 0; i < repeats; i++) {
+    const dir = mkdtempSync(join(work, "plain-"));
+    runs.push(await runScript("baselines/plain-import.ts", [bodyFile, dir]));
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return { emptyMs: median(runs.map((r) => r.emptyMs)), updateMs: median(runs.map((r) => r.updateMs)), peakRssBytes: median(runs.map((r) => r.peakRssBytes)) };
+}
+
+async function withServer<T>(fn: (server: BenchServer) => Promise<T>, args: string[] = []): Promise<T> {
+  const server = await startBenchServer(args);
+  try {
+    return await fn(server);
+  } finally {
+    await server.stop();
+  }
+}
+
+const records100k = 100_000;
+const body100k = assetsBody(records100k);
+const file100k = writeBody("assets-100k.json", body100k);
+let plain100k: Awaited<ReturnType<typeof plainBaseline>> | undefined;
+const plain100kBaseline = async () => (plain100k ??= await plainBaseline(file100k));
+
+async function endToEnd() {
+  const baseline = await plain100kBaseline();
+  const empty: number[] = [];
+  const update: number[] = [];
+  for (let i = 0; i < repeats; i++) {
+    await withServer(async (server) => {
+      empty.push(await importAndWait(server, "assets", body100k));
+      update.push(await importAndWait(server, "assets", body100k));
+    });
+  }
+  for (const [row, label, times, base] of [["1a", "100k assets, one request, empty table", empty, baseline.emptyMs], ["1b", "100k assets, one request, as updates", update, baseline.updateMs]] as const) {
+    const ratio = median(times) / base;
+    rows.push({ row, what: `${label}: POST → Succeeded`, importd: median(times), baseline: base, unit: "ms", ratio, target: "≤ 1.5×", ok: ratio <= 1.5, details: { runs: times } });
+  }
+}
+
+async function fiveRequests() {
+  const baseline = await plain100kBaseline();
+  const parts = Array.from({ length: 5 }, (_, i) => assetsBody(20_000, i * 20_000));
+  const times: number[] = [];
+  for (let i = 0; i < repeats; i++) {
+    await withServer(async (server) => {
+      const start = performance.now();
+      const ids: number[] = [];
+      for (const part of parts) ids.push((await server.post("assets", part)).id);
+      for (const id of ids) await server.waitSucceeded(id);
+      times.push(performance.now() - start);
+    });
+  }
+  const ratio = median(times) / baseline.emptyMs;
+  rows.push({ row: "2", what: "100k assets as 5 requests of 20k: first POST → all Succeeded", importd: median(times), baseline: baseline.emptyMs, unit: "ms", ratio, target: "≤ 1.7×", ok: ratio <= 1.7, details: { runs: times } });
+}
+
+async function timeTo202() {
+  const { body, count } = assetsBodyOfSize(8 * 1024 * 1024);
+  const file = writeBody("assets-8mb.json", body);
+  const requests = quick ? 8 : 20;
+  const base = await runScript<{ times: number[] }>("baselines/durable-intake.ts", [file, work, requests]);
+  const times = await withServer(async (server) => {
+    const samples: number[] = [];
+    for (let i = 0; i < requests; i++) {
+      const start = performance.now();
+      const { id } = await server.post("assets", body);
+      samples.push(performance.now() - start);
+      // Intake alone: the previous job is applied before the next request is sent.
+      await server.waitSucceeded(id);
+    }
+    return samples;
+  });
+  for (const p of [50, 99]) {
+    const ratio = percentile(times, p) / percentile(base.times, p);
+    rows.push({ row: `3 p${p}`, what: `time to 202 for an 8 MB batch (${count} assets), p${p} of ${requests}`, importd: percentile(times, p), baseline: percentile(base.times, p), unit: "ms", ratio, target: "≤ 2×", ok: ratio <= 2, details: { runs: times, baselineRuns: base.times } });
+  }
+}
+
+/** wrk against a URL; returns requests per second. */
+async function wrk(url: string, headers: Record<string, string>, seconds: number, connections: number): Promise<number> {
+  const args = ["wrk", "-t2", `-c${connections}`, `-d${seconds}s`, ...Object.entries(headers).flatMap(([name, value]) => ["-H", `${name}: ${value}`]), url];
+  const proc = spawn(args, { stdout: "pipe", stderr: "pipe" });
+  const [out, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+  if (code !== 0) throw new Error(`wrk failed: ${out}`);
+  const non2xx = out.match(/Non-2xx or 3xx responses: (\d+)/);
+  if (non2xx) throw new Error(`wrk saw ${non2xx[1]} failed responses:\n${out}`);
+  return Number(out.match(/Requests\/sec:\s+([\d.]+)/)![1]);
+}
+
+async function statusThroughput() {
+  if (!Bun.which("wrk")) {
+    log("row 4 skipped: wrk is not installed (Debian: apt-get install wrk)");
+    rows.push({ row: "4", what: "GET status throughput: wrk not installed (apt-get install wrk)", importd: NaN, baseline: NaN, unit: "req/s", ratio: NaN, target: "≥ 0.5×", ok: false });
+    return;
+  }
+  const seconds = quick ? 3 : 10;
+  await withServer(async (server) => {
+    const { id } = await server.post("assets", assetsBody(10));
+    await server.waitSucceeded(id);
+    const url = `${server.base}/v2/status/${id}`;
+    const documentFile = writeBody("status.json", new Uint8Array(await (await fetch(url, { headers: { "api-key": server.key } })).arrayBuffer()));
+    const bare = spawn([bun, join(here, "baselines/bare-server.ts"), documentFile], { stdout: "pipe" });
+    const reader = bare.stdout.getReader();
+    const port = Number(new TextDecoder().decode((await reader.read()).value).trim());
+    const samples = { importd: [] as number[], bare: [] as number[] };
+    try {
+      // Alternated, so that a noisy neighbour hurts both alike.
+      for (let i = 0; i < (quick ? 1 : 2); i++) {
+        samples.bare.push(await wrk(`http://127.0.0.1:${port}/`, {}, seconds, 50));
+        samples.importd.push(await wrk(url, { "api-key": server.key }, seconds, 50));
+      }
+    } finally {
+      bare.kill();
+    }
+    const ratio = median(samples.importd) / median(samples.bare);
+    rows.push({ row: "4", what: `GET /v2/status/{id}, 50 connections, ${seconds} s (wrk)`, importd: median(samples.importd), baseline: median(samples.bare), unit: "req/s", ratio, target: "≥ 0.5×", ok: ratio >= 0.5, details: samples });
+  });
+}
+
+/** Starts the poller; `stop()` returns its latencies. */
+function startPoller(url: string, key: string, connections: number) {
+  const proc = spawn([bun, join(here, "lib/poller.ts"), url, key, String(connections)], { stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+  return {
+    async stop(): Promise<number[]> {
+      proc.stdin.end();
+      const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+      if (code !== 0) throw new Error(`poller failed: ${err}`);
+      return (JSON.parse(out) as { latencies: number[] }).latencies;
+    },
+  };
+}
+
+async function bigImport() {
+  const { body, count } = assetsBodyOfSize(maxBodyBytes);
+  const file = writeBody("assets-100mb.json", body);
+  const plain = await plainBaseline(file);
+  await withServer(async (server) => {
+    const { id: pollId } = await server.post("assets", assetsBody(10));
+    await server.waitSucceeded(pollId);
+    const url = `${server.base}/v2/status/${pollId}`;
+    const idleSeconds = quick ? 2 : 5;
+    const idlePoller = startPoller(url, server.key, 4);
+    await Bun.sleep(idleSeconds * 1000);
+    const idle = await idlePoller.stop();
+    const busyPoller = startPoller(url, server.key, 4);
+    const ms = await importAndWait(server, "assets", body);
+    const busy = await busyPoller.stop();
+    const peak = await peakRssOf(server.pid);
+    const idleP99 = percentile(idle, 99);
+    const busyP99 = percentile(busy, 99);
+    const ratio = busyP99 / idleP99;
+    rows.push({
+      row: "5",
+      what: `status poll p99, 4 connections, during a 100 MB import (${count} assets, ${round(ms / 1000, 1)} s) vs idle`,
+      importd: busyP99,
+      baseline: idleP99,
+      unit: "ms",
+      ratio,
+      target: "≤ 3× and < 10 ms",
+      ok: ratio <= 3 && busyP99 < 10,
+      details: { polls: busy.length, idlePolls: idle.length, busyP50: percentile(busy, 50), idleP50: percentile(idle, 50), busyMax: Math.max(...busy) },
+    });
+    const rssRatio = peak / plain.peakRssBytes;
+    rows.push({ row: "6", what: "server peak RSS during the 100 MB import vs the plain script's", importd: peak / 2 ** 20, baseline: plain.peakRssBytes / 2 ** 20, unit: "MB", ratio: rssRatio, target: "≤ 1.5×", ok: rssRatio <= 1.5 });
+  });
+}
+
+async function manySmallJobs() {
+  const jobs = 2_000;
+  const clients = 20;
+  let baseline: { acceptedPerSecond: number; completedPerSecond: number };
+  let baselineName: string;
+  if (Bun.which("redis-server")) {
+    const redisPort = 20_000 + Math.floor(Math.random() * 20_000);
+    // Redis as Debian ships it, but in memory only: no snapshot files left behind.
+    const redis = spawn(["redis-server", "--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdout: "ignore", stderr: "ignore" });
+    try {
+      for (let i = 0; i < 100 && !(await fetch(`http://127.0.0.1:${redisPort}`).then(() => true, (error) => !String(error).includes("Unable to connect"))); i++) await Bun.sleep(50);
+      baseline = await runScript("baselines/bullmq-queue.ts", [redisPort, jobs, clients]);
+    } finally {
+      redis.kill();
+      await redis.exited;
+    }
+    baselineName = "Redis + BullMQ";
+  } else {
+    log("redis-server not installed (Debian: apt-get install redis-server): row 7 uses the bun:sqlite queue baseline");
+    const dir = mkdtempSync(join(work, "queue-"));
+    baseline = await runScript("baselines/sqlite-queue.ts", [dir, jobs]);
+    baselineName = "bun:sqlite queue loop";
+  }
+  const result = await withServer(async (server) => {
+    const start = performance.now();
+    const perClient = jobs / clients;
+    const ids = await Promise.all(
+      Array.from({ length: clients }, async (_, client) => {
+        const mine: number[] = [];
+        for (let i = 0; i < perClient; i++) mine.push((await server.post("assets", JSON.stringify([asset(client * perClient + i)]))).id);
+        return mine;
+      }),
+    );
+    const acceptedMs = performance.now() - start;
+    // Jobs of an environment run in id order: once the last is terminal, all are.
+    await server.waitSucceeded(Math.max(...ids.flat()), 2);
+    const completedMs = performance.now() - start;
+    return { acceptedPerSecond: (jobs / acceptedMs) * 1000, completedPerSecond: (jobs / completedMs) * 1000 };
+  });
+  for (const kind of ["accepted", "completed"] as const) {
+    const importd = result[`${kind}PerSecond`];
+    const base = baseline[`${kind}PerSecond`];
+    rows.push({ row: `7 ${kind}`, what: `${jobs} one-record jobs from ${clients} clients: ${kind}/s (baseline: ${baselineName})`, importd, baseline: base, unit: "jobs/s", ratio: importd / base, target: "≥ 1×", ok: importd / base >= 1 });
+  }
+}
+
+async function scaling() {
+  const sizes = quick ? [1_000, 10_000, 100_000] : [1_000, 10_000, 100_000, 300_000];
+  const rates: Record<number, number> = {};
+  // 300k assets are about 110 MB: over the default 100 MB request limit, so this server allows more.
+  await withServer(
+    async (server) => {
+      for (const size of sizes) {
+        const body = assetsBody(size, 1_000_000);
+        const times: number[] = [];
+        // Each run on an empty table: a fresh id range per run.
+        for (let i = 0; i < repeats; i++) times.push(await importAndWait(server, "assets", i === 0 ? body : assetsBody(size, 1_000_000 + (i * 400_000))));
+        rates[size] = (size / median(times)) * 1000;
+      }
+    },
+    ["--max-body-bytes", String(160 * 1024 * 1024)],
+  );
+  const largest = sizes[sizes.length - 1]!;
+  const ratio = rates[largest]! / rates[10_000]!;
+  rows.push({ row: "8", what: `records/s at ${largest / 1000}k ÷ at 10k (${sizes.map((size) => `${size / 1000}k: ${Math.round(rates[size]!)}/s`).join(", ")})`, importd: rates[largest]!, baseline: rates[10_000]!, unit: "records/s", ratio, target: "≥ 0.8×", ok: ratio >= 0.8, details: rates });
+}
+
+const suites: Array<[string, () => Promise<void>]> = [
+  ["1", endToEnd],
+  ["2", fiveRequests],
+  ["3", timeTo202],
+  ["4", statusThroughput],
+  ["5", bigImport],
+  ["7", manySmallJobs],
+  ["8", scaling],
+];
+
+const started = performance.now();
+try {
+  for (const [name, suite] of suites) {
+    if (only && !only.includes(name)) continue;
+    log(`row ${name}…`);
+    await suite();
+  }
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
+
+const format = (value: number, unit: string) => (Number.isNaN(value) ? "—" : `${value >= 100 ? Math.round(value).toLocaleString("en") : round(value, 2)} ${unit}`);
+const table = [
+  "| # | what | importd | baseline | ratio | target | |",
+  "|---|---|---:|---:|---:|---|---|",
+  ...rows.map((r) => `| ${r.row} | ${r.what} | ${format(r.importd, r.unit)} | ${format(r.baseline, r.unit)} | ${Number.isNaN(r.ratio) ? "—" : `${round(r.ratio)}×`} | ${r.target} | ${r.ok ? "ok" : "MISSED"} |`),
+].join("\n");
+console.log(table);
+
+const cpu = cpus()[0]?.model ?? "unknown";
+const machine = { cpu, cores: cpus().length, memoryGiB: round(totalmem() / 2 ** 30, 1), freeMemoryGiB: round(freemem() / 2 ** 30, 1), kernel: release(), bun: Bun.version };
+const results = { date: new Date().toISOString(), quick, repeats, machine, durationSeconds: round((performance.now() - started) / 1000, 1), rows };
+writeFileSync(join(here, "results.json"), `${JSON.stringify(results, null, 2)}\n`);
+console.error(`[bench] ${rows.filter((r) => r.ok).length} of ${rows.length} targets met in ${results.durationSeconds} s; bench/results.json written`);
