@@ -87,7 +87,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   try {
     server = Bun.serve({
       fetch: (request, bunServer) => {
-        rememberClientAddress(request, bunServer.requestIP(request)?.address);
+        rememberClientAddress(request, () => bunServer.requestIP(request)?.address);
         return requests.fetch(request);
       },
       port: config.port,

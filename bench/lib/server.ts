@@ -21,7 +21,7 @@ const terminal = new Set(["Succeeded", "PartiallySucceeded", "Failed"]);
 
 export async function startBenchServer(extraArgs: string[] = []): Promise<BenchServer> {
   const dataDir = mkdtempSync(join(tmpdir(), "importd-bench-"));
-  const process = await spawnServer(dataDir, ["--log-level", "warn", ...extraArgs]);
+  const process = await spawnServer(dataDir, extraArgs);
   const base = `${process.url}/default`;
   const key = process.firstRunKey!;
   const headers = { "api-key": key };

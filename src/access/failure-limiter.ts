@@ -13,6 +13,11 @@ export class FailureLimiter {
     private readonly maxClients = 10_000,
   ) {}
 
+  /** No client has failed within the last minute (or ever): nobody needs to be looked up. */
+  get empty(): boolean {
+    return this.failures.size === 0;
+  }
+
   /** Seconds the client must wait before its next attempt, or undefined when it may try now. */
   retryAfter(client: string): number | undefined {
     if (this.perMinute === 0) return undefined;

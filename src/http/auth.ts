@@ -10,13 +10,12 @@ import type { Services } from "./services";
  */
 export const authentication = ({ access, failedAuthentications }: Pick<Services, "access" | "failedAuthentications">) =>
   new Elysia({ name: "authentication" }).derive({ as: "scoped" }, ({ params, request }) => {
-    const client = clientAddress(request);
-    const wait = failedAuthentications.retryAfter(client);
+    const wait = failedAuthentications.empty ? undefined : failedAuthentications.retryAfter(clientAddress(request));
     if (wait !== undefined) throw tooManyFailedAttempts(wait);
     const slug = (params as Record<string, string | undefined>).env ?? "";
     const environmentId = access.authenticate(slug, request.headers.get("api-key"));
     if (environmentId === undefined) {
-      failedAuthentications.recordFailure(client);
+      failedAuthentications.recordFailure(clientAddress(request));
       throw unauthorized();
     }
     return { environmentId };

@@ -22,6 +22,16 @@ describe("FailureLimiter", () => {
     expect(l.retryAfter("a")).toBeUndefined();
   });
 
+  test("is empty until a failure, and again once every failure has been looked at past its minute", () => {
+    const { clock, limiter: l } = limiter(3);
+    expect(l.empty).toBe(true);
+    l.recordFailure("a");
+    expect(l.empty).toBe(false);
+    clock.now += 60_001;
+    expect(l.retryAfter("a")).toBeUndefined();
+    expect(l.empty).toBe(true);
+  });
+
   test("counts each address on its own", () => {
     const { limiter: l } = limiter(2);
     l.recordFailure("a");
