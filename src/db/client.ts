@@ -66,6 +66,12 @@ export function openDatabase(dataDir: string): Db {
     // before the next checkpoint, which the 202 promises.
     client.exec("PRAGMA synchronous = FULL");
     client.exec("PRAGMA foreign_keys = ON");
+    // No checkpoint inside a commit: by default the commit that takes the WAL past 1,000 pages copies it all
+    // into the database file first, and a 100 MB intake would wait for that before its 202. The worker
+    // thread that applied a job checkpoints after its commit instead (worker/thread.ts); the last connection
+    // to close checkpoints too. A WAL left bigger than 64 MB is cut back to that after a checkpoint.
+    client.exec("PRAGMA wal_autocheckpoint = 0");
+    client.exec(`PRAGMA journal_size_limit = ${64 * 1024 * 1024}`);
   } catch (error) {
     client.close();
     throw asDatabaseError(error, file);
@@ -93,6 +99,12 @@ export function migrate(db: Db): void {
  * just closed its connection can hold a lock for a moment longer, so a busy checkpoint is tried again
  * for up to two seconds; if it still cannot run, the WAL stays and the next start replays it.
  */
+/** Folds what it can of the WAL into the database file without waiting for readers or writers. */
+export function checkpointPassively(db: Db): { busy: boolean; walFrames: number; checkpointedFrames: number } {
+  const row = db.$client.query("PRAGMA wal_checkpoint(PASSIVE)").get() as { busy: number; log: number; checkpointed: number };
+  return { busy: row.busy !== 0, walFrames: row.log, checkpointedFrames: row.checkpointed };
+}
+
 /** Whether every embedded migration has been applied to this database (for the readiness check). */
 export function migrationsApplied(db: Db): boolean {
   const { count } = db.$client.query("SELECT count(*) AS count FROM __drizzle_migrations").get() as { count: number };

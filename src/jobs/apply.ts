@@ -40,16 +40,17 @@ function rejectedRecords(records: Records, rejections: Rejection[], batchMessage
 export type FinishedJob = { type: string; status: JobStatus; total: number; applied: number; rejected: number };
 
 /**
- * Applies one job in one transaction: claim it, re-read its payload, reject records whose references
- * do not exist in the environment, upsert the rest, store the outcome, drop the payload.
+ * Applies one job in one transaction: claim it, re-read its payload (unless `parsed` is the batch this
+ * thread accepted and validated itself), reject records whose references do not exist in the environment,
+ * upsert the rest, store the outcome, drop the payload.
  * Returns what the job ended as, or undefined when the job was not there to claim.
  */
-export function applyJob(db: Db, jobId: number): FinishedJob | undefined {
+export function applyJob(db: Db, jobId: number, parsed?: Records): FinishedJob | undefined {
   const jobsRepo = new JobRepository(db);
   const job = jobsRepo.claim(jobId);
   if (!job) return undefined;
   const resource = resourceByJobType(job.type);
-  const body = jobsRepo.payload(jobId);
+  const body = parsed ? undefined : jobsRepo.payload(jobId);
 
   return db.transaction(
     (tx) => {
@@ -57,10 +58,10 @@ export function applyJob(db: Db, jobId: number): FinishedJob | undefined {
         jobsRepo.finish(tx as never, jobId, status, output, records ? rejectedRecords(records, rejections, output.applied === 0 ? output.message : undefined) : []);
         return { type: job.type, status, total: output.total, applied: output.applied, rejected: output.rejected };
       };
-      if (!body) {
+      if (!parsed && !body) {
         return finish(batchFailure(job.recordCount, "The job's payload was lost, so nothing was applied. Re-send the batch."));
       }
-      const batch = readBatch(resource, body);
+      const batch = parsed ? ({ ok: true, records: parsed } as const) : readBatch(resource, body!);
       if (!batch.ok) {
         // Cannot happen for a payload that passed request-time validation, unless the rules changed in an upgrade.
         return finish(batchFailure(job.recordCount, `Nothing was applied: the stored batch no longer passes validation (${Object.entries(batch.errors).slice(0, 3).map(([k, v]) => `${k}: ${v.join(" ")}`).join("; ")}). Re-send it after fixing.`));

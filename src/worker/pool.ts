@@ -15,9 +15,17 @@ export class TaskFailed extends Error {
   }
 }
 
+/**
+ * Where a task runs. `prefer`: the slot to run on, waiting for it while it is busy (unless it is dead or
+ * starting), because it holds something the task can use (a batch it has already parsed). `onSlot`: told
+ * the slot the task was given to.
+ */
+export type Placement = { prefer?: number; onSlot?: (slot: number) => void };
+
 type Pending = {
   message: TaskMessage;
   transfer: Transferable[];
+  placement?: Placement;
   resolve: (output: unknown) => void;
   reject: (error: Error) => void;
 };
@@ -68,11 +76,11 @@ export class WorkerPool {
     return this.slots.filter((slot) => slot.ready && !slot.dead).length;
   }
 
-  run<K extends TaskType>(task: K, input: TaskTypes[K]["input"], transfer: Transferable[] = []): Promise<TaskTypes[K]["output"]> {
+  run<K extends TaskType>(task: K, input: TaskTypes[K]["input"], transfer: Transferable[] = [], placement?: Placement): Promise<TaskTypes[K]["output"]> {
     if (this.closing) return Promise.reject(new WorkerCrashed("the worker pool is shutting down"));
     return new Promise((resolve, reject) => {
       const message: TaskMessage = { type: "task", taskId: this.nextTaskId++, task, input };
-      this.queue.push({ message, transfer, resolve: resolve as (output: unknown) => void, reject });
+      this.queue.push({ message, transfer, placement, resolve: resolve as (output: unknown) => void, reject });
       this.dispatch();
     });
   }
@@ -151,13 +159,22 @@ export class WorkerPool {
     pending?.reject(new WorkerCrashed(`worker thread crashed: ${reason}`));
   }
 
+  /** Whether a task preferring this slot should wait for it: it is alive and started. */
+  private worthWaitingFor(index: number): boolean {
+    const slot = this.slots[index];
+    return slot !== undefined && slot.ready && !slot.dead;
+  }
+
+  // FIFO, except that a task preferring another slot that is busy waits for it and lets later tasks pass.
   private dispatch(): void {
-    for (const slot of this.slots) {
-      if (this.queue.length === 0) return;
-      if (!slot.ready || slot.current) continue;
-      const pending = this.queue.shift()!;
+    this.slots.forEach((slot, index) => {
+      if (this.queue.length === 0 || !slot.ready || slot.current) return;
+      const at = this.queue.findIndex(({ placement }) => placement?.prefer === undefined || placement.prefer === index || !this.worthWaitingFor(placement.prefer));
+      if (at === -1) return;
+      const [pending] = this.queue.splice(at, 1) as [Pending];
       slot.current = pending;
+      pending.placement?.onSlot?.(index);
       slot.worker.postMessage(pending.message, pending.transfer);
-    }
+    });
   }
 }

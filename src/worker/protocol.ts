@@ -8,7 +8,10 @@ import type { IntakeResult } from "../jobs/intake";
 export type TaskTypes = {
   /** Parse, validate and (if valid) durably enqueue an import body. */
   accept: { input: { environmentId: number; resource: string; body: ArrayBuffer; idempotencyKey?: string }; output: IntakeResult };
-  /** Apply a queued job in one transaction. `job` is undefined when there was no job to claim. */
+  /**
+   * Apply a queued job in one transaction, then checkpoint the WAL (the job is visible as finished before
+   * that). `job` is undefined when there was no job to claim.
+   */
   apply: { input: { jobId: number }; output: { job?: FinishedJob } };
   /** Mark a job Failed after its worker crashed too often (a poison job). */
   giveUp: { input: { jobId: number; message: string }; output: { job?: FinishedJob } };

@@ -5,6 +5,7 @@ import { TaskFailed, type WorkerPool } from "./pool";
 // SQLite's answers when the disk is full or failing, or another connection holds the lock too long.
 const isStorageFault = (code: string | undefined) => code !== undefined && /^SQLITE_(FULL|IOERR|BUSY|LOCKED|CANTOPEN|PROTOCOL)/.test(code);
 const maxStorageDelayMs = 10_000;
+const maxRememberedSlots = 1_000;
 
 export type SchedulerOptions = {
   /** Jobs applied at once, across environments; keep it below the pool size so intake is never starved. */
@@ -30,6 +31,8 @@ export class JobScheduler {
   private readonly startedAt = new Map<number, number>();
   private readonly storageWaits = new Map<number, number>();
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
+  // The worker slot that accepted a job and holds its batch parsed (see ParsedBatches): its apply goes there.
+  private readonly acceptedOn = new Map<number, number>();
   private stopped = false;
   private idleWaiters: Array<() => void> = [];
 
@@ -38,6 +41,16 @@ export class JobScheduler {
     private readonly pool: WorkerPool,
     private readonly options: SchedulerOptions,
   ) {}
+
+  /** A job was just accepted by the worker in `slot`; starts whatever can start now. */
+  accepted(jobId: number, slot: number | undefined): void {
+    if (slot !== undefined) {
+      this.acceptedOn.set(jobId, slot);
+      // Only a hint: a long backlog forgets the oldest (their workers have dropped those batches by then anyway).
+      if (this.acceptedOn.size > maxRememberedSlots) this.acceptedOn.delete(this.acceptedOn.keys().next().value!);
+    }
+    this.kick();
+  }
 
   /** Starts whatever can start now. Cheap; called after each intake and each finished job. */
   kick(): void {
@@ -76,7 +89,9 @@ export class JobScheduler {
   private run(environmentId: number, jobId: number): void {
     if (!this.startedAt.has(jobId)) this.startedAt.set(jobId, performance.now());
     this.options.onStarted?.(jobId, (this.attempts.get(jobId) ?? 0) + 1);
-    this.pool.run("apply", { jobId }).then(
+    const prefer = this.acceptedOn.get(jobId);
+    this.acceptedOn.delete(jobId);
+    this.pool.run("apply", { jobId }, [], { prefer }).then(
       ({ job }) => this.release(environmentId, jobId, job),
       (error) => this.retry(environmentId, jobId, error),
     );

@@ -1,25 +1,37 @@
 /// <reference lib="webworker" />
 // Entry of a worker thread. It owns its own SQLite connection; everything it does is caught and reported,
 // so a task's failure never takes the thread down.
-import { closeDatabase, openDatabase, type Db } from "../db/client";
+import { checkpointPassively, closeDatabase, openDatabase, type Db } from "../db/client";
 import { applyJob } from "../jobs/apply";
 import { acceptBatch } from "../jobs/intake";
 import { batchFailure } from "../jobs/outcome";
 import { JobRepository } from "../jobs/repository";
 import { resourceByPath } from "../resources/registry";
+import { ParsedBatches } from "./parsed-batches";
 import type { ReplyMessage, TaskMessage, TaskType, TaskTypes, ToWorker } from "./protocol";
 
 declare const self: Worker;
 
 type Handlers = { [K in TaskType]: (db: Db, input: TaskTypes[K]["input"]) => TaskTypes[K]["output"] };
 
+// Bodies' worth of accepted batches kept parsed until applied; the scheduler sends a job to the thread that accepted it.
+const parsedBatches = new ParsedBatches(64 * 1024 * 1024);
+
 const handlers: Handlers = {
   accept: (db, { environmentId, resource, body, idempotencyKey }) => {
     const definition = resourceByPath(resource);
     if (!definition) throw new Error(`unknown resource ${resource}`);
-    return acceptBatch(db, environmentId, definition, new Uint8Array(body), idempotencyKey);
+    const { result, records } = acceptBatch(db, environmentId, definition, new Uint8Array(body), idempotencyKey);
+    if (result.ok && records) parsedBatches.add(result.job.id, records, body.byteLength);
+    return result;
   },
-  apply: (db, { jobId }) => ({ job: applyJob(db, jobId) }),
+  apply: (db, { jobId }) => {
+    const job = applyJob(db, jobId, parsedBatches.take(jobId));
+    // Connections never checkpoint inside a commit (see openDatabase): the thread that applied a job does
+    // it, once the job is committed and visible, so that an intake's 202 never waits for one.
+    checkpointPassively(db);
+    return { job };
+  },
   giveUp: (db, { jobId, message }) => {
     const jobs = new JobRepository(db);
     const job = jobs.claim(jobId);

@@ -50,8 +50,9 @@ function importRoute(services: Services, resource: ResourceDefinition) {
       // The bytes move to a worker thread (transferred, not copied): parsing and validating
       // a large body must never block this thread.
       const buffer = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? body.buffer : body.slice().buffer;
+      let acceptedOn: number | undefined;
       const result = await services.pool
-        .run("accept", { environmentId, resource: resource.path, body: buffer as ArrayBuffer, idempotencyKey }, [buffer as ArrayBuffer])
+        .run("accept", { environmentId, resource: resource.path, body: buffer as ArrayBuffer, idempotencyKey }, [buffer as ArrayBuffer], { onSlot: (slot) => (acceptedOn = slot) })
         .catch(intakeFailure);
       if (!result.ok && "idempotencyConflict" in result) throw idempotencyKeyReused();
       if (!result.ok) {
@@ -64,7 +65,7 @@ function importRoute(services: Services, resource: ResourceDefinition) {
       if (result.replayed) {
         set.headers["idempotent-replayed"] = "true";
       } else {
-        services.scheduler.kick();
+        services.scheduler.accepted(result.job.id, acceptedOn);
         services.log({ msg: "job accepted", jobId: result.job.id, type: result.job.type, records: result.job.recordCount, environment: params.env });
       }
       set.status = 202;

@@ -1,0 +1,34 @@
+import type { Records } from "../jobs/batch";
+
+/**
+ * The batches this worker thread accepted and has not applied yet, parsed and validated, so that applying
+ * one it accepted itself does not parse and validate the same bytes again (for 100,000 assets, about a
+ * sixth of the end-to-end time). Bounded by the size of the bodies they came from: past `maxBytes` the
+ * oldest are dropped, and their jobs are parsed from the stored payload as after a restart. The newest is
+ * always kept, however big.
+ */
+export class ParsedBatches {
+  private readonly batches = new Map<number, { records: Records; bytes: number }>();
+  private bytes = 0;
+
+  constructor(private readonly maxBytes: number) {}
+
+  add(jobId: number, records: Records, bytes: number): void {
+    this.batches.set(jobId, { records, bytes });
+    this.bytes += bytes;
+    for (const [oldest, batch] of this.batches) {
+      if (this.bytes <= this.maxBytes || oldest === jobId) break;
+      this.batches.delete(oldest);
+      this.bytes -= batch.bytes;
+    }
+  }
+
+  /** The job's records, handed over once: the cache lets go of them. */
+  take(jobId: number): Records | undefined {
+    const batch = this.batches.get(jobId);
+    if (!batch) return undefined;
+    this.batches.delete(jobId);
+    this.bytes -= batch.bytes;
+    return batch.records;
+  }
+}
