@@ -16,9 +16,8 @@ export class TaskFailed extends Error {
 }
 
 /**
- * Where a task runs. `prefer`: the slot to run on, waiting for it while it is busy (unless it is dead or
- * starting), because it holds something the task can use (a batch it has already parsed). `onSlot`: told
- * the slot the task was given to.
+ * Where a task runs. `prefer`: the slot to run on if it is free, because it holds something the task can
+ * use (a batch it has already parsed). `onSlot`: told the slot the task was given to.
  */
 export type Placement = { prefer?: number; onSlot?: (slot: number) => void };
 
@@ -159,22 +158,24 @@ export class WorkerPool {
     pending?.reject(new WorkerCrashed(`worker thread crashed: ${reason}`));
   }
 
-  /** Whether a task preferring this slot should wait for it: it is alive and started. */
-  private worthWaitingFor(index: number): boolean {
-    const slot = this.slots[index];
-    return slot !== undefined && slot.ready && !slot.dead;
+  // A task goes to the slot it prefers when that one is free; every other task, in FIFO order, to any free slot.
+  // Never waiting for a busy preferred slot: re-parsing a batch costs less than waiting out another intake.
+  private dispatch(): void {
+    for (let i = 0; i < this.queue.length; ) {
+      const prefer = this.queue[i]!.placement?.prefer;
+      const slot = prefer === undefined ? undefined : this.slots[prefer];
+      if (slot && slot.ready && !slot.current) this.start(prefer!, this.queue.splice(i, 1)[0]!);
+      else i++;
+    }
+    this.slots.forEach((slot, index) => {
+      if (this.queue.length > 0 && slot.ready && !slot.current) this.start(index, this.queue.shift()!);
+    });
   }
 
-  // FIFO, except that a task preferring another slot that is busy waits for it and lets later tasks pass.
-  private dispatch(): void {
-    this.slots.forEach((slot, index) => {
-      if (this.queue.length === 0 || !slot.ready || slot.current) return;
-      const at = this.queue.findIndex(({ placement }) => placement?.prefer === undefined || placement.prefer === index || !this.worthWaitingFor(placement.prefer));
-      if (at === -1) return;
-      const [pending] = this.queue.splice(at, 1) as [Pending];
-      slot.current = pending;
-      pending.placement?.onSlot?.(index);
-      slot.worker.postMessage(pending.message, pending.transfer);
-    });
+  private start(index: number, pending: Pending): void {
+    const slot = this.slots[index]!;
+    slot.current = pending;
+    pending.placement?.onSlot?.(index);
+    slot.worker.postMessage(pending.message, pending.transfer);
   }
 }

@@ -16,6 +16,9 @@ type Handlers = { [K in TaskType]: (db: Db, input: TaskTypes[K]["input"]) => Tas
 
 // Bodies' worth of accepted batches kept parsed until applied; the scheduler sends a job to the thread that accepted it.
 const parsedBatches = new ParsedBatches(64 * 1024 * 1024);
+const checkpointAfterRecords = 1_000;
+const checkpointEveryMs = 1_000;
+let lastCheckpoint = 0;
 
 const handlers: Handlers = {
   accept: (db, { environmentId, resource, body, idempotencyKey }) => {
@@ -28,8 +31,12 @@ const handlers: Handlers = {
   apply: (db, { jobId }) => {
     const job = applyJob(db, jobId, parsedBatches.take(jobId));
     // Connections never checkpoint inside a commit (see openDatabase): the thread that applied a job does
-    // it, once the job is committed and visible, so that an intake's 202 never waits for one.
-    checkpointPassively(db);
+    // it, once the job is committed and visible, so that an intake's 202 never waits for one. After a big
+    // job, or at most once a second: a checkpoint syncs the database file, too much for every small job.
+    if (job && (job.total >= checkpointAfterRecords || performance.now() - lastCheckpoint >= checkpointEveryMs)) {
+      checkpointPassively(db);
+      lastCheckpoint = performance.now();
+    }
     return { job };
   },
   giveUp: (db, { jobId, message }) => {
