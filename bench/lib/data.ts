@@ -3,6 +3,7 @@
  * as JSON) with varied ids, names and references, most with a geolocation. Deterministic: a seeded PRNG,
  * so a run can be compared with the last one.
  */
+import { seededRandom } from "../../tests/helpers/random";
 
 const subAreaCount = 40;
 const assetTypeCount = 25;
@@ -14,16 +15,6 @@ const statuses = ["ACT", "ACT", "ACT", "PLN", "ABN", "RET"];
 const shapes = ["Point", "LineString", "LineString", "MultiLineString", "Polygon"];
 const units = ["m", "m", "m", "km", "ft"];
 
-/** mulberry32: small, fast, good enough to vary test data. */
-function random(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const pad = (n: number, width: number) => String(n).padStart(width, "0");
 
 export const referenceData = {
@@ -34,7 +25,7 @@ export const referenceData = {
 
 /** Asset number `n` (`variant` changes its values but not its id, for update runs). */
 export function asset(n: number, variant = 0) {
-  const next = random(n * 7919 + variant * 104729 + 1);
+  const next = seededRandom(n * 7919 + variant * 104729 + 1);
   const pick = <T>(values: readonly T[]) => values[Math.floor(next() * values.length)]!;
   const start = Math.round(next() * 50_000) / 10;
   const length = Math.round(next() * 5_000) / 10;

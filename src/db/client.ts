@@ -93,12 +93,6 @@ export function migrate(db: Db): void {
   }
 }
 
-/**
- * Closes the connection. With `checkpoint`, first folds the WAL back into the database file, so that the
- * file alone is a complete copy; only the last connection should ask for that. A worker thread that has
- * just closed its connection can hold a lock for a moment longer, so a busy checkpoint is tried again
- * for up to two seconds; if it still cannot run, the WAL stays and the next start replays it.
- */
 /** Folds what it can of the WAL into the database file without waiting for readers or writers. */
 export function checkpointPassively(db: Db): { busy: boolean; walFrames: number; checkpointedFrames: number } {
   const row = db.$client.query("PRAGMA wal_checkpoint(PASSIVE)").get() as { busy: number; log: number; checkpointed: number };
@@ -111,6 +105,12 @@ export function migrationsApplied(db: Db): boolean {
   return count >= embeddedMigrations().length;
 }
 
+/**
+ * Closes the connection. With `checkpoint`, first folds the WAL back into the database file, so that the
+ * file alone is a complete copy; only the last connection should ask for that. A worker thread that has
+ * just closed its connection can hold a lock for a moment longer, so a busy checkpoint is tried again
+ * for up to two seconds; if it still cannot run, the WAL stays and the next start replays it.
+ */
 export function closeDatabase(db: Db, options: { checkpoint?: boolean } = {}): void {
   if (options.checkpoint) {
     for (let attempt = 0; attempt < 200; attempt++) {

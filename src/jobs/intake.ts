@@ -18,7 +18,8 @@ export function acceptBatch(db: Db, environmentId: number, resource: ResourceDef
   if (!batch.ok) return { result: batch };
   // The same key means the same request only for the same resource and the same bytes.
   const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: new Bun.CryptoHasher("sha256").update(`${resource.path}\n`).update(body).digest("hex") };
-  // The exact bytes are stored: the apply step parses them again rather than trusting a re-serialization.
+  // The exact bytes are stored, not a re-serialization: an apply step without the records handed back here
+  // (another thread, a restart) parses them again.
   const enqueued = new JobRepository(db).enqueue(environmentId, resource.jobType, batch.records.length, body, idempotency);
   if (enqueued.conflict) return { result: { ok: false, idempotencyConflict: true } };
   const result: IntakeResult = { ok: true, job: enqueued.job, replayed: enqueued.replayed };

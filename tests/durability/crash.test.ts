@@ -5,6 +5,7 @@ import { AccessRepository } from "../../src/access/repository";
 import { closeDatabase, databaseFile, migrate, openDatabase } from "../../src/db/client";
 import { importAndWait, terminal, type JobDocument } from "../helpers/api";
 import { spawnServer, type ServerProcess } from "../helpers/process";
+import { seededRandom } from "../helpers/random";
 import { asset, assetCategories, assetTypes, subAreas } from "../helpers/records";
 import { tempDir } from "../helpers/server";
 
@@ -17,16 +18,7 @@ const environments = ["alpha", "beta", "gamma"];
 // Larger than any batch (its ids are distinct), small enough that batches overwrite each other often.
 const idPool = 10_000;
 
-/** mulberry32: a small seeded generator, so that a failing run can be replayed. */
-function random(state: number) {
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const next = random(seed);
+const next = seededRandom(seed);
 const pick = (n: number) => Math.floor(next() * n);
 
 /** A valid batch must only ever get its 202; anything else fails the test (a lost connection does not). */
