@@ -1,5 +1,5 @@
 import { and, asc, eq, isNull, sql } from "drizzle-orm";
-import type { Db } from "../db/client";
+import { writeTransaction, type Db } from "../db/client";
 import { apiKeys, environments } from "../db/schema";
 import { formatKey, hashSecret, newSecret, parseKey, secretMatches } from "./api-key";
 
@@ -41,14 +41,11 @@ export class AccessRepository {
 
   /** On a database with no environment: creates `slug` and its first key together. Otherwise does nothing. */
   createFirstEnvironment(slug: string): string | undefined {
-    return this.db.transaction(
-      () => {
-        if (this.listEnvironments().length > 0) return undefined;
-        this.createEnvironment(slug);
-        return this.createKey(slug);
-      },
-      { behavior: "immediate" },
-    );
+    return writeTransaction(this.db, () => {
+      if (this.listEnvironments().length > 0) return undefined;
+      this.createEnvironment(slug);
+      return this.createKey(slug);
+    });
   }
 
   listEnvironments(): Environment[] {

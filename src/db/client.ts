@@ -4,6 +4,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { embeddedMigrations } from "./migrations";
 import * as schema from "./schema";
+import type { WriteLock } from "./write-lock";
 
 export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
 
@@ -52,8 +53,14 @@ function checkOwnership(client: Database, file: string): void {
   if (applied.some((hash, index) => hash !== known[index])) throw refuse(file, "has database migrations this importd does not know");
 }
 
-/** Opens the data directory's database with the pragmas every connection needs (server, worker and CLI alike). */
-export function openDatabase(dataDir: string): Db {
+// The WriteLock a connection's write transactions take turns on, if its thread shares one (worker threads do).
+const writeLocks = new WeakMap<Db, WriteLock>();
+
+/**
+ * Opens the data directory's database with the pragmas every connection needs (server, worker and CLI alike).
+ * `writeLock`: shared with the process's other writing threads; see writeTransaction.
+ */
+export function openDatabase(dataDir: string, options: { writeLock?: WriteLock } = {}): Db {
   mkdirSync(dataDir, { recursive: true });
   const file = databaseFile(dataDir);
   const client = new Database(file, { create: true, strict: true });
@@ -76,7 +83,19 @@ export function openDatabase(dataDir: string): Db {
     client.close();
     throw asDatabaseError(error, file);
   }
-  return drizzle({ client, schema }) as Db;
+  const db = drizzle({ client, schema }) as Db;
+  if (options.writeLock) writeLocks.set(db, options.writeLock);
+  return db;
+}
+
+/**
+ * Runs `fn` in a write transaction (BEGIN IMMEDIATE: the write lock is taken up front, so it never fails
+ * half-way for want of it). On a connection opened with a WriteLock, in turn with the process's other threads.
+ */
+export function writeTransaction<T>(db: Db, fn: (tx: Db) => T): T {
+  const transaction = () => db.transaction((tx) => fn(tx as unknown as Db), { behavior: "immediate" });
+  const lock = writeLocks.get(db);
+  return lock ? lock.run(transaction) : transaction();
 }
 
 export function migrate(db: Db): void {

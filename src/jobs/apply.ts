@@ -1,10 +1,11 @@
-import type { Db } from "../db/client";
+import { writeTransaction, type Db } from "../db/client";
+import type { ResourceDefinition } from "../resources/definition";
 import { resourceByJobType, resourceByPath } from "../resources/registry";
 import { RecordStore } from "../resources/store";
 import { displayName } from "../resources/validate";
 import { readBatch, type Records } from "./batch";
 import { batchFailure, duplicateIdsOutcome, recordOutcome, type Rejection } from "./outcome";
-import { JobRepository, type RejectedRecord } from "./repository";
+import type { Job, JobRepository, RejectedRecord } from "./repository";
 import type { JobStatus } from "./states";
 
 function findDuplicateIds(records: Records): Map<string, number[]> {
@@ -36,68 +37,125 @@ function rejectedRecords(records: Records, rejections: Rejection[], batchMessage
   });
 }
 
-/** What a job ended as: for the log and the metrics. */
-export type FinishedJob = { type: string; status: JobStatus; total: number; applied: number; rejected: number };
+/** What a finished job ended as: for the log and the metrics. */
+export type FinishedJob = { id: number; type: string; status: JobStatus; total: number; applied: number; rejected: number };
 
 /**
- * Applies one job in one transaction: claim it, re-read its payload (unless `parsed` is the batch this
+ * A job of up to `maxRecords` records is applied together with the small jobs queued right after it in its
+ * environment, in one commit (a burst of one-record jobs would otherwise cost two commits each). A group
+ * holds at most `maxJobs` jobs and `maxRecords` records; a bigger job is applied alone.
+ */
+export const groupLimits = { maxJobs: 20, maxRecords: 10_000 };
+
+/**
+ * One environment's records as the jobs of one transaction see them: a store per resource (its upsert
+ * prepared once), and the ids that references are checked against, read once and kept up to date as the
+ * transaction's jobs upsert (a later job may refer to records an earlier one brought).
+ */
+class EnvironmentRecords {
+  private readonly stores = new Map<string, RecordStore>();
+  private readonly idSets = new Map<string, Set<string>>();
+
+  constructor(
+    private readonly db: Db,
+    readonly environmentId: number,
+  ) {}
+
+  store(resource: ResourceDefinition): RecordStore {
+    let store = this.stores.get(resource.path);
+    if (!store) this.stores.set(resource.path, (store = new RecordStore(this.db, resource)));
+    return store;
+  }
+
+  ids(resource: ResourceDefinition): Set<string> {
+    let ids = this.idSets.get(resource.path);
+    if (!ids) this.idSets.set(resource.path, (ids = this.store(resource).idSet(this.environmentId)));
+    return ids;
+  }
+
+  upsert(resource: ResourceDefinition, jobId: number, records: Records): void {
+    this.store(resource).upsertAll(this.environmentId, jobId, records);
+    const ids = this.idSets.get(resource.path);
+    if (ids) for (const record of records) ids.add(record.id);
+  }
+}
+
+/**
+ * Applies one job inside the caller's transaction: read its payload (unless `parsed` is the batch this
  * thread accepted and validated itself), reject records whose references do not exist in the environment,
  * upsert the rest, store the outcome, drop the payload.
- * Returns what the job ended as, or undefined when the job was not there to claim.
  */
-export function applyJob(db: Db, jobId: number, parsed?: Records): FinishedJob | undefined {
-  const jobsRepo = new JobRepository(db);
-  const job = jobsRepo.claim(jobId);
-  if (!job) return undefined;
+function applyOne(db: Db, jobsRepo: JobRepository, job: Job, environment: EnvironmentRecords, parsed: Records | undefined): FinishedJob {
   const resource = resourceByJobType(job.type);
-  const body = parsed ? undefined : jobsRepo.payload(jobId);
+  const finish = ({ status, output }: ReturnType<typeof recordOutcome>, records?: Records, rejections: Rejection[] = []): FinishedJob => {
+    jobsRepo.finish(job.id, status, output, records ? rejectedRecords(records, rejections, output.applied === 0 ? output.message : undefined) : []);
+    return { id: job.id, type: job.type, status, total: output.total, applied: output.applied, rejected: output.rejected };
+  };
+  const body = parsed ? undefined : jobsRepo.payload(job.id);
+  if (!parsed && !body) {
+    return finish(batchFailure(job.recordCount, "The job's payload was lost, so nothing was applied. Re-send the batch."));
+  }
+  const batch = parsed ? ({ ok: true, records: parsed } as const) : readBatch(resource, body!);
+  if (!batch.ok) {
+    // Cannot happen for a payload that passed request-time validation, unless the rules changed in an upgrade.
+    return finish(batchFailure(job.recordCount, `Nothing was applied: the stored batch no longer passes validation (${Object.entries(batch.errors).slice(0, 3).map(([k, v]) => `${k}: ${v.join(" ")}`).join("; ")}). Re-send it after fixing.`));
+  }
+  const records = batch.records as Records;
+  const duplicates = findDuplicateIds(records);
+  if (duplicates.size > 0) {
+    const outcome = duplicateIdsOutcome(records.length, duplicates);
+    return finish(outcome, records, outcome.rejections);
+  }
 
-  return db.transaction(
-    (tx) => {
-      const finish = ({ status, output }: ReturnType<typeof recordOutcome>, records?: Records, rejections: Rejection[] = []): FinishedJob => {
-        jobsRepo.finish(tx as never, jobId, status, output, records ? rejectedRecords(records, rejections, output.applied === 0 ? output.message : undefined) : []);
-        return { type: job.type, status, total: output.total, applied: output.applied, rejected: output.rejected };
-      };
-      if (!parsed && !body) {
-        return finish(batchFailure(job.recordCount, "The job's payload was lost, so nothing was applied. Re-send the batch."));
+  const checks = resource.references.map((reference) => {
+    const target = resourceByPath(reference.resource)!;
+    return { ...reference, target, ids: environment.ids(target) };
+  });
+  const rejections: Rejection[] = [];
+  const accepted = checks.length === 0 ? records : records.filter((record, index) => {
+    for (const check of checks) {
+      const value = record[check.field] as string;
+      if (!check.ids.has(value)) {
+        const label = `'${displayName(check.field)}'`;
+        rejections.push({
+          index,
+          id: record.id,
+          field: check.field,
+          reason: `Unknown ${check.field} (no such ${check.target.noun} in this environment)`,
+          message: `${label} '${value}' does not exist in this environment. Import it first with POST /v2/${check.target.path}, or correct the ${check.field}.`,
+        });
+        return false;
       }
-      const batch = parsed ? ({ ok: true, records: parsed } as const) : readBatch(resource, body!);
-      if (!batch.ok) {
-        // Cannot happen for a payload that passed request-time validation, unless the rules changed in an upgrade.
-        return finish(batchFailure(job.recordCount, `Nothing was applied: the stored batch no longer passes validation (${Object.entries(batch.errors).slice(0, 3).map(([k, v]) => `${k}: ${v.join(" ")}`).join("; ")}). Re-send it after fixing.`));
-      }
-      const records = batch.records as Records;
-      const duplicates = findDuplicateIds(records);
-      if (duplicates.size > 0) {
-        const outcome = duplicateIdsOutcome(records.length, duplicates);
-        return finish(outcome, records, outcome.rejections);
-      }
+    }
+    return true;
+  });
+  environment.upsert(resource, job.id, accepted);
+  return finish(recordOutcome(records.length, rejections), records, rejections);
+}
 
-      const references = resource.references.map((reference) => {
-        const target = resourceByPath(reference.resource)!;
-        return { ...reference, target, ids: new RecordStore(db, target).idSet(job.environmentId) };
-      });
-      const rejections: Rejection[] = [];
-      const accepted = references.length === 0 ? records : records.filter((record, index) => {
-        for (const reference of references) {
-          const value = record[reference.field] as string;
-          if (!reference.ids.has(value)) {
-            const label = `'${displayName(reference.field)}'`;
-            rejections.push({
-              index,
-              id: record.id,
-              field: reference.field,
-              reason: `Unknown ${reference.field} (no such ${reference.target.noun} in this environment)`,
-              message: `${label} '${value}' does not exist in this environment. Import it first with POST /v2/${reference.target.path}, or correct the ${reference.field}.`,
-            });
-            return false;
-          }
-        }
-        return true;
-      });
-      new RecordStore(db, resource).upsertAll(job.environmentId, jobId, accepted);
-      return finish(recordOutcome(records.length, rejections), records, rejections);
-    },
-    { behavior: "immediate" },
-  );
+/**
+ * Applies the pending job `jobId`: claims it (Processing, visible to pollers at once), then, in one
+ * transaction, applies it and, unless `alone` or the job is big, the small pending jobs queued right after
+ * it in its environment, in id order, each with its own outcome (those go from Pending to their terminal
+ * state in that one commit). Returns what each job ended as, in id order; empty when the job was not there
+ * to claim. `parsed(id)` gives a batch this thread still holds parsed, if it does.
+ */
+export function applyJobs(db: Db, jobsRepo: JobRepository, jobId: number, options: { parsed?: (jobId: number) => Records | undefined; alone?: boolean } = {}): FinishedJob[] {
+  const first = jobsRepo.claim(jobId);
+  if (!first) return [];
+  const parsed = options.parsed ?? (() => undefined);
+  // Everything below runs on `db` inside the transaction: a Drizzle transaction is the same connection, and
+  // RecordStore prepares its upsert on the connection itself.
+  return writeTransaction(db, () => {
+    const environment = new EnvironmentRecords(db, first.environmentId);
+    const finished = [applyOne(db, jobsRepo, first, environment, parsed(first.id))];
+    if (options.alone || first.recordCount > groupLimits.maxRecords) return finished;
+    let records = first.recordCount;
+    for (const job of jobsRepo.pendingAfter(first, groupLimits.maxJobs - 1)) {
+      records += job.recordCount;
+      if (records > groupLimits.maxRecords) break;
+      finished.push(applyOne(db, jobsRepo, job, environment, parsed(job.id)));
+    }
+    return finished;
+  });
 }

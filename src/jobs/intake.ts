@@ -1,27 +1,46 @@
-import type { Db } from "../db/client";
 import type { ResourceDefinition } from "../resources/definition";
 import type { FieldErrors } from "../resources/validate";
 import { readBatch, type Records } from "./batch";
-import { JobRepository, type Job } from "./repository";
+import type { EnqueueRequest, Job, JobRepository } from "./repository";
 
 export type IntakeResult =
   | { ok: true; job: Job; replayed: boolean }
   | { ok: false; errors: FieldErrors; errorCount: number; truncated: boolean }
   | { ok: false; idempotencyConflict: true };
 
+export type IntakeRequest = { environmentId: number; resource: ResourceDefinition; body: Uint8Array; idempotencyKey?: string };
+
+/** What one import POST came to; `records` is set when a new job was stored: the batch as its apply step would read it back. */
+export type Accepted = { result: IntakeResult; records?: Records };
+
 /**
- * Request-time work for one import POST: parse, validate, and store the job durably if the batch is well
- * formed. `records` is set when a new job was stored: the batch as its apply step would read it back.
+ * Request-time work for import POSTs: parse and validate each body, then store the well-formed ones as jobs,
+ * all in one transaction (requests that arrive together share one commit). Answers in the order asked;
+ * one request's invalid body never affects another's.
  */
-export function acceptBatch(db: Db, environmentId: number, resource: ResourceDefinition, body: Uint8Array, idempotencyKey?: string): { result: IntakeResult; records?: Records } {
-  const batch = readBatch(resource, body);
-  if (!batch.ok) return { result: batch };
-  // The same key means the same request only for the same resource and the same bytes.
-  const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: new Bun.CryptoHasher("sha256").update(`${resource.path}\n`).update(body).digest("hex") };
-  // The exact bytes are stored, not a re-serialization: an apply step without the records handed back here
-  // (another thread, a restart) parses them again.
-  const enqueued = new JobRepository(db).enqueue(environmentId, resource.jobType, batch.records.length, body, idempotency);
-  if (enqueued.conflict) return { result: { ok: false, idempotencyConflict: true } };
-  const result: IntakeResult = { ok: true, job: enqueued.job, replayed: enqueued.replayed };
-  return enqueued.replayed ? { result } : { result, records: batch.records };
+export function acceptBatches(jobs: JobRepository, requests: IntakeRequest[]): Accepted[] {
+  const answers: Accepted[] = new Array(requests.length);
+  const stored: Array<{ index: number; records: Records; request: EnqueueRequest }> = [];
+  requests.forEach(({ environmentId, resource, body, idempotencyKey }, index) => {
+    const batch = readBatch(resource, body);
+    if (!batch.ok) return void (answers[index] = { result: batch });
+    // The same key means the same request only for the same resource and the same bytes.
+    const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: new Bun.CryptoHasher("sha256").update(`${resource.path}\n`).update(body).digest("hex") };
+    // The exact bytes are stored, not a re-serialization: an apply step without the records handed back here
+    // (another thread, a restart) parses them again.
+    stored.push({ index, records: batch.records, request: { environmentId, type: resource.jobType, recordCount: batch.records.length, body, idempotency } });
+  });
+  if (stored.length === 0) return answers;
+  const enqueued = jobs.enqueueAll(stored.map(({ request }) => request));
+  stored.forEach(({ index, records }, n) => {
+    const outcome = enqueued[n]!;
+    if (outcome.conflict) answers[index] = { result: { ok: false, idempotencyConflict: true } };
+    else if (outcome.replayed) answers[index] = { result: { ok: true, job: outcome.job, replayed: true } };
+    else answers[index] = { result: { ok: true, job: outcome.job, replayed: false }, records };
+  });
+  return answers;
 }
+
+/** One import POST: see acceptBatches. */
+export const acceptBatch = (jobs: JobRepository, environmentId: number, resource: ResourceDefinition, body: Uint8Array, idempotencyKey?: string): Accepted =>
+  acceptBatches(jobs, [{ environmentId, resource, body, idempotencyKey }])[0]!;

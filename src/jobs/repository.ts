@@ -1,11 +1,12 @@
 import { and, asc, desc, eq, gt, inArray, lt, sql } from "drizzle-orm";
-import type { Db } from "../db/client";
+import { writeTransaction, type Db } from "../db/client";
 import { environments, idempotencyKeys, jobPayloads, jobRejections, jobs } from "../db/schema";
 import type { JobOutput } from "./outcome";
 import { JobStatus } from "./states";
 
 export type Job = typeof jobs.$inferSelect;
 export type Idempotency = { key: string; requestHash: string };
+export type EnqueueRequest = { environmentId: number; type: string; recordCount: number; body: Uint8Array; idempotency?: Idempotency };
 export type Enqueued = { job: Job; replayed: boolean; conflict?: undefined } | { conflict: true };
 
 /** How long an Idempotency-Key is remembered. */
@@ -21,8 +22,55 @@ const now = () => new Date().toISOString();
 /** Every SQL statement about jobs. The HTTP thread only reads; workers write. */
 export class JobRepository {
   private readonly byId;
+  private readonly nextPending;
+  // Prepared once: intake and apply run these for every job, and building (and compiling) a statement each
+  // time cost more than running it.
+  private readonly insertJob;
+  private readonly insertPayload;
+  private readonly payloadById;
+  private readonly finishJob;
+  private readonly deletePayload;
 
   constructor(private readonly db: Db) {
+    this.insertJob = db
+      .insert(jobs)
+      .values({
+        environmentId: sql.placeholder("environmentId"),
+        type: sql.placeholder("type"),
+        status: sql.placeholder("status"),
+        recordCount: sql.placeholder("recordCount"),
+        createdAt: sql.placeholder("createdAt"),
+      })
+      .returning()
+      .prepare();
+    this.insertPayload = db
+      .insert(jobPayloads)
+      .values({ jobId: sql.placeholder("jobId"), body: sql.placeholder("body") })
+      .prepare();
+    this.payloadById = db
+      .select({ body: jobPayloads.body })
+      .from(jobPayloads)
+      .where(eq(jobPayloads.jobId, sql.placeholder("id")))
+      .prepare();
+    this.finishJob = db
+      .update(jobs)
+      .set({
+        status: sql.placeholder("status") as never,
+        output: sql.placeholder("output") as never,
+        // A job applied along with the one before it was never claimed on its own: it starts as it completes.
+        startedAt: sql`coalesce(${jobs.startedAt}, ${sql.placeholder("completedAt")})`,
+        completedAt: sql.placeholder("completedAt") as never,
+      })
+      .where(eq(jobs.id, sql.placeholder("id")))
+      .prepare();
+    this.deletePayload = db
+      .delete(jobPayloads)
+      .where(eq(jobPayloads.jobId, sql.placeholder("id")))
+      .prepare();
+    // Written out: Drizzle leaves the table names off the columns, and the correlated subquery needs them.
+    this.nextPending = db.$client.query<{ environmentId: number; jobId: number }, [string]>(
+      "SELECT environmentId, jobId FROM (SELECT e.id AS environmentId, (SELECT min(j.id) FROM jobs j WHERE j.environment_id = e.id AND j.status = ?) AS jobId FROM environments e) WHERE jobId IS NOT NULL ORDER BY jobId",
+    );
     this.byId = db
       .select()
       .from(jobs)
@@ -31,36 +79,37 @@ export class JobRepository {
   }
 
   /**
-   * Stores the job and its payload in one transaction; once this returns, the job survives a crash.
-   * With an idempotency key: the same key and request within 24 hours return the job stored then
-   * (`replayed`), the same key with another request is refused, and an older key is used afresh.
+   * Stores each job with its payload, all in one transaction (one fsync for the lot); once this returns,
+   * they survive a crash. Answers in the order asked. With an idempotency key: the same key and request
+   * within 24 hours return the job stored then (`replayed`, also for a repeat within this call), the same
+   * key with another request is refused, and an older key is used afresh.
    */
+  enqueueAll(requests: EnqueueRequest[]): Enqueued[] {
+    return writeTransaction(this.db, (tx) => requests.map((request) => this.enqueueOne(tx, request)));
+  }
+
+  /** One job: see enqueueAll. */
   enqueue(environmentId: number, type: string, recordCount: number, body: Uint8Array, idempotency?: Idempotency): Enqueued {
-    return this.db.transaction(
-      (tx) => {
-        if (idempotency) {
-          const where = and(eq(idempotencyKeys.environmentId, environmentId), eq(idempotencyKeys.key, idempotency.key));
-          const earlier = tx.select().from(idempotencyKeys).where(where).get();
-          if (earlier && earlier.createdAt >= idempotencyWindowStart()) {
-            if (earlier.requestHash !== idempotency.requestHash) return { conflict: true };
-            const job = tx.select().from(jobs).where(eq(jobs.id, earlier.jobId)).get();
-            if (job) return { job, replayed: true };
-          }
-          if (earlier) tx.delete(idempotencyKeys).where(where).run();
-        }
-        const job = tx
-          .insert(jobs)
-          .values({ environmentId, type, status: JobStatus.Pending, recordCount, createdAt: now() })
-          .returning()
-          .get();
-        tx.insert(jobPayloads).values({ jobId: job.id, body: body as Buffer }).run();
-        if (idempotency) {
-          tx.insert(idempotencyKeys).values({ environmentId, key: idempotency.key, requestHash: idempotency.requestHash, jobId: job.id, createdAt: job.createdAt }).run();
-        }
-        return { job, replayed: false };
-      },
-      { behavior: "immediate" },
-    );
+    return this.enqueueAll([{ environmentId, type, recordCount, body, idempotency }])[0]!;
+  }
+
+  private enqueueOne(tx: Db, { environmentId, type, recordCount, body, idempotency }: EnqueueRequest): Enqueued {
+    if (idempotency) {
+      const where = and(eq(idempotencyKeys.environmentId, environmentId), eq(idempotencyKeys.key, idempotency.key));
+      const earlier = tx.select().from(idempotencyKeys).where(where).get();
+      if (earlier && earlier.createdAt >= idempotencyWindowStart()) {
+        if (earlier.requestHash !== idempotency.requestHash) return { conflict: true };
+        const job = tx.select().from(jobs).where(eq(jobs.id, earlier.jobId)).get();
+        if (job) return { job, replayed: true };
+      }
+      if (earlier) tx.delete(idempotencyKeys).where(where).run();
+    }
+    const job = this.insertJob.get({ environmentId, type, status: JobStatus.Pending, recordCount, createdAt: now() })!;
+    this.insertPayload.run({ jobId: job.id, body });
+    if (idempotency) {
+      tx.insert(idempotencyKeys).values({ environmentId, key: idempotency.key, requestHash: idempotency.requestHash, jobId: job.id, createdAt: job.createdAt }).run();
+    }
+    return { job, replayed: false };
   }
 
   /** The environment's job, or undefined for an unknown id, another environment's job or one past retention. */
@@ -88,15 +137,12 @@ export class JobRepository {
       .all();
   }
 
-  /** The oldest pending job of each environment that has one, oldest first. */
+  /**
+   * The oldest pending job of each environment that has one, oldest first. Asked after every finished job:
+   * one index seek per environment (jobs_environment_status_idx), not a scan of everything pending.
+   */
   nextPendingPerEnvironment(): Array<{ environmentId: number; jobId: number }> {
-    return this.db
-      .select({ environmentId: jobs.environmentId, jobId: sql<number>`min(${jobs.id})` })
-      .from(jobs)
-      .where(eq(jobs.status, JobStatus.Pending))
-      .groupBy(jobs.environmentId)
-      .orderBy(asc(sql`min(${jobs.id})`))
-      .all();
+    return this.nextPending.all(JobStatus.Pending);
   }
 
   /** Jobs by status, all environments together (for the metrics). */
@@ -130,34 +176,41 @@ export class JobRepository {
 
   /** Marks the job Processing (visible to pollers at once) and counts the attempt. */
   claim(id: number): Job | undefined {
-    return this.db.transaction(
-      (tx) =>
-        tx
-          .update(jobs)
-          .set({ status: JobStatus.Processing, startedAt: now(), attempts: sql`${jobs.attempts} + 1` })
-          .where(and(eq(jobs.id, id), inArray(jobs.status, [JobStatus.Pending, JobStatus.Processing])))
-          .returning()
-          .get(),
-      { behavior: "immediate" },
+    return writeTransaction(this.db, (tx) =>
+      tx
+        .update(jobs)
+        .set({ status: JobStatus.Processing, startedAt: now(), attempts: sql`${jobs.attempts} + 1` })
+        .where(and(eq(jobs.id, id), inArray(jobs.status, [JobStatus.Pending, JobStatus.Processing])))
+        .returning()
+        .get(),
     );
   }
 
+  /** Up to `limit` pending jobs of `job`'s environment queued after it, in id order. */
+  pendingAfter(job: Job, limit: number): Job[] {
+    return this.db
+      .select()
+      .from(jobs)
+      .where(and(eq(jobs.environmentId, job.environmentId), eq(jobs.status, JobStatus.Pending), gt(jobs.id, job.id)))
+      .orderBy(asc(jobs.id))
+      .limit(limit)
+      .all();
+  }
+
   payload(id: number): Uint8Array | undefined {
-    return this.db.select({ body: jobPayloads.body }).from(jobPayloads).where(eq(jobPayloads.jobId, id)).get()?.body;
+    return this.payloadById.get({ id })?.body;
   }
 
   /** Records the terminal state and the rejected records, and drops the payload; call inside the job's apply transaction. */
-  finish(tx: Pick<Db, "update" | "delete" | "insert">, id: number, status: JobStatus, output: JobOutput, rejected: RejectedRecord[] = []): void {
-    tx.update(jobs)
-      .set({ status, output: JSON.stringify(output), completedAt: now() })
-      .where(eq(jobs.id, id))
-      .run();
+  finish(id: number, status: JobStatus, output: JobOutput, rejected: RejectedRecord[] = []): void {
+    this.finishJob.run({ id, status, output: JSON.stringify(output), completedAt: now() });
     for (let start = 0; start < rejected.length; start += rejectionChunk) {
-      tx.insert(jobRejections)
+      this.db
+        .insert(jobRejections)
         .values(rejected.slice(start, start + rejectionChunk).map((row) => ({ ...row, jobId: id })))
         .run();
     }
-    tx.delete(jobPayloads).where(eq(jobPayloads.jobId, id)).run();
+    this.deletePayload.run({ id });
   }
 
   /** The job's rejected records in batch order, after the index `after`. */

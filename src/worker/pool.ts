@@ -1,4 +1,5 @@
-import type { ReplyMessage, TaskMessage, TaskType, TaskTypes, ToWorker } from "./protocol";
+import { WriteLock } from "../db/write-lock";
+import { grouping, type ReplyMessage, type TaskMessage, type TaskType, type TaskTypes, type ToWorker } from "./protocol";
 
 /** The worker thread died (or threw outside a task) while running the task; the task may be retried. */
 export class WorkerCrashed extends Error {
@@ -22,7 +23,9 @@ export class TaskFailed extends Error {
 export type Placement = { prefer?: number; onSlot?: (slot: number) => void };
 
 type Pending = {
-  message: TaskMessage;
+  task: TaskType;
+  taskId: number;
+  input: unknown;
   transfer: Transferable[];
   placement?: Placement;
   resolve: (output: unknown) => void;
@@ -32,16 +35,21 @@ type Pending = {
 const maxFailedStarts = 3;
 const closeThreadTimeoutMs = 2_000;
 
-type Slot = { worker: Worker; ready: boolean; dead?: boolean; current?: Pending; onClosed?: () => void };
+// `running`: the tasks sent to the thread and not yet answered (several when grouped); empty when the slot is free.
+type Slot = { worker: Worker; owner: number; ready: boolean; dead?: boolean; running: Pending[]; onClosed?: () => void };
 
 /**
  * A fixed set of Bun Worker threads fed from one FIFO queue. A worker that dies is replaced at once;
- * the task it was running is rejected with WorkerCrashed so that its owner can decide to retry.
+ * the tasks it was running are rejected with WorkerCrashed so that their owners can decide to retry.
+ * Queued tasks of a type in `grouping` go to a thread together, in one message.
  */
 export class WorkerPool {
   private readonly slots: Slot[] = [];
   private readonly queue: Pending[] = [];
   private nextTaskId = 1;
+  // The threads take turns writing on this (see WriteLock); each thread ever spawned has its own owner number.
+  private readonly writeLock = WriteLock.sharedBuffer();
+  private nextOwner = 1;
   private closing = false;
   // Threads that died before they were ready, in a row: a thread that cannot even start (a missing entry,
   // an unreadable database) must not be respawned in a tight loop, and must fail the server's start.
@@ -78,8 +86,7 @@ export class WorkerPool {
   run<K extends TaskType>(task: K, input: TaskTypes[K]["input"], transfer: Transferable[] = [], placement?: Placement): Promise<TaskTypes[K]["output"]> {
     if (this.closing) return Promise.reject(new WorkerCrashed("the worker pool is shutting down"));
     return new Promise((resolve, reject) => {
-      const message: TaskMessage = { type: "task", taskId: this.nextTaskId++, task, input };
-      this.queue.push({ message, transfer, placement, resolve: resolve as (output: unknown) => void, reject });
+      this.queue.push({ task, taskId: this.nextTaskId++, input, transfer, placement, resolve: resolve as (output: unknown) => void, reject });
       this.dispatch();
     });
   }
@@ -93,9 +100,9 @@ export class WorkerPool {
     this.closing = true;
     for (const pending of this.queue.splice(0)) pending.reject(new WorkerCrashed("the worker pool is shutting down"));
     const deadline = Date.now() + graceMs;
-    while (this.slots.some((slot) => slot.current) && Date.now() < deadline) await Bun.sleep(10);
-    const cut = this.slots.filter((slot) => slot.current).length;
-    await Promise.all(this.slots.map((slot) => (slot.current || !slot.ready || slot.dead ? slot.worker.terminate() : this.closeThread(slot))));
+    while (this.slots.some((slot) => slot.running.length > 0) && Date.now() < deadline) await Bun.sleep(10);
+    const cut = this.slots.reduce((sum, slot) => sum + slot.running.length, 0);
+    await Promise.all(this.slots.map((slot) => (slot.running.length > 0 || !slot.ready || slot.dead ? slot.worker.terminate() : this.closeThread(slot))));
     return cut;
   }
 
@@ -108,14 +115,14 @@ export class WorkerPool {
 
   private spawn(): Slot {
     const worker = new Worker(this.entry);
-    const slot: Slot = { worker, ready: false };
+    const slot: Slot = { worker, owner: this.nextOwner++, ready: false, running: [] };
     worker.onmessage = (event: MessageEvent<ReplyMessage>) => this.onReply(slot, event.data);
     worker.onerror = (event) => {
       event.preventDefault?.();
       this.replace(slot, event.message ?? "worker error");
     };
     worker.addEventListener("close", () => this.replace(slot, "worker exited"));
-    worker.postMessage({ type: "init", dataDir: this.dataDir });
+    worker.postMessage({ type: "init", dataDir: this.dataDir, writeLock: this.writeLock, owner: slot.owner } satisfies ToWorker);
     return slot;
   }
 
@@ -127,12 +134,12 @@ export class WorkerPool {
       slot.onClosed?.();
       return;
     } else {
-      const pending = slot.current;
-      slot.current = undefined;
-      if (pending && pending.message.taskId === reply.taskId) {
-        if (reply.type === "done") pending.resolve(reply.output);
-        else pending.reject(new TaskFailed(reply.message, reply.code));
-      }
+      const index = slot.running.findIndex((pending) => pending.taskId === reply.taskId);
+      if (index === -1) return;
+      const [pending] = slot.running.splice(index, 1);
+      if (reply.type === "done") pending!.resolve(reply.output);
+      else pending!.reject(new TaskFailed(reply.message, reply.code));
+      if (slot.running.length > 0) return;
     }
     this.dispatch();
   }
@@ -143,7 +150,9 @@ export class WorkerPool {
     if (index === -1 || this.closing || slot.dead) return;
     slot.dead = true;
     slot.worker.terminate();
-    const pending = slot.current;
+    // Died mid-transaction, perhaps: SQLite rolls that back, and the other threads must not wait for its turn.
+    WriteLock.releaseFor(this.writeLock, slot.owner);
+    const running = slot.running.splice(0);
     this.onCrash(new WorkerCrashed(reason));
     if (slot.ready) {
       this.slots[index] = this.spawn();
@@ -155,27 +164,48 @@ export class WorkerPool {
         if (!this.closing && this.slots[index] === slot) this.slots[index] = this.spawn();
       }, delayMs);
     }
-    pending?.reject(new WorkerCrashed(`worker thread crashed: ${reason}`));
+    for (const pending of running) pending.reject(new WorkerCrashed(`worker thread crashed: ${reason}`));
   }
 
   // A task goes to the slot it prefers when that one is free; every other task, in FIFO order, to any free slot.
   // Never waiting for a busy preferred slot: re-parsing a batch costs less than waiting out another intake.
   private dispatch(): void {
+    const free = (slot: Slot | undefined) => slot !== undefined && slot.ready && slot.running.length === 0;
     for (let i = 0; i < this.queue.length; ) {
       const prefer = this.queue[i]!.placement?.prefer;
-      const slot = prefer === undefined ? undefined : this.slots[prefer];
-      if (slot && slot.ready && !slot.current) this.start(prefer!, this.queue.splice(i, 1)[0]!);
+      if (prefer !== undefined && free(this.slots[prefer])) this.start(prefer, this.takeGroup(i));
       else i++;
     }
     this.slots.forEach((slot, index) => {
-      if (this.queue.length > 0 && slot.ready && !slot.current) this.start(index, this.queue.shift()!);
+      if (this.queue.length > 0 && free(slot)) this.start(index, this.takeGroup(0));
     });
   }
 
-  private start(index: number, pending: Pending): void {
+  // Takes the queued task at `index` out of the queue, with the later queued tasks of its type that may go
+  // along (see grouping), in queue order; stops at the first that would take the group past its byte limit.
+  private takeGroup(index: number): Pending[] {
+    const group = this.queue.splice(index, 1);
+    const rule = grouping[group[0]!.task] as { maxTasks: number; maxBytes: number; bytes: (input: unknown) => number } | undefined;
+    if (!rule) return group;
+    let bytes = rule.bytes(group[0]!.input);
+    for (let i = index; i < this.queue.length && group.length < rule.maxTasks; ) {
+      const next = this.queue[i]!;
+      if (next.task !== group[0]!.task || next.placement?.prefer !== undefined) {
+        i++;
+        continue;
+      }
+      bytes += rule.bytes(next.input);
+      if (bytes > rule.maxBytes) break;
+      group.push(...this.queue.splice(i, 1));
+    }
+    return group;
+  }
+
+  private start(index: number, group: Pending[]): void {
     const slot = this.slots[index]!;
-    slot.current = pending;
-    pending.placement?.onSlot?.(index);
-    slot.worker.postMessage(pending.message, pending.transfer);
+    slot.running = group;
+    for (const pending of group) pending.placement?.onSlot?.(index);
+    const message: TaskMessage = { type: "task", task: group[0]!.task, items: group.map(({ taskId, input }) => ({ taskId, input: input as never })) };
+    slot.worker.postMessage(message, group.flatMap((pending) => pending.transfer));
   }
 }

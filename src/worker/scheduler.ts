@@ -16,14 +16,15 @@ export type SchedulerOptions = {
   onError?: (jobId: number, error: unknown) => void;
   /** A job goes to a worker (again, after a retry). */
   onStarted?: (jobId: number, attempt: number) => void;
-  /** A job reached its terminal state; `seconds` counts from its first attempt. */
+  /** A job reached its terminal state; `seconds` counts from the first attempt of the run it was applied in. */
   onFinished?: (jobId: number, job: FinishedJob, seconds: number) => void;
 };
 
 /**
  * Decides which job runs next. Jobs of one environment run strictly one at a time, in id order
  * (ids are assigned in commit order, so that is acceptance order); environments run in parallel.
- * The database is the queue: nothing is held only in memory, so a restart loses nothing.
+ * A run starts at an environment's oldest pending job and may take the small ones after it along (see
+ * applyJobs). The database is the queue: nothing is held only in memory, so a restart loses nothing.
  */
 export class JobScheduler {
   private readonly busyEnvironments = new Set<number>();
@@ -33,6 +34,9 @@ export class JobScheduler {
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
   // The worker slot that accepted a job and holds its batch parsed (see ParsedBatches): its apply goes there.
   private readonly acceptedOn = new Map<number, number>();
+  // Environments whose worker crashed: their jobs run one per transaction, so that a job that kills its
+  // worker is found and given up alone, not with the jobs applied along with it. Until their queue is empty.
+  private readonly aloneEnvironments = new Set<number>();
   private stopped = false;
   private idleWaiters: Array<() => void> = [];
 
@@ -42,20 +46,26 @@ export class JobScheduler {
     private readonly options: SchedulerOptions,
   ) {}
 
-  /** A job was just accepted by the worker in `slot`; starts whatever can start now. */
-  accepted(jobId: number, slot: number | undefined): void {
+  /** A job of `environmentId` was just accepted by the worker in `slot`; starts it if its environment is free. */
+  accepted(jobId: number, environmentId: number, slot: number | undefined): void {
     if (slot !== undefined) {
       this.acceptedOn.set(jobId, slot);
       // Only a hint: a long backlog forgets the oldest (their workers have dropped those batches by then anyway).
       if (this.acceptedOn.size > maxRememberedSlots) this.acceptedOn.delete(this.acceptedOn.keys().next().value!);
     }
-    this.kick();
+    // A busy environment takes its next job when the running one is released; under a burst of intakes
+    // that is nearly always, and asking the database after each would cost more than the intake itself.
+    if (!this.busyEnvironments.has(environmentId) && this.busyEnvironments.size < this.options.maxConcurrentJobs) this.kick();
   }
 
   /** Starts whatever can start now. Cheap; called after each intake and each finished job. */
   kick(): void {
     if (this.stopped) return;
-    for (const { environmentId, jobId } of this.jobs.nextPendingPerEnvironment()) {
+    const next = this.jobs.nextPendingPerEnvironment();
+    for (const environmentId of this.aloneEnvironments) {
+      if (!this.busyEnvironments.has(environmentId) && !next.some((job) => job.environmentId === environmentId)) this.aloneEnvironments.delete(environmentId);
+    }
+    for (const { environmentId, jobId } of next) {
       if (this.busyEnvironments.size >= this.options.maxConcurrentJobs) break;
       if (this.busyEnvironments.has(environmentId)) continue;
       this.busyEnvironments.add(environmentId);
@@ -76,8 +86,9 @@ export class JobScheduler {
     await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
-  private release(environmentId: number, jobId: number, finished?: FinishedJob): void {
-    if (finished) this.options.onFinished?.(jobId, finished, (performance.now() - this.startedAt.get(jobId)!) / 1000);
+  private release(environmentId: number, jobId: number, finished: FinishedJob[] = []): void {
+    const seconds = (performance.now() - this.startedAt.get(jobId)!) / 1000;
+    for (const job of finished) this.options.onFinished?.(job.id, job, seconds);
     this.attempts.delete(jobId);
     this.storageWaits.delete(jobId);
     this.startedAt.delete(jobId);
@@ -91,8 +102,8 @@ export class JobScheduler {
     this.options.onStarted?.(jobId, (this.attempts.get(jobId) ?? 0) + 1);
     const prefer = this.acceptedOn.get(jobId);
     this.acceptedOn.delete(jobId);
-    this.pool.run("apply", { jobId }, [], { prefer }).then(
-      ({ job }) => this.release(environmentId, jobId, job),
+    this.pool.run("apply", { jobId, alone: this.aloneEnvironments.has(environmentId) }, [], { prefer }).then(
+      ({ jobs }) => this.release(environmentId, jobId, jobs),
       (error) => this.retry(environmentId, jobId, error),
     );
   }
@@ -104,6 +115,7 @@ export class JobScheduler {
     this.options.onError?.(jobId, error);
     const storage = error instanceof TaskFailed && isStorageFault(error.code);
     const attempt = (this.attempts.get(jobId) ?? 0) + (storage ? 0 : 1);
+    if (!storage) this.aloneEnvironments.add(environmentId);
     this.attempts.set(jobId, attempt);
     const waits = (this.storageWaits.get(jobId) ?? 0) + (storage ? 1 : 0);
     this.storageWaits.set(jobId, waits);
@@ -115,7 +127,7 @@ export class JobScheduler {
       if (storage || attempt < this.options.maxAttempts) return this.run(environmentId, jobId);
       const message = `Nothing was applied: the job could not be processed after ${attempt} attempts (the worker failed: ${(error as Error)?.message ?? error}). Re-send the batch; if it fails again, split it and contact the operator.`;
       this.pool.run("giveUp", { jobId, message }).then(
-        ({ job }) => this.release(environmentId, jobId, job),
+        ({ jobs }) => this.release(environmentId, jobId, jobs),
         (giveUpError) => this.retry(environmentId, jobId, giveUpError),
       );
     }, delayMs);

@@ -97,6 +97,22 @@ describe("applying a job", () => {
     expect(await response.json()).toMatchObject({ name: "v7", lastJobId: accepted[7]!.id });
   });
 
+  test("a burst of one-record jobs from many clients: every one is accepted and ends with its own outcome", async () => {
+    const env = server.addEnvironment("burst");
+    await seedReferenceData(env.base, env.key);
+    const batches = Array.from({ length: 120 }, (_, i) => [asset(20_000 + i, i % 10 === 3 ? { subAreaId: "atlantis" } : {})]);
+    const accepted = await Promise.all(batches.map((batch) => importBatch(env.base, "assets", env.key, batch)));
+    expect(new Set(accepted.map((job) => job.id)).size).toBe(120);
+    const done = await Promise.all(accepted.map((job) => waitForJob(env.base, env.key, job.id)));
+    done.forEach((job, i) => {
+      expect(job.recordCount).toBe(1);
+      if (i % 10 === 3) expect(job.output).toMatchObject({ applied: 0, rejected: 1, errors: [{ index: 0, id: asset(20_000 + i).id, field: "subAreaId" }] });
+      else expect(job).toMatchObject({ importJobStatus: "Succeeded", output: { applied: 1, rejected: 0 } });
+      expect(job.startedAt).not.toBeNull();
+    });
+    expect(done.filter((job) => job.importJobStatus === "Failed")).toHaveLength(12);
+  });
+
   test("a terminal job's payload is dropped", async () => {
     const job = await importAndWait(server.base, "assets", server.key, assets(20, 200));
     const db = server.db();

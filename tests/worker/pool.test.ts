@@ -36,6 +36,43 @@ describe("WorkerPool", () => {
     await slow;
   });
 
+  describe("intakes queued together go to a thread in one message (one transaction there)", () => {
+    const accept = (bytes: number, resource = "assets") =>
+      pool!.run("accept", { environmentId: 1, resource, body: new ArrayBuffer(bytes) }) as unknown as Promise<{ groupSize: number; bytes: number }>;
+    const megabyte = 1024 * 1024;
+
+    test("an idle pool sends each alone; a busy one sends the queued ones together", async () => {
+      pool = new WorkerPool({ entry: flaky, size: 1, dataDir: tempDir() });
+      await pool.ready();
+      expect(await accept(100)).toEqual({ groupSize: 1, bytes: 100 });
+      const busy = pool.run("purge", { before: "slow" });
+      const queued = await Promise.all([accept(1), accept(2), accept(3), accept(4), accept(5)]);
+      await busy;
+      expect(queued as unknown[]).toEqual([1, 2, 3, 4, 5].map((bytes) => ({ groupSize: 5, bytes })));
+    });
+
+    test("a group holds at most 8 MB of bodies (a bigger body goes alone), and only tasks of one type", async () => {
+      pool = new WorkerPool({ entry: flaky, size: 1, dataDir: tempDir() });
+      await pool.ready();
+      const busy = pool.run("purge", { before: "slow" });
+      const answers = Promise.all([accept(3 * megabyte), accept(3 * megabyte), accept(3 * megabyte), accept(20 * megabyte), accept(10)]);
+      const purge = pool.run("purge", { before: "ok" });
+      await busy;
+      expect((await answers).map((answer) => answer.groupSize)).toEqual([2, 2, 1, 1, 1]);
+      expect(await purge).toEqual({ count: 7 });
+    });
+
+    test("a thread that dies with a group rejects every task of it with WorkerCrashed", async () => {
+      pool = new WorkerPool({ entry: flaky, size: 1, dataDir: tempDir() });
+      await pool.ready();
+      const busy = pool.run("purge", { before: "slow" });
+      const group = [accept(1).catch((e) => e), accept(1, "exit").catch((e) => e), accept(1).catch((e) => e)];
+      await busy;
+      for (const outcome of await Promise.all(group)) expect(outcome).toBeInstanceOf(WorkerCrashed);
+      expect(await accept(1)).toEqual({ groupSize: 1, bytes: 1 });
+    });
+  });
+
   test("a task that fails inside the worker rejects with TaskFailed and its SQLite code", async () => {
     pool = new WorkerPool({ entry: flaky, size: 1, dataDir: tempDir() });
     await pool.ready();

@@ -6,9 +6,12 @@ import { JobScheduler } from "../../src/worker/scheduler";
 /** An in-memory queue and a pool whose apply outcome each test scripts. */
 function harness(pending: Array<{ environmentId: number; jobId: number }>, apply: (jobId: number, attempt: number) => Promise<unknown>) {
   const calls: Array<[string, number]> = [];
+  const alone: boolean[] = [];
   const attempts = new Map<number, number>();
+  const queries = { count: 0 };
   const jobs = {
     nextPendingPerEnvironment: () => {
+      queries.count++;
       const firstPerEnvironment = new Map<number, number>();
       for (const job of pending) if (!firstPerEnvironment.has(job.environmentId)) firstPerEnvironment.set(job.environmentId, job.jobId);
       return [...firstPerEnvironment].map(([environmentId, jobId]) => ({ environmentId, jobId }));
@@ -16,17 +19,18 @@ function harness(pending: Array<{ environmentId: number; jobId: number }>, apply
   } as unknown as JobRepository;
   const finish = (jobId: number) => pending.splice(pending.findIndex((job) => job.jobId === jobId), 1);
   const pool = {
-    run: async (task: string, input: { jobId: number }) => {
+    run: async (task: string, input: { jobId: number; alone?: boolean }) => {
       calls.push([task, input.jobId]);
-      if (task === "giveUp") return finish(input.jobId), { job: { type: "Asset", status: "Failed", total: 1, applied: 0, rejected: 1 } };
+      if (task === "apply") alone.push(input.alone ?? false);
+      if (task === "giveUp") return finish(input.jobId), { jobs: [{ id: input.jobId, type: "Asset", status: "Failed", total: 1, applied: 0, rejected: 1 }] };
       const attempt = (attempts.get(input.jobId) ?? 0) + 1;
       attempts.set(input.jobId, attempt);
       await apply(input.jobId, attempt);
       finish(input.jobId);
-      return { job: { type: "Asset", status: "Succeeded", total: 1, applied: 1, rejected: 0 } };
+      return { jobs: [{ id: input.jobId, type: "Asset", status: "Succeeded", total: 1, applied: 1, rejected: 0 }] };
     },
   } as unknown as WorkerPool;
-  return { jobs, pool, calls };
+  return { jobs, pool, calls, alone, pending, queries };
 }
 
 const settle = async (scheduler: JobScheduler) => {
@@ -56,6 +60,20 @@ describe("JobScheduler", () => {
     expect(calls.filter(([, id]) => environmentOf.get(id) === 1).map(([, id]) => id)).toEqual([1, 2, 4]);
   });
 
+  test("an intake for an environment that is busy does not ask the database for work; one for a free environment does", () => {
+    const { jobs, pool, calls, pending, queries } = harness([{ environmentId: 1, jobId: 1 }], () => new Promise(() => {}));
+    const scheduler = new JobScheduler(jobs, pool, { maxConcurrentJobs: 2, maxAttempts: 3, retryDelayMs: 1 });
+    scheduler.kick();
+    expect(queries.count).toBe(1);
+    pending.push({ environmentId: 1, jobId: 2 });
+    scheduler.accepted(2, 1, undefined);
+    expect(queries.count).toBe(1);
+    pending.push({ environmentId: 2, jobId: 3 });
+    scheduler.accepted(3, 2, undefined);
+    expect(queries.count).toBe(2);
+    expect(calls).toEqual([["apply", 1], ["apply", 3]]);
+  });
+
   test("respects the cap on jobs running at once", () => {
     const { jobs, pool, calls } = harness([1, 2, 3].map((n) => ({ environmentId: n, jobId: n })), () => new Promise(() => {}));
     new JobScheduler(jobs, pool, { maxConcurrentJobs: 2, maxAttempts: 3, retryDelayMs: 1 }).kick();
@@ -75,6 +93,35 @@ describe("JobScheduler", () => {
     await settle(scheduler);
     expect(calls).toEqual([["apply", 1], ["apply", 1], ["apply", 2]]);
     expect(errors).toEqual([1]);
+  });
+
+  test("after a crash, the environment's jobs are applied one per run (a poison job is found alone) until its queue is empty", async () => {
+    const { jobs, pool, calls, alone, pending } = harness(
+      [{ environmentId: 1, jobId: 1 }, { environmentId: 1, jobId: 2 }, { environmentId: 1, jobId: 3 }],
+      async (jobId, attempt) => {
+        if (jobId === 1 && attempt === 1) throw new WorkerCrashed("worker exited");
+      },
+    );
+    const scheduler = new JobScheduler(jobs, pool, { maxConcurrentJobs: 2, maxAttempts: 3, retryDelayMs: 1 });
+    scheduler.kick();
+    await settle(scheduler);
+    expect(calls).toEqual([["apply", 1], ["apply", 1], ["apply", 2], ["apply", 3]]);
+    expect(alone).toEqual([false, true, true, true]);
+    // Its queue ran empty: the next job may take others along again.
+    pending.push({ environmentId: 1, jobId: 4 });
+    scheduler.kick();
+    await settle(scheduler);
+    expect(alone.at(-1)).toBe(false);
+  });
+
+  test("a full disk does not make an environment's runs single-job: it is not the jobs' fault", async () => {
+    const { jobs, pool, alone } = harness([{ environmentId: 1, jobId: 1 }, { environmentId: 1, jobId: 2 }], async (jobId, attempt) => {
+      if (jobId === 1 && attempt === 1) throw new TaskFailed("database or disk is full", "SQLITE_FULL");
+    });
+    const scheduler = new JobScheduler(jobs, pool, { maxConcurrentJobs: 2, maxAttempts: 3, retryDelayMs: 1 });
+    scheduler.kick();
+    await settle(scheduler);
+    expect(alone).toEqual([false, false, false]);
   });
 
   test("a job that keeps crashing its worker is given up after maxAttempts, and the queue moves on", async () => {

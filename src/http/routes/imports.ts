@@ -65,7 +65,7 @@ function importRoute(services: Services, resource: ResourceDefinition) {
       if (result.replayed) {
         set.headers["idempotent-replayed"] = "true";
       } else {
-        services.scheduler.accepted(result.job.id, acceptedOn);
+        services.scheduler.accepted(result.job.id, environmentId, acceptedOn);
         services.log({ msg: "job accepted", jobId: result.job.id, type: result.job.type, records: result.job.recordCount, environment: params.env });
       }
       set.status = 202;
