@@ -2,7 +2,7 @@ import { writeTransaction, type Db } from "../db/client";
 import type { ResourceDefinition } from "../resources/definition";
 import { resourceByJobType, resourceByPath } from "../resources/registry";
 import { RecordStore } from "../resources/store";
-import { displayName } from "../resources/validate";
+import { displayName, type BatchValidation } from "../resources/validate";
 import { readBatch, type Records } from "./batch";
 import { batchFailure, duplicateIdsOutcome, recordOutcome, type Rejection } from "./outcome";
 import type { Job, JobRepository, RejectedRecord } from "./repository";
@@ -80,22 +80,27 @@ class EnvironmentRecords {
   }
 }
 
+/** A job's batch as its apply step reads it: undefined when its payload was lost. */
+type StoredBatch = BatchValidation<Records[number]> | undefined;
+
+/** The batch this thread still holds parsed (`parsed`), or else the stored payload, read and parsed again. */
+function readJob(jobsRepo: JobRepository, job: Job, parsed: Records | undefined): StoredBatch {
+  if (parsed) return { ok: true, records: parsed };
+  const body = jobsRepo.payload(job.id);
+  return body ? readBatch(resourceByJobType(job.type), body) : undefined;
+}
+
 /**
- * Applies one job inside the caller's transaction: read its payload (unless `parsed` is the batch this
- * thread accepted and validated itself), reject records whose references do not exist in the environment,
- * upsert the rest, store the outcome, drop the payload.
+ * Applies one job inside the caller's transaction: reject records whose references do not exist in the
+ * environment, upsert the rest, store the outcome, drop the payload.
  */
-function applyOne(db: Db, jobsRepo: JobRepository, job: Job, environment: EnvironmentRecords, parsed: Records | undefined): FinishedJob {
+function applyOne(jobsRepo: JobRepository, job: Job, environment: EnvironmentRecords, batch: StoredBatch): FinishedJob {
   const resource = resourceByJobType(job.type);
   const finish = ({ status, output }: ReturnType<typeof recordOutcome>, records?: Records, rejections: Rejection[] = []): FinishedJob => {
     jobsRepo.finish(job.id, status, output, records ? rejectedRecords(records, rejections, output.applied === 0 ? output.message : undefined) : []);
     return { id: job.id, type: job.type, status, total: output.total, applied: output.applied, rejected: output.rejected };
   };
-  const body = parsed ? undefined : jobsRepo.payload(job.id);
-  if (!parsed && !body) {
-    return finish(batchFailure(job.recordCount, "The job's payload was lost, so nothing was applied. Re-send the batch."));
-  }
-  const batch = parsed ? ({ ok: true, records: parsed } as const) : readBatch(resource, body!);
+  if (!batch) return finish(batchFailure(job.recordCount, "The job's payload was lost, so nothing was applied. Re-send the batch."));
   if (!batch.ok) {
     // Cannot happen for a payload that passed request-time validation, unless the rules changed in an upgrade.
     return finish(batchFailure(job.recordCount, `Nothing was applied: the stored batch no longer passes validation (${Object.entries(batch.errors).slice(0, 3).map(([k, v]) => `${k}: ${v.join(" ")}`).join("; ")}). Re-send it after fixing.`));
@@ -134,28 +139,34 @@ function applyOne(db: Db, jobsRepo: JobRepository, job: Job, environment: Enviro
 }
 
 /**
- * Applies the pending job `jobId`: claims it (Processing, visible to pollers at once), then, in one
- * transaction, applies it and, unless `alone` or the job is big, the small pending jobs queued right after
- * it in its environment, in id order, each with its own outcome (those go from Pending to their terminal
- * state in that one commit). Returns what each job ended as, in id order; empty when the job was not there
- * to claim. `parsed(id)` gives a batch this thread still holds parsed, if it does.
+ * Applies the pending job `jobId` and, unless `alone` or the job is big, the small pending jobs queued
+ * right after it in its environment (see groupLimits): in one transaction, in id order, each with its own
+ * outcome. A big job, or one `alone`, is claimed first in a commit of its own, so that pollers see it
+ * Processing while it runs; a group goes from Pending to its outcomes in its one commit.
+ * Returns what each job ended as, in id order; empty when the job was not there to apply.
+ * `parsed(id)` gives a batch this thread still holds parsed, if it does.
  */
 export function applyJobs(db: Db, jobsRepo: JobRepository, jobId: number, options: { parsed?: (jobId: number) => Records | undefined; alone?: boolean } = {}): FinishedJob[] {
-  const first = jobsRepo.claim(jobId);
+  const first = jobsRepo.unfinished(jobId);
   if (!first) return [];
-  const parsed = options.parsed ?? (() => undefined);
-  // Everything below runs on `db` inside the transaction: a Drizzle transaction is the same connection, and
-  // RecordStore prepares its upsert on the connection itself.
-  return writeTransaction(db, () => {
-    const environment = new EnvironmentRecords(db, first.environmentId);
-    const finished = [applyOne(db, jobsRepo, first, environment, parsed(first.id))];
-    if (options.alone || first.recordCount > groupLimits.maxRecords) return finished;
+  const alone = options.alone || first.recordCount > groupLimits.maxRecords;
+  if (alone && !jobsRepo.claim(jobId)) return [];
+  const group = [first];
+  if (!alone) {
     let records = first.recordCount;
     for (const job of jobsRepo.pendingAfter(first, groupLimits.maxJobs - 1)) {
       records += job.recordCount;
       if (records > groupLimits.maxRecords) break;
-      finished.push(applyOne(db, jobsRepo, job, environment, parsed(job.id)));
+      group.push(job);
     }
-    return finished;
+  }
+  // Read and parsed before the write lock is taken, so that other threads can commit meanwhile: nothing but
+  // this run changes these jobs (their environment runs one at a time), and a payload never changes.
+  const batches = group.map((job) => readJob(jobsRepo, job, options.parsed?.(job.id)));
+  // On `db` inside the transaction: a Drizzle transaction is the same connection, and RecordStore prepares
+  // its upsert on the connection itself.
+  return writeTransaction(db, () => {
+    const environment = new EnvironmentRecords(db, first.environmentId);
+    return group.map((job, index) => applyOne(jobsRepo, job, environment, batches[index]));
   });
 }

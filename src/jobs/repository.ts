@@ -28,6 +28,7 @@ export class JobRepository {
   private readonly insertJob;
   private readonly insertPayload;
   private readonly payloadById;
+  private readonly unfinishedById;
   private readonly finishJob;
   private readonly deletePayload;
 
@@ -46,6 +47,11 @@ export class JobRepository {
     this.insertPayload = db
       .insert(jobPayloads)
       .values({ jobId: sql.placeholder("jobId"), body: sql.placeholder("body") })
+      .prepare();
+    this.unfinishedById = db
+      .select()
+      .from(jobs)
+      .where(and(eq(jobs.id, sql.placeholder("id")), inArray(jobs.status, [sql.placeholder("pending"), sql.placeholder("processing")])))
       .prepare();
     this.payloadById = db
       .select({ body: jobPayloads.body })
@@ -172,6 +178,11 @@ export class JobRepository {
       .where(eq(jobs.status, JobStatus.Processing))
       .returning({ id: jobs.id })
       .all().length;
+  }
+
+  /** The job if it is not terminal yet (Pending, or Processing after an interrupted attempt). */
+  unfinished(id: number): Job | undefined {
+    return this.unfinishedById.get({ id, pending: JobStatus.Pending, processing: JobStatus.Processing });
   }
 
   /** Marks the job Processing (visible to pollers at once) and counts the attempt. */
