@@ -4,6 +4,7 @@ import { resourceByJobType, resourceByPath } from "../resources/registry";
 import { RecordStore } from "../resources/store";
 import { displayName, type BatchValidation } from "../resources/validate";
 import { readBatch, type Records } from "./batch";
+import { requestBody } from "./payload";
 import { batchFailure, duplicateIdsOutcome, recordOutcome, type Rejection } from "./outcome";
 import type { Job, JobRepository, RejectedRecord } from "./repository";
 import type { JobStatus } from "./states";
@@ -86,8 +87,8 @@ type StoredBatch = BatchValidation<Records[number]> | undefined;
 /** The batch this thread still holds parsed (`parsed`), or else the stored payload, read and parsed again. */
 function readJob(jobsRepo: JobRepository, job: Job, parsed: Records | undefined): StoredBatch {
   if (parsed) return { ok: true, records: parsed };
-  const body = jobsRepo.payload(job.id);
-  return body ? readBatch(resourceByJobType(job.type), body) : undefined;
+  const stored = jobsRepo.payload(job.id);
+  return stored ? readBatch(resourceByJobType(job.type), requestBody(stored)) : undefined;
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { ResourceDefinition } from "../resources/definition";
 import type { FieldErrors } from "../resources/validate";
 import { readBatch, type Records } from "./batch";
+import { storedPayload } from "./payload";
 import type { EnqueueRequest, Job, JobRepository } from "./repository";
 
 export type IntakeResult =
@@ -26,9 +27,9 @@ export function acceptBatches(jobs: JobRepository, requests: IntakeRequest[]): A
     if (!batch.ok) return void (answers[index] = { result: batch });
     // The same key means the same request only for the same resource and the same bytes.
     const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: new Bun.CryptoHasher("sha256").update(`${resource.path}\n`).update(body).digest("hex") };
-    // The exact bytes are stored, not a re-serialization: an apply step without the records handed back here
-    // (another thread, a restart) parses them again.
-    stored.push({ index, records: batch.records, request: { environmentId, type: resource.jobType, recordCount: batch.records.length, body, idempotency } });
+    // The exact bytes are stored (compressed when big), not a re-serialization: an apply step without the
+    // records handed back here (another thread, a restart) parses them again.
+    stored.push({ index, records: batch.records, request: { environmentId, type: resource.jobType, recordCount: batch.records.length, body: storedPayload(body), idempotency } });
   });
   if (stored.length === 0) return answers;
   const enqueued = jobs.enqueueAll(stored.map(({ request }) => request));

@@ -6,6 +6,7 @@ import { JobStatus } from "./states";
 
 export type Job = typeof jobs.$inferSelect;
 export type Idempotency = { key: string; requestHash: string };
+/** `body`: the payload as it is to be stored (see payload.ts). */
 export type EnqueueRequest = { environmentId: number; type: string; recordCount: number; body: Uint8Array; idempotency?: Idempotency };
 export type Enqueued = { job: Job; replayed: boolean; conflict?: undefined } | { conflict: true };
 
