@@ -5,7 +5,7 @@ import { RecordStore } from "../resources/store";
 import { displayName, type BatchValidation } from "../resources/validate";
 import { readBatch, type Records } from "./batch";
 import { requestBody } from "./payload";
-import { batchFailure, duplicateIdsOutcome, recordOutcome, type Rejection } from "./outcome";
+import { batchFailure, duplicateIdsOutcome, recordOutcome, type JobOutput, type Rejection } from "./outcome";
 import type { Job, JobRepository, RejectedRecord } from "./repository";
 import type { JobStatus } from "./states";
 
@@ -40,6 +40,16 @@ function rejectedRecords(records: Records, rejections: Rejection[], batchMessage
 
 /** What a finished job ended as: for the log and the metrics. */
 export type FinishedJob = { id: number; type: string; status: JobStatus; total: number; applied: number; rejected: number };
+
+/** What `job` ended as, given the terminal state and output stored for it. */
+export const finishedJob = (job: Job, status: JobStatus, output: JobOutput): FinishedJob => ({
+  id: job.id,
+  type: job.type,
+  status,
+  total: output.total,
+  applied: output.applied,
+  rejected: output.rejected,
+});
 
 /**
  * A job of up to `maxRecords` records is applied together with the small jobs queued right after it in its
@@ -99,7 +109,7 @@ function applyOne(jobsRepo: JobRepository, job: Job, environment: EnvironmentRec
   const resource = resourceByJobType(job.type);
   const finish = ({ status, output }: ReturnType<typeof recordOutcome>, records?: Records, rejections: Rejection[] = []): FinishedJob => {
     jobsRepo.finish(job.id, status, output, records ? rejectedRecords(records, rejections, output.applied === 0 ? output.message : undefined) : []);
-    return { id: job.id, type: job.type, status, total: output.total, applied: output.applied, rejected: output.rejected };
+    return finishedJob(job, status, output);
   };
   if (!batch) return finish(batchFailure(job.recordCount, "The job's payload was lost, so nothing was applied. Re-send the batch."));
   if (!batch.ok) {

@@ -52,7 +52,7 @@ export class JobRepository {
     this.unfinishedById = db
       .select()
       .from(jobs)
-      .where(and(eq(jobs.id, sql.placeholder("id")), inArray(jobs.status, [sql.placeholder("pending"), sql.placeholder("processing")])))
+      .where(and(eq(jobs.id, sql.placeholder("id")), inArray(jobs.status, [JobStatus.Pending, JobStatus.Processing])))
       .prepare();
     this.payloadById = db
       .select({ body: jobPayloads.body })
@@ -183,7 +183,7 @@ export class JobRepository {
 
   /** The job if it is not terminal yet (Pending, or Processing after an interrupted attempt). */
   unfinished(id: number): Job | undefined {
-    return this.unfinishedById.get({ id, pending: JobStatus.Pending, processing: JobStatus.Processing });
+    return this.unfinishedById.get({ id });
   }
 
   /** Marks the job Processing (visible to pollers at once) and counts the attempt. */

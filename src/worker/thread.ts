@@ -4,7 +4,7 @@
 // (for grouped intakes: their one transaction was not committed, so none of them was stored).
 import { checkpointPassively, closeDatabase, openDatabase, writeTransaction, type Db } from "../db/client";
 import { WriteLock } from "../db/write-lock";
-import { applyJobs } from "../jobs/apply";
+import { applyJobs, finishedJob } from "../jobs/apply";
 import { acceptBatches } from "../jobs/intake";
 import { batchFailure } from "../jobs/outcome";
 import { JobRepository } from "../jobs/repository";
@@ -14,9 +14,9 @@ import type { ReplyMessage, TaskMessage, TaskType, TaskTypes, ToWorker } from ".
 
 declare const self: Worker;
 
-// A handler takes every task of one message (one, unless its type is grouped) and answers each, in order.
 // The thread's connection, and its job statements prepared once.
 type Connection = { db: Db; jobs: JobRepository };
+// A handler takes every task of one message (one, unless its type is grouped) and answers each, in order.
 type Handlers = { [K in TaskType]: (connection: Connection, inputs: Array<TaskTypes[K]["input"]>) => Array<TaskTypes[K]["output"]> };
 const oneByOne =
   <I, O>(handler: (connection: Connection, input: I) => O) =>
@@ -58,7 +58,7 @@ const handlers: Handlers = {
     if (!job) return { jobs: [] };
     const { status, output } = batchFailure(job.recordCount, message);
     writeTransaction(db, () => jobs.finish(jobId, status, output));
-    return { jobs: [{ id: jobId, type: job.type, status, total: output.total, applied: output.applied, rejected: output.rejected }] };
+    return { jobs: [finishedJob(job, status, output)] };
   }),
   purge: oneByOne(({ jobs }, { before }) => ({ count: jobs.purgeCompletedBefore(before) })),
 };
