@@ -1,6 +1,7 @@
 import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { availableParallelism, userInfo } from "node:os";
 import { dirname, resolve } from "node:path";
+import { parseCidr } from "./http/client-address";
 
 /**
  * Configuration: flags beat IMPORTD_* environment variables, which beat defaults. Read once in main,
@@ -15,6 +16,8 @@ type Option<T> = {
   description: string;
   default: T;
   parse: (text: string, name: string) => T;
+  /** How --help shows the default, when not as it is. */
+  shownDefault?: string;
   /** Checked on the value in effect, the default included. */
   check?(value: T, name: string): void;
 };
@@ -51,6 +54,18 @@ const usableDirectory = (path: string, name: string) => {
   }
 };
 
+const cidrList = (text: string, name: string): readonly string[] => {
+  const cidrs = text.split(",").map((part) => part.trim()).filter((part) => part !== "");
+  for (const cidr of cidrs) {
+    try {
+      parseCidr(cidr);
+    } catch (error) {
+      throw new ConfigError(`${name}: ${(error as Error).message}`);
+    }
+  }
+  return Object.freeze(cidrs);
+};
+
 const megabyte = 1024 * 1024;
 
 export const options = {
@@ -62,6 +77,14 @@ export const options = {
   jobRetentionDays: { flag: "job-retention-days", env: "IMPORTD_JOB_RETENTION_DAYS", description: "days a finished job's document is kept", default: 30, parse: integer(1, 3650) },
   authFailuresPerMinute: { flag: "auth-failures-per-minute", env: "IMPORTD_AUTH_FAILURES_PER_MINUTE", description: "wrong API keys one client address may send per minute before it gets 429 (0: no limit)", default: 30, parse: integer(0, 1_000_000) },
   shutdownTimeout: { flag: "shutdown-timeout", env: "IMPORTD_SHUTDOWN_TIMEOUT", description: "seconds a stop waits for running requests and jobs; then their transactions are rolled back and the jobs rerun at the next start", default: 30, parse: integer(0, 3600) },
+  trustedProxies: {
+    flag: "trusted-proxies",
+    env: "IMPORTD_TRUSTED_PROXIES",
+    description: "comma-separated addresses or CIDR ranges of reverse proxies whose X-Forwarded-For is believed, for the client address in the log and the failed-key limit",
+    default: Object.freeze([]) as readonly string[],
+    shownDefault: "none",
+    parse: cidrList,
+  },
   logLevel: { flag: "log-level", env: "IMPORTD_LOG_LEVEL", description: "debug, info, warn or error", default: "info", parse: oneOf(["debug", "info", "warn", "error"] as const) },
   logFormat: { flag: "log-format", env: "IMPORTD_LOG_FORMAT", description: "json or pretty", default: "json", parse: oneOf(["json", "pretty"] as const) },
 } satisfies Record<string, Option<unknown>>;
@@ -86,6 +109,6 @@ export function loadConfig(flags: Record<string, string | undefined>, env: Recor
 
 export function optionsHelp(): string {
   return Object.values(options as Record<string, Option<unknown>>)
-    .map((option) => `  --${option.flag.padEnd(20)} ${option.description} (default ${option.default}; env ${option.env})`)
+    .map((option) => `  --${option.flag.padEnd(20)} ${option.description} (default ${option.shownDefault ?? option.default}; env ${option.env})`)
     .join("\n");
 }

@@ -2,9 +2,12 @@ import { FailureLimiter } from "./access/failure-limiter";
 import { AccessRepository } from "./access/repository";
 import type { Config } from "./config";
 import { closeDatabase, migrate, openDatabase } from "./db/client";
+import { DataDirectoryInUse, lockDataDirectory } from "./db/server-lock";
 import type { Server } from "bun";
 import { buildApp } from "./http/app";
-import { rememberClientAddress } from "./http/client-address";
+import { clientAddressOf, rememberClientAddress, trustedProxies } from "./http/client-address";
+import { internalError } from "./http/problem";
+import { routable } from "./http/request-target";
 import { retainedSince, type Services } from "./http/services";
 import { JobRepository } from "./jobs/repository";
 import type { Log } from "./log";
@@ -40,8 +43,21 @@ const purgeIntervalMs = 60 * 60 * 1000;
 
 /** Opens and migrates the database, recovers interrupted jobs, starts the workers and the HTTP server. */
 export async function startServer(config: Config, log: Log): Promise<RunningServer> {
-  const db = openDatabase(config.dataDir);
-  migrate(db);
+  // Before anything else touches the database: a second server must not requeue the first one's running jobs.
+  let lock;
+  try {
+    lock = lockDataDirectory(config.dataDir);
+  } catch (error) {
+    throw error instanceof DataDirectoryInUse ? new StartupError(error.message) : error;
+  }
+  let db;
+  try {
+    db = openDatabase(config.dataDir);
+    migrate(db);
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
   const access = new AccessRepository(db);
   const jobs = new JobRepository(db);
 
@@ -61,6 +77,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   } catch (error) {
     await pool.close();
     closeDatabase(db);
+    lock.release();
     throw new StartupError((error as Error).message);
   }
   const metrics = new Metrics(jobs);
@@ -83,12 +100,27 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
 
   const app = buildApp(services);
   const requests = observeRequests(app.fetch, log, metrics);
+  const isTrustedProxy = trustedProxies(config.trustedProxies);
   let server: Server<undefined>;
   try {
     server = Bun.serve({
-      fetch: (request, bunServer) => {
-        rememberClientAddress(request, () => bunServer.requestIP(request)?.address);
+      fetch: (received, bunServer) => {
+        const request = routable(received);
+        rememberClientAddress(request, () =>
+          clientAddressOf(bunServer.requestIP(received)?.address ?? "unknown", request.headers.get("x-forwarded-for"), isTrustedProxy),
+        );
         return requests.fetch(request);
+      },
+      // Whatever escaped every handler (the app's own error handler included). Never Bun's development page,
+      // which shows the working directory, source paths and a stack trace.
+      development: false,
+      error: (error) => {
+        try {
+          log({ level: "error", msg: "unhandled error", error: String(error?.stack ?? error) });
+        } catch {
+          // The log itself failed: the answer must still go out.
+        }
+        return internalError().toResponse();
       },
       port: config.port,
       hostname: config.host,
@@ -102,6 +134,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
     await scheduler.stop();
     await pool.close();
     closeDatabase(db);
+    lock.release();
     throw new StartupError(listenFailure(error, config));
   }
 
@@ -136,6 +169,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
         const cut = await pool.close(Math.max(0, deadline - Date.now()));
         // A thread ended mid-transaction may still hold the write lock: then the WAL is left for the next start.
         closeDatabase(db, { checkpoint: cut === 0 });
+        lock.release();
         if (cut > 0) log({ level: "warn", msg: "stopped at the shutdown deadline: unfinished work was rolled back and runs again at the next start", tasks: cut });
         else log({ msg: "stopped cleanly" });
       })()),

@@ -2,6 +2,7 @@ import { swagger } from "@elysiajs/swagger";
 import { Elysia } from "elysia";
 import pkg from "../../package.json" with { type: "json" };
 import { internalError, notFound, Problem, validationProblem } from "./problem";
+import { pathOf } from "./request-target";
 import { importRoutes } from "./routes/imports";
 import { operationsRoutes } from "./routes/operations";
 import { swaggerUi } from "./swagger-ui";
@@ -27,15 +28,17 @@ function toProblem(code: string | number, error: unknown): Problem | undefined {
   return undefined;
 }
 
-/** The whole HTTP API, without listening; serve.ts and the tests give it a port. */
+/** The whole HTTP API, without listening; server.ts and the tests give it a port. */
 export function buildApp(services: Services) {
   const { log } = services;
-  return new Elysia()
+  // The path starts after "http://", wherever the host ends: by default Elysia looks for it from the 11th
+  // character on, and a host shorter than four (`Host: a`) sends the request to the wrong route.
+  return new Elysia({ handler: { standardHostname: false } })
     .onError(({ code, error, request }) => {
       const problem = toProblem(code, error);
       if (problem) return problem.toResponse();
       // Unknown errors are logged with context and answered with a generic 500 that leaks nothing.
-      log({ level: "error", msg: "unhandled error", method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) });
+      log({ level: "error", msg: "unhandled error", method: request.method, path: pathOf(request.url), error: String((error as Error)?.stack ?? error) });
       return internalError().toResponse();
     })
     .use(swaggerUi("importd API"))

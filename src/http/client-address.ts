@@ -1,13 +1,65 @@
-/**
- * The address of the peer that sent a request, as the socket saw it. Set by the server's fetch (the only
- * place that has the socket), read by authentication's rate limit. X-Forwarded-For is not trusted: any
- * client can send it. Looked up only when asked for: asking the socket costs more than the rest of a
- * status poll's routing, and most requests never need it.
- */
-const resolvers = new WeakMap<Request, () => string | undefined>();
+import { BlockList, isIP } from "node:net";
 
-export const rememberClientAddress = (request: Request, resolve: () => string | undefined) => {
-  resolvers.set(request, resolve);
+/**
+ * Who sent a request: the TCP peer, unless the peer is a trusted proxy (--trusted-proxies). Then the
+ * X-Forwarded-For chain is read from the right, each hop having been appended by the proxy before it, and
+ * the client is the first address that is not a trusted proxy. Anything left of that was written by the
+ * client itself and may be a lie; an untrusted peer's X-Forwarded-For is never read at all.
+ */
+
+export type ProxyTrust = (address: string) => boolean;
+
+/** Whether an address falls in one of the CIDRs (a bare address is a /32 or /128). Throws on a bad one. */
+export function trustedProxies(cidrs: readonly string[]): ProxyTrust {
+  if (cidrs.length === 0) return () => false;
+  const list = new BlockList();
+  for (const cidr of cidrs) {
+    const { address, prefix, family } = parseCidr(cidr);
+    list.addSubnet(address, prefix, family);
+  }
+  // BlockList matches an IPv4-mapped IPv6 address (::ffff:10.0.0.1, what a dual-stack socket reports) against IPv4 ranges too.
+  return (address) => {
+    const family = isIP(address);
+    return family !== 0 && list.check(address, family === 4 ? "ipv4" : "ipv6");
+  };
+}
+
+export function parseCidr(text: string): { address: string; prefix: number; family: "ipv4" | "ipv6" } {
+  const [address = "", prefixText, extra] = text.trim().split("/");
+  const version = isIP(address);
+  const bits = version === 4 ? 32 : 128;
+  const prefix = prefixText === undefined ? bits : /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : Number.NaN;
+  if (version === 0 || extra !== undefined || !(prefix >= 0 && prefix <= bits)) {
+    throw new Error(`'${text.trim()}' is not an address or CIDR range (such as 10.0.0.0/8, 192.168.1.10 or fd00::/8)`);
+  }
+  return { address, prefix, family: version === 4 ? "ipv4" : "ipv6" };
+}
+
+/** The client's address given the TCP peer's and the X-Forwarded-For header (see the module comment). */
+export function clientAddressOf(peer: string, forwardedFor: string | null, trusted: ProxyTrust): string {
+  if (forwardedFor === null || !trusted(peer)) return peer;
+  const hops = forwardedFor.split(",");
+  let client = peer;
+  for (let i = hops.length - 1; i >= 0; i--) {
+    const hop = hops[i]!.trim();
+    // Not an address: the chain is broken here, and the last hop that was vouched for is as far as it goes.
+    if (isIP(hop) === 0) return client;
+    client = hop;
+    if (!trusted(hop)) return client;
+  }
+  return client;
+}
+
+/**
+ * The client address of a request, set by the server's fetch (the only place that has the socket) and read
+ * by authentication's rate limit and the request log. Worked out once, when first asked for: asking the
+ * socket costs about as much as the rest of a status poll's routing.
+ */
+const resolvers = new WeakMap<Request, () => string>();
+
+export const rememberClientAddress = (request: Request, resolve: () => string) => {
+  let address: string | undefined;
+  resolvers.set(request, () => (address ??= resolve()));
 };
 
 export const clientAddress = (request: Request) => resolvers.get(request)?.() ?? "unknown";

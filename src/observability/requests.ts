@@ -1,3 +1,5 @@
+import { clientAddress } from "../http/client-address";
+import { pathOf } from "../http/request-target";
 import type { Log } from "../log";
 import type { Metrics } from "./metrics";
 
@@ -5,14 +7,6 @@ type Handler = (request: Request) => Response | Promise<Response>;
 
 const maxLoggedPath = 200;
 const apiPath = /^\/([^/]+)\/v2\/(?:status\/(\d+))?/;
-
-/** The path of an absolute URL, without its query (cheaper than new URL() on every request). */
-export function pathOf(url: string): string {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
-  if (start === -1) return "/";
-  const end = url.slice(start).search(/[?#]/);
-  return end === -1 ? url.slice(start) : url.slice(start, start + end);
-}
 
 export type ObservedHandler = {
   fetch: Handler;
@@ -23,7 +17,8 @@ export type ObservedHandler = {
 /**
  * Wraps the app's fetch so that every answered request is one log line and one count: method, path
  * (never the query, never a header, so never a key), status, duration, environment, and the job
- * it named (the status URL) or created (the Location of a 202). It also counts requests in flight.
+ * it named (the status URL) or created (the Location of a 202), and the client's address (behind a trusted
+ * proxy, the one it forwarded for). It also counts requests in flight.
  */
 export function observeRequests(handle: Handler, log: Log, metrics: Metrics): ObservedHandler {
   let inFlight = 0;
@@ -40,6 +35,8 @@ export function observeRequests(handle: Handler, log: Log, metrics: Metrics): Ob
       if (status === 202) location = response.headers.get("location");
       return response;
     } finally {
+      // Counted out first: a request whose log line failed must not keep a stop waiting for it.
+      if (--inFlight === 0) for (const resolve of idleWaiters.splice(0)) resolve();
       const path = pathOf(request.url);
       const match = apiPath.exec(path);
       const jobId = match?.[2] ?? (location ? /\/status\/(\d+)$/.exec(location)?.[1] : undefined);
@@ -51,10 +48,10 @@ export function observeRequests(handle: Handler, log: Log, metrics: Metrics): Ob
         path: path.length > maxLoggedPath ? `${path.slice(0, maxLoggedPath)}…` : path,
         status,
         durationMs: Math.round((performance.now() - started) * 10) / 10,
+        client: clientAddress(request),
         ...(match ? { environment: match[1]!.slice(0, 100) } : {}),
         ...(jobId ? { jobId: Number(jobId) } : {}),
       });
-      if (--inFlight === 0) for (const resolve of idleWaiters.splice(0)) resolve();
     }
   };
   return {

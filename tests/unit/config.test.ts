@@ -8,7 +8,7 @@ const dir = tempDir("importd-config-");
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 // A valid text for each option, different from its default, and its parsed value.
-const samples: Record<keyof typeof options, [string, string | number]> = {
+const samples: Record<keyof typeof options, [string, string | number | readonly string[]]> = {
   port: ["9090", 9090],
   host: ["127.0.0.1", "127.0.0.1"],
   dataDir: [join(dir, "data"), join(dir, "data")],
@@ -17,6 +17,7 @@ const samples: Record<keyof typeof options, [string, string | number]> = {
   jobRetentionDays: ["7", 7],
   authFailuresPerMinute: ["100", 100],
   shutdownTimeout: ["5", 5],
+  trustedProxies: ["10.0.0.0/8, 192.168.1.7,fd00::/8", ["10.0.0.0/8", "192.168.1.7", "fd00::/8"]],
   logLevel: ["debug", "debug"],
   logFormat: ["pretty", "pretty"],
 };
@@ -29,6 +30,7 @@ const otherSamples: Record<keyof typeof options, string> = {
   jobRetentionDays: "9",
   authFailuresPerMinute: "0",
   shutdownTimeout: "0",
+  trustedProxies: "127.0.0.1",
   logLevel: "warn",
   logFormat: "json",
 };
@@ -64,6 +66,9 @@ describe("bad values are a ConfigError that names the option and the value", () 
     ["an unknown log level", { "log-level": "verbose" }, {}, "--log-level must be one of debug, info, warn, error, not 'verbose'"],
     ["an unknown log format", {}, { IMPORTD_LOG_FORMAT: "xml" }, "IMPORTD_LOG_FORMAT must be one of json, pretty, not 'xml'"],
     ["a blank host", { host: " " }, {}, "--host must not be empty"],
+    ["a trusted proxy that is not an address", { "trusted-proxies": "10.0.0.0/8,proxy.local" }, {}, "--trusted-proxies: 'proxy.local' is not an address or CIDR range"],
+    ["an IPv4 prefix over 32", {}, { IMPORTD_TRUSTED_PROXIES: "10.0.0.0/33" }, "IMPORTD_TRUSTED_PROXIES: '10.0.0.0/33' is not an address or CIDR range"],
+    ["an IPv6 prefix over 128", { "trusted-proxies": "fd00::/129" }, {}, "--trusted-proxies: 'fd00::/129' is not an address or CIDR range"],
   ];
   for (const [name, flags, env, message] of cases) {
     test(name, () => {

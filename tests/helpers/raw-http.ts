@@ -1,0 +1,36 @@
+import { connect } from "node:net";
+
+export type RawResponse = { status: number; headers: Record<string, string>; body: string; raw: string };
+
+/**
+ * Writes `request` byte for byte on a new TCP connection and reads the answer until the server closes it
+ * (send `Connection: close`, or HTTP/1.0). For what fetch() cannot send: no Host, odd Hosts, absolute-form targets.
+ */
+export function rawRequest(port: number, request: string, timeoutMs = 10_000): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const socket = connect(port, "127.0.0.1", () => socket.write(request));
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no complete answer within ${timeoutMs} ms to ${JSON.stringify(request.slice(0, 200))}`));
+    }, timeoutMs);
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+    socket.on("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    socket.on("close", () => {
+      clearTimeout(timer);
+      const raw = Buffer.concat(chunks).toString("latin1");
+      const split = raw.indexOf("\r\n\r\n");
+      const head = (split === -1 ? raw : raw.slice(0, split)).split("\r\n");
+      const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head[0] ?? "")?.[1] ?? 0);
+      const headers: Record<string, string> = {};
+      for (const line of head.slice(1)) {
+        const colon = line.indexOf(":");
+        if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+      }
+      resolve({ status, headers, body: split === -1 ? "" : raw.slice(split + 4), raw });
+    });
+  });
+}

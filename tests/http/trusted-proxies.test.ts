@@ -1,0 +1,47 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { startTestServer, type TestServer } from "../helpers/server";
+
+// Every request here comes from 127.0.0.1; X-Forwarded-For says who it claims to be for.
+const wrongKey = `${"0".repeat(64)}_1`;
+const get = (server: TestServer, key: string, forwardedFor?: string) =>
+  fetch(`${server.base}/v2/jobs`, { headers: { "api-key": key, ...(forwardedFor ? { "x-forwarded-for": forwardedFor } : {}) } });
+const loggedClients = (server: TestServer) => server.logs.filter((entry) => entry.msg === "request").map((entry) => entry.client);
+
+describe("behind a trusted reverse proxy (--trusted-proxies 127.0.0.1/32)", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ trustedProxies: ["127.0.0.1/32"], authFailuresPerMinute: 3 });
+  });
+  afterAll(() => server.close());
+
+  test("the request log names the client the proxy forwarded for, the rightmost untrusted address", async () => {
+    await get(server, server.key, "198.51.100.20");
+    await get(server, server.key, "6.6.6.6, 198.51.100.21");
+    await get(server, server.key);
+    expect(loggedClients(server).slice(-3)).toEqual(["198.51.100.20", "198.51.100.21", "127.0.0.1"]);
+  });
+
+  test("the failed-key limit counts each forwarded client apart: one client's mistakes do not throttle the others", async () => {
+    for (let i = 0; i < 3; i++) expect((await get(server, wrongKey, "198.51.100.1")).status).toBe(401);
+    expect((await get(server, server.key, "198.51.100.1")).status).toBe(429);
+    // Another client behind the same proxy is not held up.
+    expect((await get(server, server.key, "198.51.100.2")).status).toBe(200);
+    // Nor is a client that puts the throttled address further left in its own header.
+    expect((await get(server, server.key, "198.51.100.1, 198.51.100.3")).status).toBe(200);
+  });
+});
+
+describe("without --trusted-proxies (the default)", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ authFailuresPerMinute: 3 });
+  });
+  afterAll(() => server.close());
+
+  test("a spoofed X-Forwarded-For changes nothing: the log has the TCP peer, and the limit counts the peer", async () => {
+    for (const spoofed of ["198.51.100.1", "198.51.100.2", "198.51.100.3"]) expect((await get(server, wrongKey, spoofed)).status).toBe(401);
+    expect(loggedClients(server)).toEqual(["127.0.0.1", "127.0.0.1", "127.0.0.1"]);
+    // A fourth "client" is the same peer: throttled, whatever it claims.
+    expect((await get(server, server.key, "198.51.100.4")).status).toBe(429);
+  });
+});

@@ -1,0 +1,82 @@
+import { describe, expect, test } from "bun:test";
+import { clientAddressOf, parseCidr, trustedProxies } from "../../src/http/client-address";
+
+describe("trustedProxies: which peers are reverse proxies", () => {
+  const trusted = trustedProxies(["10.0.0.0/8", "192.168.1.7", "fd00::/8", "::1"]);
+
+  test("IPv4 ranges and single addresses", () => {
+    expect(trusted("10.200.3.4")).toBe(true);
+    expect(trusted("192.168.1.7")).toBe(true);
+    expect(trusted("192.168.1.8")).toBe(false);
+    expect(trusted("11.0.0.1")).toBe(false);
+  });
+
+  test("IPv6 ranges and single addresses", () => {
+    expect(trusted("fd12:3456::1")).toBe(true);
+    expect(trusted("::1")).toBe(true);
+    expect(trusted("fe80::1")).toBe(false);
+  });
+
+  test("an IPv4 address as a dual-stack socket reports it (::ffff:a.b.c.d) matches its IPv4 range", () => {
+    expect(trusted("::ffff:10.1.2.3")).toBe(true);
+    expect(trusted("::ffff:11.1.2.3")).toBe(false);
+  });
+
+  test("what is not an address is never trusted", () => {
+    expect(trusted("unknown")).toBe(false);
+    expect(trusted("10.0.0.1:80")).toBe(false);
+  });
+
+  test("no ranges: nobody is trusted", () => {
+    expect(trustedProxies([])("127.0.0.1")).toBe(false);
+  });
+
+  test("parseCidr refuses what is not an address or a range", () => {
+    for (const text of ["proxy.local", "10.0.0.0/33", "10.0.0.0/-1", "10.0.0.0/8/8", "fd00::/129", "10.0.0/8", "", "10.0.0.0/"]) {
+      expect(() => parseCidr(text)).toThrow("is not an address or CIDR range");
+    }
+    expect(parseCidr(" 10.0.0.0/8 ")).toEqual({ address: "10.0.0.0", prefix: 8, family: "ipv4" });
+    expect(parseCidr("fd00::1")).toEqual({ address: "fd00::1", prefix: 128, family: "ipv6" });
+  });
+});
+
+describe("clientAddressOf: the rightmost X-Forwarded-For address that is not a trusted proxy", () => {
+  const trusted = trustedProxies(["10.0.0.0/8"]);
+
+  test("an untrusted peer's X-Forwarded-For is ignored: a spoofed header changes nothing", () => {
+    expect(clientAddressOf("203.0.113.5", "198.51.100.1", trusted)).toBe("203.0.113.5");
+    expect(clientAddressOf("203.0.113.5", "10.0.0.1, 198.51.100.1", trusted)).toBe("203.0.113.5");
+  });
+
+  test("a trusted peer without the header is the client itself", () => {
+    expect(clientAddressOf("10.0.0.2", null, trusted)).toBe("10.0.0.2");
+  });
+
+  test("behind one proxy, the address it appended", () => {
+    expect(clientAddressOf("10.0.0.2", "198.51.100.1", trusted)).toBe("198.51.100.1");
+  });
+
+  test("what the client wrote itself, left of the appended address, is not believed", () => {
+    expect(clientAddressOf("10.0.0.2", "1.2.3.4, 198.51.100.1", trusted)).toBe("198.51.100.1");
+    expect(clientAddressOf("10.0.0.2", "10.9.9.9, 198.51.100.1", trusted)).toBe("198.51.100.1");
+  });
+
+  test("behind a chain of trusted proxies, the first untrusted hop from the right", () => {
+    expect(clientAddressOf("10.0.0.2", "198.51.100.1, 10.0.0.3,10.0.0.4", trusted)).toBe("198.51.100.1");
+  });
+
+  test("a chain of trusted proxies only: the leftmost of them", () => {
+    expect(clientAddressOf("10.0.0.2", "10.0.0.3, 10.0.0.4", trusted)).toBe("10.0.0.3");
+  });
+
+  test("a hop that is not an address ends the chain at the last vouched-for hop", () => {
+    expect(clientAddressOf("10.0.0.2", "198.51.100.1, <script>", trusted)).toBe("10.0.0.2");
+    expect(clientAddressOf("10.0.0.2", "garbage, 10.0.0.3", trusted)).toBe("10.0.0.3");
+    expect(clientAddressOf("10.0.0.2", "", trusted)).toBe("10.0.0.2");
+  });
+
+  test("IPv6 hops", () => {
+    const v6 = trustedProxies(["fd00::/8"]);
+    expect(clientAddressOf("fd00::2", "2001:db8::7, fd00::3", v6)).toBe("2001:db8::7");
+  });
+});
