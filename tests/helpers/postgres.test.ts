@@ -6,8 +6,8 @@ import { createTestDatabase, postgresServer, requirePostgres } from "./postgres"
 describe.skipIf(!requirePostgres("the PostgreSQL test harness"))("a real PostgreSQL server for the tests", () => {
   test("is PostgreSQL 15 or later (the oldest version importd supports), on loopback", async () => {
     const server = await postgresServer();
-    const [{ version }] = await server.admin((sql) => sql`select current_setting('server_version_num')::int as version`);
-    expect(version).toBeGreaterThanOrEqual(150000);
+    const rows = await server.admin((sql) => sql<Array<{ version: number }>>`select current_setting('server_version_num')::int as version`);
+    expect(rows[0]!.version).toBeGreaterThanOrEqual(150000);
   });
 
   test("gives each test a fresh database: what one writes, the next does not see", async () => {
@@ -19,8 +19,8 @@ describe.skipIf(!requirePostgres("the PostgreSQL test harness"))("a real Postgre
     try {
       await a`create table marks (id int primary key)`;
       await a`insert into marks values (1)`;
-      const [{ tables }] = await b`select count(*)::int as tables from pg_tables where schemaname = 'public'`;
-      expect(tables).toBe(0);
+      const rows = await b<Array<{ tables: number }>>`select count(*)::int as tables from pg_tables where schemaname = 'public'`;
+      expect(rows[0]!.tables).toBe(0);
     } finally {
       await Promise.all([a.end(), b.end()]);
       await Promise.all([first.drop(), second.drop()]);
@@ -35,8 +35,8 @@ describe.skipIf(!requirePostgres("the PostgreSQL test harness"))("a real Postgre
     const copy = await createTestDatabase(template.name);
     const sql = postgres(copy.url, { max: 1, onnotice: () => {} });
     try {
-      const [{ rows }] = await sql`select count(*)::int as rows from marks`;
-      expect(rows).toBe(0);
+      const rows = await sql<Array<{ count: number }>>`select count(*)::int as count from marks`;
+      expect(rows[0]!.count).toBe(0);
     } finally {
       await sql.end();
       await copy.drop();
