@@ -13,14 +13,15 @@ import { tempDir } from "../helpers/server";
 // from 127.0.0.1 (the only trusted proxy); the clients that must be told apart connect from 127.0.0.2
 // and 127.0.0.3 (all of 127.0.0.0/8 is loopback on Linux).
 
-const haproxy = Bun.which("haproxy");
+// Debian installs it in /usr/sbin, which is not on a regular user's PATH.
+const haproxy = Bun.which("haproxy", { PATH: `${process.env.PATH ?? ""}:/usr/sbin:/sbin` });
 const authFailuresPerMinute = 3;
 
 if (!haproxy) {
   // CI installs it (.ci/run); there, a missing haproxy must fail, not pass unnoticed.
   if (process.env.CI) {
     test("haproxy is installed (CI is set: .ci/run installs it from Debian's packages)", () => {
-      throw new Error("haproxy is not on PATH: apt-get install haproxy");
+      throw new Error("haproxy is not installed (looked on PATH and in /usr/sbin): apt-get install haproxy");
     });
   } else {
     console.log("tests/deploy/haproxy.test.ts SKIPPED: haproxy is not installed (apt-get install haproxy); CI runs it.");
