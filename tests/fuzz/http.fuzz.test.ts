@@ -210,6 +210,171 @@ describe("the wire", () => {
   }, timeout);
 });
 
+/** A whole raw exchange sent with `Connection: close`: the status, the headers, and the body by Content-Length (or chunks) or up to the close. */
+type RawAnswer = { status: number; headers: Map<string, string>; body: string; text: string };
+function exchange(request: string): Promise<RawAnswer> {
+  cases++;
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(new URL(server.url).port), "127.0.0.1");
+    const chunks: Buffer[] = [];
+    const finish = () => {
+      clearTimeout(timer);
+      socket.destroy();
+      const bytes = Buffer.concat(chunks);
+      const end = bytes.indexOf("\r\n\r\n");
+      if (end === -1) return reject(new Error(`no complete answer to ${JSON.stringify(request.slice(0, 300))}: ${JSON.stringify(bytes.toString("latin1").slice(0, 300))}`));
+      const [statusLine, ...lines] = bytes.subarray(0, end).toString("latin1").split("\r\n");
+      const headers = new Map<string, string>();
+      for (const line of lines) {
+        const colon = line.indexOf(":");
+        const name = line.slice(0, colon).trim().toLowerCase();
+        headers.set(name, headers.has(name) ? `${headers.get(name)}, ${line.slice(colon + 1).trim()}` : line.slice(colon + 1).trim());
+      }
+      let body = bytes.subarray(end + 4);
+      const length = headers.get("content-length");
+      if (length !== undefined) body = body.subarray(0, Number(length));
+      else if (/chunked/i.test(headers.get("transfer-encoding") ?? "")) {
+        const parts: Buffer[] = [];
+        for (let at = 0; ; ) {
+          const lineEnd = body.indexOf("\r\n", at);
+          const size = parseInt(body.subarray(at, lineEnd).toString("latin1"), 16);
+          if (lineEnd === -1 || !(size > 0)) break;
+          parts.push(body.subarray(lineEnd + 2, lineEnd + 2 + size));
+          at = lineEnd + 2 + size + 2;
+        }
+        body = Buffer.concat(parts);
+      }
+      const text = body.toString("utf8");
+      resolve({ status: Number(/^HTTP\/1\.[01] (\d{3}) /.exec(statusLine!)?.[1] ?? 0), headers, body: text, text: `${statusLine}\n${text.slice(0, 2000)}` });
+    };
+    socket.on("data", (data: Buffer) => chunks.push(data));
+    socket.on("close", finish);
+    socket.on("error", () => undefined);
+    const timer = setTimeout(finish, 10_000);
+    socket.write(Buffer.from(request, "latin1"));
+  });
+}
+
+describe("the Host header and the request target", () => {
+  // What a stack trace, a source path or Bun's development error page look like in an answer.
+  const leaks = [/\/work\//, /\.ts:\d/, /^\s*at [\w.$<>]+ ?\(/m, /\bat [\w.$<>]+ \((?:\/|file:|node:|bun:)/, /<!doctype html/i, /node_modules/];
+
+  /** Which route must answer, with or without the valid key. */
+  const routes: Record<string, { withKey: number; withoutKey: number; looksLike: (body: string) => boolean }> = {
+    "/healthz": { withKey: 200, withoutKey: 200, looksLike: (body) => JSON.parse(body).status === "ok" },
+    "/readyz": { withKey: 200, withoutKey: 200, looksLike: (body) => JSON.parse(body).status === "ready" },
+    "/default/v2/status/1": { withKey: 200, withoutKey: 401, looksLike: (body) => JSON.parse(body).id === 1 },
+    "/default/v2/jobs": { withKey: 200, withoutKey: 401, looksLike: (body) => Array.isArray(JSON.parse(body).items) },
+    "/swagger/json": { withKey: 200, withoutKey: 200, looksLike: (body) => typeof JSON.parse(body).openapi === "string" },
+    "/nope": { withKey: 404, withoutKey: 404, looksLike: () => true },
+  };
+  const path = fc.constantFrom(...Object.keys(routes));
+
+  const hostChar = fc.constantFrom(..."abcdefghijklmnopqrstuvwxyz0123456789.-");
+  const hostName = fc.oneof(fc.constantFrom("localhost", "127.0.0.1", "[::1]", "importd.example", "x"), fc.string({ unit: hostChar, minLength: 1, maxLength: 12 }));
+  const host = fc.oneof(
+    // short: the issue's misrouting started under four characters
+    fc.string({ unit: hostChar, minLength: 1, maxLength: 3 }),
+    // long: up to a few KB, still under Bun's header limit
+    fc.string({ unit: hostChar, minLength: 200, maxLength: 4000 }),
+    fc.tuple(hostName, fc.oneof(fc.integer({ min: 0, max: 99_999 }).map(String), fc.constantFrom("", "x", "-1"))).map(([name, port]) => `${name}:${port}`),
+    fc.tuple(fc.stringMatching(/^[\w.~%!$&'()*+,;=-]{0,12}$/), fc.stringMatching(/^[\w.~%!$&'()*+,;=:-]{0,12}$/), hostName).map(([user, password, name]) => `${user}:${password}@${name}`),
+    // odd: any printable ASCII, characters a URL may not hold, bytes above ASCII, nothing at all
+    fc.stringMatching(/^[\x21-\x7e][\x20-\x7e]{0,40}$/),
+    fc.constantFrom("", "a b", "%zz", "%", "ex/ample?#frag", "[::1", "]", "@", ":", "::", "..", "*", "http://x", "a\tb", "\xe9t\xe9", "\xff\xfe", "\\\\server", "<script>", "{}|^`"),
+  );
+  const apiKey = fc.boolean();
+
+  /** A Host header as sent: none (HTTP/1.0 only), one, or two (duplicates). */
+  const hosts = (version: string) => fc.array(host, { minLength: version === "HTTP/1.0" ? 0 : 1, maxLength: 2 });
+  const version = fc.constantFrom("HTTP/1.0", "HTTP/1.1");
+  const authority = fc.constantFrom("x", "a", "x:99", "localhost:8080", "user:pw@x", "[::1]:1", "127.0.0.1", "importd.example");
+
+  const headOf = (method: string, target: string, httpVersion: string, hostValues: string[], withKey: boolean) =>
+    [`${method} ${target} ${httpVersion}`, ...hostValues.map((value) => `Host: ${value}`), ...(withKey ? [`Api-Key: ${key}`] : []), "Connection: close", "", ""].join("\r\n");
+
+  /** Every answer: no 5xx, nothing leaked, Problem Details for errors, and the route its path names. */
+  function check(answer: RawAnswer, route: string, withKey: boolean, request: string) {
+    const context = `${JSON.stringify(request.length > 400 ? `${request.slice(0, 400)}…` : request)} answered\n${answer.text}`;
+    if (answer.status === 0 || answer.status >= 500) throw new Error(`${context}`);
+    for (const leak of leaks) if (leak.test(answer.body)) throw new Error(`leaks ${leak}: ${context}`);
+    const expected = routes[route]!;
+    const status = withKey ? expected.withKey : expected.withoutKey;
+    if (answer.status !== status) throw new Error(`expected ${status}: ${context}`);
+    if (status >= 400) {
+      if (answer.headers.get("content-type") !== "application/problem+json") throw new Error(`not Problem Details: ${context}`);
+      if (JSON.parse(answer.body).status !== status) throw new Error(`Problem Details with another status: ${context}`);
+    } else if (!expected.looksLike(answer.body)) throw new Error(`another route answered: ${context}`);
+  }
+
+  test("a known request gets its route's answer whatever the Host: none on HTTP/1.0, short, with a port, absolute-form", async () => {
+    // The issue's cases, spelt out: each failed before (500 with Bun's HTML error page, or 404 for a short Host).
+    const known: Array<[string, string, boolean, string]> = [
+      ["GET /healthz HTTP/1.0\r\n\r\n", "/healthz", false, "HTTP/1.0 without Host, as HAProxy's default check sends"],
+      ["OPTIONS / HTTP/1.0\r\n\r\n", "", false, "HAProxy's bare option httpchk"],
+      ["GET /readyz HTTP/1.0\r\nConnection: close\r\n\r\n", "/readyz", false, "HTTP/1.0 /readyz without Host"],
+      [headOf("GET", "/default/v2/jobs", "HTTP/1.1", ["a"], true), "/default/v2/jobs", true, "Host: a"],
+      [headOf("GET", "/default/v2/status/1", "HTTP/1.1", ["ab"], true), "/default/v2/status/1", true, "Host: ab"],
+      [headOf("GET", "/default/v2/jobs", "HTTP/1.1", ["localhost:8080"], true), "/default/v2/jobs", true, "Host with a port"],
+      [headOf("GET", "/healthz", "HTTP/1.1", ["user:pw@h"], false), "/healthz", false, "Host with a userinfo part"],
+      [headOf("GET", "/healthz", "HTTP/1.1", ["a b"], false), "/healthz", false, "Host with a space"],
+      [headOf("GET", "/healthz", "HTTP/1.1", [""], false), "/healthz", false, "empty Host"],
+      [headOf("GET", "/default/v2/jobs", "HTTP/1.1", ["a", "b"], true), "/default/v2/jobs", true, "two short Host headers"],
+      [headOf("GET", "http://x/healthz", "HTTP/1.1", ["localhost"], false), "/healthz", false, "absolute-form target"],
+      [headOf("GET", "http://x/default/v2/jobs", "HTTP/1.0", [], true), "/default/v2/jobs", true, "absolute-form target on HTTP/1.0 without Host"],
+    ];
+    const failures: string[] = [];
+    for (const [request, route, withKey, name] of known) {
+      const answer = await exchange(request);
+      try {
+        if (route === "") {
+          // OPTIONS / is no route of importd's: any 4xx as Problem Details will do, never a 5xx or a page.
+          if (!(answer.status >= 400 && answer.status < 500) || answer.headers.get("content-type") !== "application/problem+json" || leaks.some((leak) => leak.test(answer.body)))
+            throw new Error(`expected a 4xx Problem Details: ${answer.text.slice(0, 300)}`);
+        } else check(answer, route, withKey, request);
+      } catch (error) {
+        failures.push(`${name}: ${(error as Error).message.slice(0, 300)}`);
+      }
+    }
+    expect(failures).toEqual([]);
+  }, timeout);
+
+  test("any Host header (none, short, long, with a port or a userinfo, odd, twice) reaches the route its path names", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        version.chain((v) => fc.tuple(fc.constant(v), hosts(v))),
+        path,
+        apiKey,
+        async ([httpVersion, hostValues], route, withKey) => {
+          const request = headOf("GET", route, httpVersion, hostValues, withKey);
+          check(await exchange(request), route, withKey, request);
+        },
+      ),
+      runs(120),
+    );
+    expect((await send("/healthz")).status).toBe(200);
+  }, timeout);
+
+  test("an absolute-form request target is routed by its path, whatever its authority and the Host", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        version.chain((v) => fc.tuple(fc.constant(v), hosts(v))),
+        fc.constantFrom("http", "https"),
+        authority,
+        path,
+        apiKey,
+        async ([httpVersion, hostValues], scheme, target, route, withKey) => {
+          const request = headOf("GET", `${scheme}://${target}${route}`, httpVersion, hostValues, withKey);
+          check(await exchange(request), route, withKey, request);
+        },
+      ),
+      runs(60),
+    );
+    expect(server.proc.exitCode).toBeNull();
+    expect((await send("/healthz")).status).toBe(200);
+  }, timeout);
+});
+
 describe("afterwards", () => {
   test("the server is up, every accepted job is terminal, and its memory stayed bounded", async () => {
     expect(server.proc.exitCode).toBeNull();
