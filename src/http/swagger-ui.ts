@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { pathOf } from "./request-target";
 // Embedded (also in the compiled binary): the appliance may have no way out to a CDN.
 import bundle from "swagger-ui-dist/swagger-ui-bundle.js" with { type: "text" };
 import css from "swagger-ui-dist/swagger-ui.css" with { type: "text" };
@@ -42,7 +43,7 @@ export const swaggerUi = (title: string) => {
   return new Elysia({ name: "importd-swagger-ui" })
     .onRequest(({ request }) => {
       if (request.method !== "GET") return;
-      const path = new URL(request.url).pathname;
+      const path = pathOf(request.url);
       if (path === uiPath || path === `${uiPath}/`) return new Response(html, { headers: { "content-type": "text/html; charset=utf-8" } });
     })
     .get(`${assets}/swagger-ui-bundle.js`, cached(bundle, "text/javascript; charset=utf-8"), { detail: { hide: true } })

@@ -179,7 +179,6 @@ function raw(head: string, body: string[] = [], pauseMs = 0, hangUpMs = 10_000):
 }
 const statusOf = (answer: string) => Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0);
 const rawPost = (contentLength: string, body: string[] = [], pauseMs = 0, hangUpMs?: number) =>
-  // A real Host: Elysia finds the path at a fixed offset in the URL, so a host under 4 characters misroutes.
   raw(`POST /default/v2/subareas HTTP/1.1\r\nHost: localhost\r\nApi-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${contentLength}\r\n\r\n`, body, pauseMs, hangUpMs);
 
 describe("the wire", () => {

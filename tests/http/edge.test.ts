@@ -52,7 +52,7 @@ describe("routed by the path alone, whatever the Host header", () => {
     expect(JSON.parse(response.body)).toMatchObject({ importJobType: "SubArea", importJobStatus: "Pending", recordCount: 1 });
   });
 
-  const hosts = ["a", "ab", "abc", "a:1", "localhost:65535", "[::1]:80", "user:pw@host", "a b", "ho$t!", "x".repeat(2000), "\u00e9.example"];
+  const hosts = ["a", "ab", "abc", "a:1", "localhost:65535", "[::1]:80", "user:pw@host", "a b", "ho$t!", "x".repeat(2000), "\u00e9.example", "a:99999", "4e7ta:-1"];
   for (const host of hosts) {
     test(`Host: ${JSON.stringify(host.length > 20 ? `${host.slice(0, 8)}… (${host.length} characters)` : host)} reaches the right route`, async () => {
       const health = await send(`GET /healthz HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
