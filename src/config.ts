@@ -90,7 +90,17 @@ export const options = {
 } satisfies Record<string, Option<unknown>>;
 
 type Options = typeof options;
-export type Config = Readonly<{ [K in keyof Options]: Options[K]["default"] }>;
+
+/**
+ * Hooks for tests, set from environment variables that are not options (never in --help): absent in production.
+ * `killProcessOnRecordId` (IMPORTD_TEST_KILL_PROCESS_ON_RECORD_ID): a run about to apply a record with this
+ * id kills the whole server process, as a job that crashes it would. `maxAttempts` (IMPORTD_TEST_MAX_ATTEMPTS):
+ * raises the attempts a job is given (jobs/apply.ts), for tests that SIGKILL the server at random moments as an
+ * operator might, which can hit one job's runs three times without that job being at fault.
+ */
+export type TestHooks = { killProcessOnRecordId?: string; maxAttempts?: number };
+
+export type Config = Readonly<{ [K in keyof Options]: Options[K]["default"] } & { testHooks?: TestHooks }>;
 
 /** Builds the frozen config from parsed flags (as strings) and the environment. */
 export function loadConfig(flags: Record<string, string | undefined>, env: Record<string, string | undefined>): Config {
@@ -104,6 +114,9 @@ export function loadConfig(flags: Record<string, string | undefined>, env: Recor
     else config[key] = option.default;
     option.check?.(config[key], name);
   }
+  const killProcessOnRecordId = env.IMPORTD_TEST_KILL_PROCESS_ON_RECORD_ID || undefined;
+  const maxAttempts = env.IMPORTD_TEST_MAX_ATTEMPTS ? Number(env.IMPORTD_TEST_MAX_ATTEMPTS) : undefined;
+  if (killProcessOnRecordId || maxAttempts) config.testHooks = Object.freeze({ killProcessOnRecordId, maxAttempts });
   return Object.freeze(config) as Config;
 }
 

@@ -5,7 +5,7 @@ import pkg from "../package.json" with { type: "json" };
 import { AccessError, envCommand, keyCommand, UsageError, type Output } from "./cli/commands";
 import { importCommand } from "./cli/import-command";
 import { ConfigError, loadConfig, options, optionsHelp } from "./config";
-import { DatabaseError } from "./db/client";
+import { DatabaseError, StoreInUse } from "./store/errors";
 import { createLog } from "./log";
 import { startServer, StartupError } from "./server";
 
@@ -52,8 +52,8 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig(values as Record<string, string | undefined>, process.env);
   const [command = "serve", ...rest] = positionals;
 
-  if (command === "env") return envCommand(config, rest, io), 0;
-  if (command === "key") return keyCommand(config, rest, io), 0;
+  if (command === "env") return await envCommand(config, rest, io), 0;
+  if (command === "key") return await keyCommand(config, rest, io), 0;
   if (command !== "serve") throw new UsageError(`unknown command '${command}'`);
   if (rest.length > 0) throw new UsageError(`serve takes no arguments, got '${rest.join(" ")}'`);
 
@@ -85,7 +85,7 @@ main(process.argv.slice(2)).then(
     // Usage and configuration mistakes exit 2, other known failures 1, each as one line; only a bug shows a stack.
     const usageMistake = error instanceof UsageError || (error as { code?: string })?.code?.startsWith?.("ERR_PARSE_ARGS");
     const badValue = usageMistake || error instanceof ConfigError;
-    const known = badValue || error instanceof AccessError || error instanceof StartupError || error instanceof DatabaseError;
+    const known = badValue || error instanceof AccessError || error instanceof StartupError || error instanceof DatabaseError || error instanceof StoreInUse;
     console.error(`importd: ${known ? (error as Error).message : (error as Error)?.stack ?? error}`);
     if (usageMistake) console.error("Run importd --help for usage.");
     process.exit(badValue ? 2 : 1);

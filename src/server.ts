@@ -1,21 +1,18 @@
+import { Access } from "./access/access";
 import { FailureLimiter } from "./access/failure-limiter";
-import { AccessRepository } from "./access/repository";
 import type { Config } from "./config";
-import { closeDatabase, migrate, openDatabase } from "./db/client";
-import { DataDirectoryInUse, lockDataDirectory } from "./db/server-lock";
 import type { Server } from "bun";
 import { buildApp } from "./http/app";
 import { clientAddressOf, rememberClientAddress, trustedProxies } from "./http/client-address";
 import { internalError } from "./http/problem";
 import { routable } from "./http/request-target";
 import { retainedSince, type Services } from "./http/services";
-import { JobRepository } from "./jobs/repository";
+import { IntakeService } from "./jobs/intake-service";
 import type { Log } from "./log";
 import { Metrics } from "./observability/metrics";
 import { checkReadiness } from "./observability/readiness";
 import { observeRequests } from "./observability/requests";
-import { resources } from "./resources/registry";
-import { RecordStore } from "./resources/store";
+import { openStore } from "./store/open";
 import { WorkerPool } from "./worker/pool";
 import { JobScheduler } from "./worker/scheduler";
 
@@ -41,27 +38,14 @@ function listenFailure(error: unknown, config: Config): string {
 
 const purgeIntervalMs = 60 * 60 * 1000;
 
-/** Opens and migrates the database, recovers interrupted jobs, starts the workers and the HTTP server. */
+/** Opens and migrates the store, recovers interrupted runs, starts the workers and the HTTP server. */
 export async function startServer(config: Config, log: Log): Promise<RunningServer> {
-  // Before anything else touches the database: a second server must not requeue the first one's running jobs.
-  let lock;
-  try {
-    lock = lockDataDirectory(config.dataDir);
-  } catch (error) {
-    throw error instanceof DataDirectoryInUse ? new StartupError(error.message) : error;
-  }
-  let db;
-  try {
-    db = openDatabase(config.dataDir);
-    migrate(db);
-  } catch (error) {
-    lock.release();
-    throw error;
-  }
-  const access = new AccessRepository(db);
-  const jobs = new JobRepository(db);
+  // Before anything else touches the database: on SQLite, a second server must not requeue the first one's
+  // running jobs, so opening the store as a server takes the data directory for this process.
+  const store = openStore(config, { server: true });
+  const access = new Access(store.access);
 
-  const requeued = jobs.requeueInterrupted();
+  const requeued = await store.queue.recoverInterrupted();
   if (requeued > 0) log({ msg: "requeued jobs interrupted by a previous stop", count: requeued });
 
   const pool = new WorkerPool({
@@ -69,21 +53,20 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
     // binary, where the worker is an extra entrypoint at /$bunfs/root/worker/thread.js.
     entry: new URL("./worker/thread.ts", import.meta.url),
     size: config.workers,
-    dataDir: config.dataDir,
+    stores: store,
+    testHooks: config.testHooks,
     onCrash: (error) => log({ level: "warn", msg: "worker thread crashed; replaced", error: String(error) }),
   });
   try {
     await pool.ready();
   } catch (error) {
     await pool.close();
-    closeDatabase(db);
-    lock.release();
+    await store.close();
     throw new StartupError((error as Error).message);
   }
-  const metrics = new Metrics(jobs);
-  const scheduler = new JobScheduler(jobs, pool, {
-    maxConcurrentJobs: Math.max(1, config.workers - 1),
-    maxAttempts: 3,
+  const metrics = new Metrics(store.jobs);
+  const scheduler = new JobScheduler(store.queue, pool, {
+    maxConcurrentRuns: Math.max(1, config.workers - 1),
     retryDelayMs: 500,
     onError: (jobId, error) => log({ level: "warn", msg: "job attempt failed; will retry", jobId, error: String(error) }),
     onStarted: (jobId, attempt) => log({ msg: "job started", jobId, attempt }),
@@ -92,11 +75,11 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
       log({ msg: "job finished", jobId, type: job.type, outcome: job.status, records: job.total, applied: job.applied, rejected: job.rejected, durationMs: Math.round(seconds * 1000) });
     },
   });
-  const stores = new Map(resources.map((resource) => [resource.path, new RecordStore(db, resource)]));
   let stopping: Promise<void> | undefined;
-  const readiness = () => checkReadiness(db, pool, () => stopping !== undefined);
+  const readiness = () => checkReadiness(store, pool, () => stopping !== undefined);
   const failedAuthentications = new FailureLimiter(config.authFailuresPerMinute);
-  const services: Services = { config, log, access, failedAuthentications, jobs, stores, pool, scheduler, metrics, readiness };
+  const intake = new IntakeService({ pool, scheduler, log });
+  const services: Services = { config, log, access, failedAuthentications, intake, jobs: store.jobs, records: store.records, metrics, readiness };
 
   const app = buildApp(services);
   const requests = observeRequests(app.fetch, log, metrics);
@@ -133,14 +116,13 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   } catch (error) {
     await scheduler.stop();
     await pool.close();
-    closeDatabase(db);
-    lock.release();
+    await store.close();
     throw new StartupError(listenFailure(error, config));
   }
 
   // Only once listening: a first key printed by a start that then failed would be shown once and never usable.
-  const firstRunKey = access.createFirstEnvironment("default");
-  scheduler.kick();
+  const firstRunKey = await access.createFirstEnvironment("default");
+  scheduler.wake();
 
   const purge = () =>
     pool.run("purge", { before: retainedSince(config) }).then(
@@ -167,9 +149,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
         // Start no job; let the running ones commit.
         await Promise.race([scheduler.stop(), untilDeadline()]);
         const cut = await pool.close(Math.max(0, deadline - Date.now()));
-        // A thread ended mid-transaction may still hold the write lock: then the WAL is left for the next start.
-        closeDatabase(db, { checkpoint: cut === 0 });
-        lock.release();
+        await store.close({ interrupted: cut > 0 });
         if (cut > 0) log({ level: "warn", msg: "stopped at the shutdown deadline: unfinished work was rolled back and runs again at the next start", tasks: cut });
         else log({ msg: "stopped cleanly" });
       })()),

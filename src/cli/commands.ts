@@ -1,19 +1,18 @@
-import { AccessError, AccessRepository } from "../access/repository";
+import { Access, AccessError } from "../access/access";
 import type { Config } from "../config";
-import { closeDatabase, migrate, openDatabase } from "../db/client";
+import { openStore } from "../store/open";
 
 export class UsageError extends Error {}
 
 export type Output = { out: (line: string) => void; err: (line: string) => void };
 
-/** Runs `fn` against the data directory's database (migrated, so the CLI works before a first serve). */
-function withAccess<T>(config: Config, fn: (access: AccessRepository) => T): T {
-  const db = openDatabase(config.dataDir);
+/** Runs `fn` against the store (migrated, so the CLI works before a first serve). */
+async function withAccess<T>(config: Config, fn: (access: Access) => Promise<T>): Promise<T> {
+  const store = openStore(config);
   try {
-    migrate(db);
-    return fn(new AccessRepository(db));
+    return await fn(new Access(store.access));
   } finally {
-    closeDatabase(db);
+    await store.close();
   }
 }
 
@@ -24,29 +23,29 @@ const need = (value: string | undefined, what: string) => {
 
 // Arguments are checked before the database is opened: a mistyped command must not create a data directory.
 
-export function envCommand(config: Config, args: string[], io: Output): void {
+export async function envCommand(config: Config, args: string[], io: Output): Promise<void> {
   const [action, slug] = args;
   if (action === "create") {
     const wanted = need(slug, "<slug>: importd env create <slug>");
-    const environment = withAccess(config, (access) => access.createEnvironment(wanted));
+    const environment = await withAccess(config, (access) => access.createEnvironment(wanted));
     io.out(`created environment ${environment.slug}`);
     io.err(`Next: importd key create ${environment.slug}   (base URL: http://<host>:<port>/${environment.slug})`);
   } else if (action === "list") {
-    for (const environment of withAccess(config, (access) => access.listEnvironments())) io.out(`${environment.slug}\t${environment.createdAt}`);
+    for (const environment of await withAccess(config, (access) => access.listEnvironments())) io.out(`${environment.slug}\t${environment.createdAt}`);
   } else {
     throw new UsageError(`unknown env command '${action ?? ""}': use env create <slug> or env list`);
   }
 }
 
-export function keyCommand(config: Config, args: string[], io: Output): void {
+export async function keyCommand(config: Config, args: string[], io: Output): Promise<void> {
   const [action, target] = args;
   if (action === "create") {
     const slug = need(target, "<slug>: importd key create <slug>");
     // The key alone on stdout, so that scripts can capture it: KEY=$(importd key create acme-prod)
-    io.out(withAccess(config, (access) => access.createKey(slug)));
+    io.out(await withAccess(config, (access) => access.createKey(slug)));
   } else if (action === "list") {
     const slug = need(target, "<slug>: importd key list <slug>");
-    const keys = withAccess(config, (access) => access.listKeys(slug));
+    const keys = await withAccess(config, (access) => access.listKeys(slug));
     io.out("keyId\tcreatedAt\trevokedAt");
     for (const key of keys) io.out(`${key.keyId}\t${key.createdAt}\t${key.revokedAt ?? "-"}`);
   } else if (action === "revoke") {
@@ -54,7 +53,7 @@ export function keyCommand(config: Config, args: string[], io: Output): void {
     if (!/^[1-9][0-9]{0,15}$/.test(text) || !Number.isSafeInteger(Number(text))) {
       throw new UsageError(`'${text}' is not a key id (a positive whole number; see importd key list <slug>)`);
     }
-    withAccess(config, (access) => access.revokeKey(Number(text)));
+    await withAccess(config, (access) => access.revokeKey(Number(text)));
     io.out(`revoked key ${text}`);
   } else {
     throw new UsageError(`unknown key command '${action ?? ""}': use key create <slug>, key list <slug> or key revoke <keyId>`);

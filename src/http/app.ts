@@ -1,7 +1,7 @@
 import { swagger } from "@elysiajs/swagger";
 import { Elysia } from "elysia";
 import pkg from "../../package.json" with { type: "json" };
-import { internalError, notFound, Problem, validationProblem } from "./problem";
+import { internalError, notFound, Problem, storageProblem, validationProblem } from "./problem";
 import { pathOf } from "./request-target";
 import { importRoutes } from "./routes/imports";
 import { operationsRoutes } from "./routes/operations";
@@ -21,6 +21,8 @@ when the job runs, against the records that exist in the environment at that tim
 
 function toProblem(code: string | number, error: unknown): Problem | undefined {
   if (error instanceof Problem) return error;
+  const storage = storageProblem(error);
+  if (storage) return storage;
   if (code === "NOT_FOUND") return notFound();
   if (code === "VALIDATION" || code === "PARSE") {
     return validationProblem({ $: [(error as Error).message?.slice(0, 500) || "The request is malformed."] });

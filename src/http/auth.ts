@@ -9,11 +9,11 @@ import type { Services } from "./services";
  * An address that has sent too many wrong keys gets 429 without its key being checked.
  */
 export const authentication = ({ access, failedAuthentications }: Pick<Services, "access" | "failedAuthentications">) =>
-  new Elysia({ name: "authentication" }).derive({ as: "scoped" }, ({ params, request }) => {
+  new Elysia({ name: "authentication" }).derive({ as: "scoped" }, async ({ params, request }) => {
     const wait = failedAuthentications.empty ? undefined : failedAuthentications.retryAfter(clientAddress(request));
     if (wait !== undefined) throw tooManyFailedAttempts(wait);
     const slug = (params as Record<string, string | undefined>).env ?? "";
-    const environmentId = access.authenticate(slug, request.headers.get("api-key"));
+    const environmentId = await access.authenticate(slug, request.headers.get("api-key"));
     if (environmentId === undefined) {
       failedAuthentications.recordFailure(clientAddress(request));
       throw unauthorized();

@@ -1,4 +1,6 @@
 import type { FieldErrors } from "../resources/validate";
+import { StorageError, StorageFull } from "../store/errors";
+import { WorkerCrashed } from "../worker/pool";
 
 /**
  * Every error answer is an RFC 9457 Problem Details document, built here and nowhere else.
@@ -94,7 +96,20 @@ export const serviceUnavailable = (detail: string, retryAfterSeconds = 5) =>
   new Problem(503, "Service Unavailable", detail, undefined, { "retry-after": String(retryAfterSeconds) });
 
 export const insufficientStorage = () =>
-  new Problem(507, "Insufficient Storage", "The server has no room to store this batch; nothing was accepted. Try again later or ask the operator to free disk space.", undefined, { "retry-after": "60" });
+  new Problem(507, "Insufficient Storage", "The server has no room to store this; nothing was accepted or changed. Try again later or ask the operator to free disk space.", undefined, { "retry-after": "60" });
 
 export const internalError = () =>
   new Problem(500, "Internal Server Error", "Something went wrong on the server. The error was logged; try again.");
+
+/**
+ * Where a storage fault becomes an HTTP answer: a full disk is 507, any other fault (and a worker thread that
+ * died with the request's work) 503 with Retry-After. Neither changed anything, so the client can send the
+ * same request again. Undefined for any other error.
+ */
+export function storageProblem(error: unknown): Problem | undefined {
+  if (error instanceof StorageFull) return insufficientStorage();
+  if (error instanceof StorageError || error instanceof WorkerCrashed) {
+    return serviceUnavailable("The server could not use its storage just now; nothing was accepted or changed. Send the request again.");
+  }
+  return undefined;
+}

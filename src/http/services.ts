@@ -1,26 +1,23 @@
+import type { Access } from "../access/access";
 import type { FailureLimiter } from "../access/failure-limiter";
-import type { AccessRepository } from "../access/repository";
 import type { Config } from "../config";
+import type { IntakeService } from "../jobs/intake-service";
 import type { Log } from "../log";
-import type { JobRepository } from "../jobs/repository";
 import type { Metrics } from "../observability/metrics";
 import type { ReadinessReport } from "../observability/readiness";
-import type { RecordStore } from "../resources/store";
-import type { WorkerPool } from "../worker/pool";
-import type { JobScheduler } from "../worker/scheduler";
+import type { JobReads, RecordReads } from "../store/ports";
 
-/** What the HTTP layer is handed; built in serve, so that tests build their own. */
+/** What the HTTP layer is handed; built in server.ts, so that tests build their own. */
 export type Services = {
   config: Config;
   log: Log;
-  access: AccessRepository;
+  access: Access;
   failedAuthentications: FailureLimiter;
-  jobs: JobRepository;
-  stores: ReadonlyMap<string, RecordStore>;
-  pool: WorkerPool;
-  scheduler: JobScheduler;
+  intake: IntakeService;
+  jobs: JobReads;
+  records: RecordReads;
   metrics: Metrics;
-  readiness: () => ReadinessReport;
+  readiness: () => Promise<ReadinessReport>;
 };
 
 /** Job documents older than this (by completion) are treated as gone. */

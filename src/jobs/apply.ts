@@ -1,12 +1,10 @@
-import { writeTransaction, type Db } from "../db/client";
-import type { ResourceDefinition } from "../resources/definition";
 import { resourceByJobType, resourceByPath } from "../resources/registry";
-import { RecordStore } from "../resources/store";
+import type { ResourceDefinition } from "../resources/definition";
 import { displayName, type BatchValidation } from "../resources/validate";
+import type { ClaimedRun, Completion, Job, JobQueue, RejectedRecord, RunRecords } from "../store/ports";
 import { readBatch, type Records } from "./batch";
-import { requestBody } from "./payload";
 import { batchFailure, duplicateIdsOutcome, recordOutcome, type JobOutput, type Rejection } from "./outcome";
-import type { Job, JobRepository, RejectedRecord } from "./repository";
+import { requestBody } from "./payload";
 import type { JobStatus } from "./states";
 
 function findDuplicateIds(records: Records): Map<string, number[]> {
@@ -38,11 +36,10 @@ function rejectedRecords(records: Records, rejections: Rejection[], batchMessage
   });
 }
 
-/** What a finished job ended as: for the log and the metrics. */
-export type FinishedJob = { id: number; type: string; status: JobStatus; total: number; applied: number; rejected: number };
+/** What a job ended as: for the log and the metrics. */
+export type JobResult = { id: number; type: string; status: JobStatus; total: number; applied: number; rejected: number };
 
-/** What `job` ended as, given the terminal state and output stored for it. */
-export const finishedJob = (job: Job, status: JobStatus, output: JobOutput): FinishedJob => ({
+const resultOf = (job: Job, { status, output }: { status: JobStatus; output: JobOutput }): JobResult => ({
   id: job.id,
   type: job.type,
   status,
@@ -52,81 +49,89 @@ export const finishedJob = (job: Job, status: JobStatus, output: JobOutput): Fin
 });
 
 /**
- * A job of up to `maxRecords` records is applied together with the small jobs queued right after it in its
- * environment, in one commit (a burst of one-record jobs would otherwise cost two commits each). A group
- * holds at most `maxJobs` jobs and `maxRecords` records; a bigger job is applied alone.
+ * A run starts at an environment's oldest pending job; a job of up to `maxRecords` records takes the small
+ * jobs queued right after it along, in one commit (a burst of one-record jobs would otherwise cost two commits
+ * each). A run holds at most `maxJobs` jobs and `maxRecords` records; a bigger job runs alone.
  */
 export const groupLimits = { maxJobs: 20, maxRecords: 10_000 };
 
 /**
- * One environment's records as the jobs of one transaction see them: a store per resource (its upsert
- * prepared once), and the ids that references are checked against, read once and kept up to date as the
- * transaction's jobs upsert (a later job may refer to records an earlier one brought).
+ * Runs a job may start before it is given up as Failed (DECISIONS 5). A run is counted when claimed, so a job
+ * that crashes its worker thread, or the whole process, every time is given up after this many, across
+ * restarts; a run that meets a storage fault is not counted against it (see JobScheduler).
+ */
+export const maxAttempts = 3;
+
+const gaveUpMessage = (attempts: number) =>
+  `Nothing was applied: the job could not be processed after ${attempts} attempts (each was cut short: the worker thread, or the whole server, stopped while applying it). ` +
+  "Re-send the batch; if it fails again, split it and contact the operator.";
+
+/**
+ * One environment's records as the jobs of one run see them: the ids that references are checked against,
+ * read once and kept up to date as the run's jobs upsert (a later job may refer to records an earlier one brought).
  */
 class EnvironmentRecords {
-  private readonly stores = new Map<string, RecordStore>();
   private readonly idSets = new Map<string, Set<string>>();
 
-  constructor(
-    private readonly db: Db,
-    readonly environmentId: number,
-  ) {}
+  constructor(private readonly records: RunRecords) {}
 
-  store(resource: ResourceDefinition): RecordStore {
-    let store = this.stores.get(resource.path);
-    if (!store) this.stores.set(resource.path, (store = new RecordStore(this.db, resource)));
-    return store;
-  }
-
-  ids(resource: ResourceDefinition): Set<string> {
+  async ids(resource: ResourceDefinition): Promise<Set<string>> {
     let ids = this.idSets.get(resource.path);
-    if (!ids) this.idSets.set(resource.path, (ids = this.store(resource).idSet(this.environmentId)));
+    if (!ids) this.idSets.set(resource.path, (ids = await this.records.ids(resource)));
     return ids;
   }
 
-  upsert(resource: ResourceDefinition, jobId: number, records: Records): void {
-    this.store(resource).upsertAll(this.environmentId, jobId, records);
+  async upsert(resource: ResourceDefinition, jobId: number, records: Records): Promise<void> {
+    await this.records.upsert(resource, jobId, records);
     const ids = this.idSets.get(resource.path);
     if (ids) for (const record of records) ids.add(record.id);
   }
 }
 
-/** A job's batch as its apply step reads it: undefined when its payload was lost. */
+/** A job's batch as its run reads it: undefined when its payload was lost. */
 type StoredBatch = BatchValidation<Records[number]> | undefined;
 
 /** The batch this thread still holds parsed (`parsed`), or else the stored payload, read and parsed again. */
-function readJob(jobsRepo: JobRepository, job: Job, parsed: Records | undefined): StoredBatch {
+async function batchOf(queue: JobQueue, job: Job, parsed: Records | undefined): Promise<StoredBatch> {
   if (parsed) return { ok: true, records: parsed };
-  const stored = jobsRepo.payload(job.id);
+  const stored = await queue.payload(job.id);
   return stored ? readBatch(resourceByJobType(job.type), requestBody(stored)) : undefined;
 }
 
+/** A job's completion, and for the rejected records' rows. */
+const completion = (job: Job, { status, output }: { status: JobStatus; output: JobOutput }, rejected: RejectedRecord[] = []): Completion => ({
+  jobId: job.id,
+  status,
+  output,
+  rejected,
+});
+
 /**
- * Applies one job inside the caller's transaction: reject records whose references do not exist in the
- * environment, upsert the rest, store the outcome, drop the payload.
+ * Applies one job inside its run's transaction: rejects the records whose references do not exist in the
+ * environment, upserts the rest, and answers the job's completion.
  */
-function applyOne(jobsRepo: JobRepository, job: Job, environment: EnvironmentRecords, batch: StoredBatch): FinishedJob {
+async function applyOne(job: Job, environment: EnvironmentRecords, batch: StoredBatch): Promise<Completion> {
   const resource = resourceByJobType(job.type);
-  const finish = ({ status, output }: ReturnType<typeof recordOutcome>, records?: Records, rejections: Rejection[] = []): FinishedJob => {
-    jobsRepo.finish(job.id, status, output, records ? rejectedRecords(records, rejections, output.applied === 0 ? output.message : undefined) : []);
-    return finishedJob(job, status, output);
-  };
-  if (!batch) return finish(batchFailure(job.recordCount, "The job's payload was lost, so nothing was applied. Re-send the batch."));
+  const outcome = (ending: ReturnType<typeof recordOutcome>, records?: Records, rejections: Rejection[] = []) =>
+    completion(job, ending, records ? rejectedRecords(records, rejections, ending.output.applied === 0 ? ending.output.message : undefined) : []);
+  if (!batch) return outcome(batchFailure(job.recordCount, "The job's payload was lost, so nothing was applied. Re-send the batch."));
   if (!batch.ok) {
     // Cannot happen for a payload that passed request-time validation, unless the rules changed in an upgrade.
-    return finish(batchFailure(job.recordCount, `Nothing was applied: the stored batch no longer passes validation (${Object.entries(batch.errors).slice(0, 3).map(([k, v]) => `${k}: ${v.join(" ")}`).join("; ")}). Re-send it after fixing.`));
+    return outcome(batchFailure(job.recordCount, `Nothing was applied: the stored batch no longer passes validation (${Object.entries(batch.errors).slice(0, 3).map(([k, v]) => `${k}: ${v.join(" ")}`).join("; ")}). Re-send it after fixing.`));
   }
   const records = batch.records as Records;
   const duplicates = findDuplicateIds(records);
   if (duplicates.size > 0) {
-    const outcome = duplicateIdsOutcome(records.length, duplicates);
-    return finish(outcome, records, outcome.rejections);
+    const ending = duplicateIdsOutcome(records.length, duplicates);
+    return outcome(ending, records, ending.rejections);
   }
 
-  const checks = resource.references.map((reference) => {
-    const target = resourceByPath(reference.resource)!;
-    return { ...reference, target, ids: environment.ids(target) };
-  });
+  const checks = await Promise.all(
+    resource.references.map(async (reference) => {
+      const target = resourceByPath(reference.resource)!;
+      return { ...reference, target, ids: await environment.ids(target) };
+    }),
+  );
   const rejections: Rejection[] = [];
   const accepted = checks.length === 0 ? records : records.filter((record, index) => {
     for (const check of checks) {
@@ -145,39 +150,52 @@ function applyOne(jobsRepo: JobRepository, job: Job, environment: EnvironmentRec
     }
     return true;
   });
-  environment.upsert(resource, job.id, accepted);
-  return finish(recordOutcome(records.length, rejections), records, rejections);
+  await environment.upsert(resource, job.id, accepted);
+  return outcome(recordOutcome(records.length, rejections), records, rejections);
 }
 
+export type RunOptions = {
+  /** The new run's claim token (unique). */
+  token: string;
+  /** This process's run of the environment that was cut short, to take its jobs over (see ClaimRequest). */
+  takeOver?: { token: string; countsAsAttempt: boolean };
+  /** The batch this thread still holds parsed for a job, if it does. */
+  parsed?: (jobId: number) => Records | undefined;
+  /** Only the first job. */
+  singleJob?: boolean;
+  /** Sees each batch before it is applied (a test hook). */
+  inspect?: (records: Records) => void;
+  /** Instead of the module's maxAttempts (a test hook). */
+  maxAttempts?: number;
+};
+
 /**
- * Applies the pending job `jobId` and, unless `alone` or the job is big, the small pending jobs queued
- * right after it in its environment (see groupLimits): in one transaction, in id order, each with its own
- * outcome. A big job, or one `alone`, is claimed first in a commit of its own, so that pollers see it
- * Processing while it runs; a group goes from Pending to its outcomes in its one commit.
- * Returns what each job ended as, in id order; empty when the job was not there to apply.
- * `parsed(id)` gives a batch this thread still holds parsed, if it does.
+ * A pending job → its terminal state: claims the environment's next run (the store decides which jobs, and
+ * refuses while another run of the environment is in progress), reads and parses the batches before the write
+ * transaction (so that other threads commit meanwhile), then applies them in one transaction, in order, each
+ * with its own outcome, and completes the run with its claim token. A job claimed more than maxAttempts times
+ * is given up as Failed instead. Resolves to what each job ended as; undefined when there was no run to claim.
  */
-export function applyJobs(db: Db, jobsRepo: JobRepository, jobId: number, options: { parsed?: (jobId: number) => Records | undefined; alone?: boolean } = {}): FinishedJob[] {
-  const first = jobsRepo.unfinished(jobId);
-  if (!first) return [];
-  const alone = options.alone || first.recordCount > groupLimits.maxRecords;
-  if (alone && !jobsRepo.claim(jobId)) return [];
-  const group = [first];
-  if (!alone) {
-    let records = first.recordCount;
-    for (const job of jobsRepo.pendingAfter(first, groupLimits.maxJobs - 1)) {
-      records += job.recordCount;
-      if (records > groupLimits.maxRecords) break;
-      group.push(job);
-    }
-  }
-  // Read and parsed before the write lock is taken, so that other threads can commit meanwhile: nothing but
-  // this run changes these jobs (their environment runs one at a time), and a payload never changes.
-  const batches = group.map((job) => readJob(jobsRepo, job, options.parsed?.(job.id)));
-  // On `db` inside the transaction: a Drizzle transaction is the same connection, and RecordStore prepares
-  // its upsert on the connection itself.
-  return writeTransaction(db, () => {
-    const environment = new EnvironmentRecords(db, first.environmentId);
-    return group.map((job, index) => applyOne(jobsRepo, job, environment, batches[index]));
+export async function runNext(queue: JobQueue, environmentId: number, options: RunOptions): Promise<JobResult[] | undefined> {
+  const run = await queue.claimRun({ token: options.token, environmentId, takeOver: options.takeOver, alone: options.singleJob }, groupLimits);
+  if (!run) return undefined;
+  const first = run.jobs[0]!;
+  if (first.attempts > (options.maxAttempts ?? maxAttempts)) return giveUp(queue, run, first);
+  const batches: StoredBatch[] = [];
+  for (const job of run.jobs) batches.push(await batchOf(queue, job, options.parsed?.(job.id)));
+  if (options.inspect) for (const batch of batches) if (batch?.ok) options.inspect(batch.records as Records);
+  const completions: Completion[] = [];
+  await queue.completeRun(run, async (records) => {
+    const environment = new EnvironmentRecords(records);
+    completions.length = 0;
+    for (let index = 0; index < run.jobs.length; index++) completions.push(await applyOne(run.jobs[index]!, environment, batches[index]));
+    return completions;
   });
+  return run.jobs.map((job, index) => resultOf(job, completions[index]!));
+}
+
+async function giveUp(queue: JobQueue, run: ClaimedRun, job: Job): Promise<JobResult[]> {
+  const ending = batchFailure(job.recordCount, gaveUpMessage(job.attempts - 1));
+  await queue.completeRun(run, async () => [completion(job, ending)]);
+  return [resultOf(job, ending)];
 }

@@ -1,6 +1,5 @@
 import { t, type Static } from "elysia";
-import type { JobOutput } from "./outcome";
-import type { Job } from "./repository";
+import type { Job } from "../store/ports";
 import { isTerminal, jobStatuses } from "./states";
 
 const timestamp = (description: string) => t.Union([t.String({ format: "date-time" }), t.Null()], { description });
@@ -33,9 +32,9 @@ export function jobDocument(job: Job): JobDocument {
   return {
     id: job.id,
     importJobType: job.type,
-    importJobStatus: job.status as JobDocument["importJobStatus"],
+    importJobStatus: job.status,
     statusUrl: `/v2/status/${job.id}`,
-    output: isTerminal(job.status) && job.output !== null ? (JSON.parse(job.output) as JobOutput) : null,
+    output: isTerminal(job.status) ? job.output : null,
     createdAt: job.createdAt,
     startedAt: job.startedAt,
     completedAt: job.completedAt,

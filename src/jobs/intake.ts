@@ -2,7 +2,7 @@ import type { ResourceDefinition } from "../resources/definition";
 import type { FieldErrors } from "../resources/validate";
 import { readBatch, type Records } from "./batch";
 import { storedPayload } from "./payload";
-import type { EnqueueRequest, Job, JobRepository } from "./repository";
+import type { EnqueueRequest, Job, JobQueue } from "../store/ports";
 
 export type IntakeResult =
   | { ok: true; job: Job; replayed: boolean }
@@ -15,11 +15,11 @@ export type IntakeRequest = { environmentId: number; resource: ResourceDefinitio
 export type Accepted = { result: IntakeResult; records?: Records };
 
 /**
- * Request-time work for import POSTs: parse and validate each body, then store the well-formed ones as jobs,
+ * Request-time work for import POSTs, on a worker thread: parse and validate each body, then store the well-formed ones as jobs,
  * all in one transaction (requests that arrive together share one commit). Answers in the order asked;
  * one request's invalid body never affects another's.
  */
-export function acceptBatches(jobs: JobRepository, requests: IntakeRequest[]): Accepted[] {
+export async function acceptBatches(queue: JobQueue, requests: IntakeRequest[]): Promise<Accepted[]> {
   const answers: Accepted[] = new Array(requests.length);
   const stored: Array<{ index: number; records: Records; request: EnqueueRequest }> = [];
   requests.forEach(({ environmentId, resource, body, idempotencyKey }, index) => {
@@ -32,7 +32,7 @@ export function acceptBatches(jobs: JobRepository, requests: IntakeRequest[]): A
     stored.push({ index, records: batch.records, request: { environmentId, type: resource.jobType, recordCount: batch.records.length, body: storedPayload(body), idempotency } });
   });
   if (stored.length === 0) return answers;
-  const enqueued = jobs.enqueueAll(stored.map(({ request }) => request));
+  const enqueued = await queue.enqueue(stored.map(({ request }) => request));
   stored.forEach(({ index, records }, n) => {
     const outcome = enqueued[n]!;
     if (outcome.conflict) answers[index] = { result: { ok: false, idempotencyConflict: true } };
@@ -43,5 +43,5 @@ export function acceptBatches(jobs: JobRepository, requests: IntakeRequest[]): A
 }
 
 /** One import POST: see acceptBatches. */
-export const acceptBatch = (jobs: JobRepository, environmentId: number, resource: ResourceDefinition, body: Uint8Array, idempotencyKey?: string): Accepted =>
-  acceptBatches(jobs, [{ environmentId, resource, body, idempotencyKey }])[0]!;
+export const acceptBatch = async (queue: JobQueue, environmentId: number, resource: ResourceDefinition, body: Uint8Array, idempotencyKey?: string): Promise<Accepted> =>
+  (await acceptBatches(queue, [{ environmentId, resource, body, idempotencyKey }]))[0]!;

@@ -1,6 +1,6 @@
 /**
  * How a job's body is kept until the job is applied. Bodies of `compressFrom` bytes or more are stored
- * zstd-compressed at its fastest level: JSON records shrink about 7 times, so there is that much less to
+ * zstd-compressed at its fastest level: JSON records shrink several times (docs/performance.md), so there is less to
  * write (and sync) before the 202, and less for the checkpoint to copy into the database file afterwards.
  * Small bodies are stored as they came: compressing a few hundred bytes saves nothing.
  *

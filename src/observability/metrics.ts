@@ -1,11 +1,11 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { FinishedJob } from "../jobs/apply";
-import type { JobRepository } from "../jobs/repository";
+import type { JobResult } from "../jobs/apply";
 import { jobStatuses } from "../jobs/states";
+import type { JobReads } from "../store/ports";
 
 /**
  * The Prometheus metrics of one server. Counters are kept in memory (they start at 0 with the process,
- * as Prometheus expects); jobs by state and queue depth are read from the database at scrape time, so
+ * as Prometheus expects); jobs by state and queue depth are read from the store at scrape time, so
  * they are right after a restart too.
  */
 export class Metrics {
@@ -36,14 +36,14 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(jobs: JobRepository) {
+  constructor(jobs: Pick<JobReads, "countByStatus" | "queueDepth">) {
     new Gauge({
       name: "importd_jobs",
       help: "Jobs by state, all environments (finished jobs count until their documents expire).",
       labelNames: ["state"] as const,
       registers: [this.registry],
-      collect() {
-        const counts = new Map(jobs.countByStatus().map(({ status, count }) => [status, count]));
+      async collect() {
+        const counts = new Map((await jobs.countByStatus()).map(({ status, count }) => [status, count]));
         for (const state of jobStatuses) this.set({ state }, counts.get(state) ?? 0);
       },
     });
@@ -52,9 +52,10 @@ export class Metrics {
       help: "Jobs waiting to run (Pending), by environment.",
       labelNames: ["environment"] as const,
       registers: [this.registry],
-      collect() {
+      async collect() {
+        const depths = await jobs.queueDepth();
         this.reset();
-        for (const { environment, pending } of jobs.queueDepth()) this.set({ environment }, pending);
+        for (const { environment, pending } of depths) this.set({ environment }, pending);
       },
     });
   }
@@ -65,7 +66,7 @@ export class Metrics {
     this.requests.inc({ method, status: String(status) });
   }
 
-  jobFinished(job: FinishedJob, seconds: number): void {
+  jobFinished(job: JobResult, seconds: number): void {
     this.recordsApplied.inc({ type: job.type }, job.applied);
     this.recordsRejected.inc({ type: job.type }, job.rejected);
     this.jobDuration.observe({ type: job.type, status: job.status }, seconds);

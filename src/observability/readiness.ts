@@ -1,4 +1,4 @@
-import { migrationsApplied, type Db } from "../db/client";
+import type { Store } from "../store/ports";
 import type { WorkerPool } from "../worker/pool";
 
 export type ReadinessReport = {
@@ -8,14 +8,14 @@ export type ReadinessReport = {
 };
 
 /** Whether this server can take imports now: what /readyz answers, and why not when it cannot. */
-export function checkReadiness(db: Db, pool: WorkerPool, stopping: () => boolean): ReadinessReport {
+export async function checkReadiness(store: Pick<Store, "health">, pool: Pick<WorkerPool, "readyWorkers" | "size">, stopping: () => boolean): Promise<ReadinessReport> {
   let database = false;
   let migrations = false;
   let detail: string | undefined;
   try {
-    db.$client.query("SELECT 1").get();
-    database = true;
-    migrations = migrationsApplied(db);
+    const health = await store.health();
+    database = health.reachable;
+    migrations = health.migrated;
     if (!migrations) detail = "the database has migrations left to apply";
   } catch (error) {
     detail = `the database cannot be read: ${(error as Error).message}`;

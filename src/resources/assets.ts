@@ -1,5 +1,4 @@
 import { t } from "elysia";
-import { assets } from "../db/schema";
 import { defineResource, presentFields } from "./definition";
 import { displayName, requiredText } from "./validate";
 
@@ -58,7 +57,6 @@ export const assetResource = defineResource({
     },
     { id: "VALVE-0001", subAreaId: "south", name: "Valve at Mill Rd", status: "ACT", assetCategoryId: "water", assetTypeId: "valve", shapeType: "Point" },
   ],
-  table: assets,
   rules: [
     (asset) =>
       asset.startPoint !== undefined && asset.endPoint !== undefined && asset.startPoint > asset.endPoint

@@ -1,5 +1,4 @@
 import type { Static, TObject } from "@sinclair/typebox";
-import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { RecordRule } from "./validate";
 
 /** A job-time check: the record's `field` must name a record of `resource` in the same environment. */
@@ -20,11 +19,9 @@ export type ResourceDefinition<S extends TObject = TObject> = {
   schema: S;
   /** A batch for the OpenAPI document that is applied in full once the examples of the resources before it are. */
   example: Static<S>[];
-  /** Its table; every resource table has environment_id, id, updated_at and last_job_id. */
-  table: SQLiteTable;
   rules: RecordRule<Static<S>>[];
   references: Reference[];
-  /** Columns of the table (by Drizzle property name) other than the shared key and meta columns. */
+  /** The record as stored: its fields other than id, by column property name (each store keeps its own tables). */
   toRow(record: Static<S>): Record<string, unknown>;
   fromRow(row: Record<string, unknown>): Static<S>;
 };

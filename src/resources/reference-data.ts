@@ -1,6 +1,5 @@
 import type { Static } from "@sinclair/typebox";
 import { t } from "elysia";
-import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import { defineResource, presentFields } from "./definition";
 import { requiredText } from "./validate";
 
@@ -11,14 +10,13 @@ export const referenceRecord = t.Object({
   description: t.Optional(t.String({ maxLength: 4000 })),
 });
 
-export const referenceResource = (path: string, jobType: string, noun: string, table: SQLiteTable, example: Static<typeof referenceRecord>[]) =>
+export const referenceResource = (path: string, jobType: string, noun: string, example: Static<typeof referenceRecord>[]) =>
   defineResource({
     path,
     jobType,
     noun,
     schema: referenceRecord,
     example,
-    table,
     rules: [],
     references: [],
     toRow: (record) => ({ name: record.name, description: record.description ?? null }),

@@ -1,4 +1,3 @@
-import { assetCategories, assetTypes, subAreas } from "../db/schema";
 import { assetResource } from "./assets";
 import type { ResourceDefinition } from "./definition";
 import { referenceResource } from "./reference-data";
@@ -6,15 +5,15 @@ import { referenceResource } from "./reference-data";
 /** Every import resource the service offers. The HTTP routes, the worker and OpenAPI all read this list. */
 export const resources: readonly ResourceDefinition[] = [
   // In the order they are imported: the references of each example exist once the examples above it are applied.
-  referenceResource("subareas", "SubArea", "sub area", subAreas, [
+  referenceResource("subareas", "SubArea", "sub area", [
     { id: "north", name: "North district" },
     { id: "south", name: "South district" },
   ]),
-  referenceResource("assettypes", "AssetType", "asset type", assetTypes, [
+  referenceResource("assettypes", "AssetType", "asset type", [
     { id: "pipe", name: "Pipe" },
     { id: "valve", name: "Valve" },
   ]),
-  referenceResource("assetcategories", "AssetCategory", "asset category", assetCategories, [{ id: "water", name: "Water network" }]),
+  referenceResource("assetcategories", "AssetCategory", "asset category", [{ id: "water", name: "Water network" }]),
   assetResource,
 ];
 

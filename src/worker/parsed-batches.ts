@@ -2,8 +2,8 @@ import type { Records } from "../jobs/batch";
 
 /**
  * The batches this worker thread accepted and has not applied yet, parsed and validated, so that applying
- * one it accepted itself does not parse and validate the same bytes again (for 100,000 assets, about a
- * sixth of the end-to-end time). Bounded by the size of the bodies they came from: past `maxBytes` the
+ * one it accepted itself does not parse and validate the same bytes again (what that saves: docs/performance.md,
+ * "Parse once"). Bounded by the size of the bodies they came from: past `maxBytes` the
  * oldest are dropped, and their jobs are parsed from the stored payload as after a restart. The newest is
  * always kept, however big.
  */

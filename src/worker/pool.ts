@@ -1,20 +1,17 @@
-import { WriteLock } from "../db/write-lock";
-import { grouping, type ReplyMessage, type TaskMessage, type TaskType, type TaskTypes, type ToWorker } from "./protocol";
+import { storageFault } from "../store/errors";
+import type { Store } from "../store/ports";
+import { grouping, type ReplyMessage, type TaskMessage, type TaskType, type TaskTypes, type ThreadTestHooks, type ToWorker } from "./protocol";
 
 /** The worker thread died (or threw outside a task) while running the task; the task may be retried. */
 export class WorkerCrashed extends Error {
   readonly retryable = true;
 }
 
-/** The task itself threw inside the worker; `code` carries SQLite's error code when there is one. */
-export class TaskFailed extends Error {
-  constructor(
-    message: string,
-    readonly code?: string,
-  ) {
-    super(message);
-  }
-}
+/** The task itself threw inside the worker (a storage fault rejects as the store's named error instead). */
+export class TaskFailed extends Error {}
+
+/** What the pool needs of the store: how each thread opens it, and what to tell it when a thread dies. */
+export type ThreadStores = Pick<Store, "handleFor" | "threadDied">;
 
 /**
  * Where a task runs. `prefer`: the slot to run on if it is free, because it holds something the task can
@@ -36,7 +33,7 @@ const maxFailedStarts = 3;
 const closeThreadTimeoutMs = 2_000;
 
 // `running`: the tasks sent to the thread and not yet answered (several when grouped); empty when the slot is free.
-type Slot = { worker: Worker; owner: number; ready: boolean; dead?: boolean; running: Pending[]; onClosed?: () => void };
+type Slot = { worker: Worker; threadNumber: number; ready: boolean; dead?: boolean; running: Pending[]; onClosed?: () => void };
 
 /**
  * A fixed set of Bun Worker threads fed from one FIFO queue. A worker that dies is replaced at once;
@@ -47,21 +44,22 @@ export class WorkerPool {
   private readonly slots: Slot[] = [];
   private readonly queue: Pending[] = [];
   private nextTaskId = 1;
-  // The threads take turns writing on this (see WriteLock); each thread ever spawned has its own owner number.
-  private readonly writeLock = WriteLock.sharedBuffer();
-  private nextOwner = 1;
+  // Each thread ever spawned has its own number, from 1 (the store may keep something per thread).
+  private nextThreadNumber = 1;
   private closing = false;
   // Threads that died before they were ready, in a row: a thread that cannot even start (a missing entry,
   // an unreadable database) must not be respawned in a tight loop, and must fail the server's start.
   private failedStarts = 0;
   private lastStartFailure = "";
   private readonly entry: URL;
-  private readonly dataDir: string;
+  private readonly stores: ThreadStores;
+  private readonly testHooks?: ThreadTestHooks;
   private readonly onCrash: (error: unknown) => void;
 
-  constructor(options: { entry: URL; size: number; dataDir: string; onCrash?: (error: unknown) => void }) {
+  constructor(options: { entry: URL; size: number; stores: ThreadStores; testHooks?: ThreadTestHooks; onCrash?: (error: unknown) => void }) {
     this.entry = options.entry;
-    this.dataDir = options.dataDir;
+    this.stores = options.stores;
+    this.testHooks = options.testHooks;
     this.onCrash = options.onCrash ?? (() => {});
     for (let i = 0; i < options.size; i++) this.slots.push(this.spawn());
   }
@@ -70,7 +68,7 @@ export class WorkerPool {
     return this.slots.length;
   }
 
-  /** Resolves once every thread has opened the database; rejects if threads keep dying before that. */
+  /** Resolves once every thread has opened the store; rejects if threads keep dying before that. */
   async ready(): Promise<void> {
     while (this.slots.some((slot) => !slot.ready)) {
       if (this.failedStarts >= maxFailedStarts) throw new WorkerCrashed(`worker threads cannot start: ${this.lastStartFailure}`);
@@ -93,8 +91,8 @@ export class WorkerPool {
 
   /**
    * Takes no more tasks, lets the running ones finish for up to `graceMs`, then has each thread close its
-   * database connection and ends it. Resolves to the number of tasks cut short: a thread ended mid-task
-   * leaves its transaction uncommitted, so SQLite rolls it back and nothing of it is kept.
+   * store and ends it. Resolves to the number of tasks cut short: a thread ended mid-task leaves its
+   * transaction uncommitted, so nothing of it is kept.
    */
   async close(graceMs = 0): Promise<number> {
     this.closing = true;
@@ -115,14 +113,14 @@ export class WorkerPool {
 
   private spawn(): Slot {
     const worker = new Worker(this.entry);
-    const slot: Slot = { worker, owner: this.nextOwner++, ready: false, running: [] };
+    const slot: Slot = { worker, threadNumber: this.nextThreadNumber++, ready: false, running: [] };
     worker.onmessage = (event: MessageEvent<ReplyMessage>) => this.onReply(slot, event.data);
     worker.onerror = (event) => {
       event.preventDefault?.();
       this.replace(slot, event.message ?? "worker error");
     };
     worker.addEventListener("close", () => this.replace(slot, "worker exited"));
-    worker.postMessage({ type: "init", dataDir: this.dataDir, writeLock: this.writeLock, owner: slot.owner } satisfies ToWorker);
+    worker.postMessage({ type: "init", store: this.stores.handleFor(slot.threadNumber), testHooks: this.testHooks } satisfies ToWorker);
     return slot;
   }
 
@@ -138,7 +136,7 @@ export class WorkerPool {
       if (index === -1) return;
       const [pending] = slot.running.splice(index, 1);
       if (reply.type === "done") pending!.resolve(reply.output);
-      else pending!.reject(new TaskFailed(reply.message, reply.code));
+      else pending!.reject(reply.fault ? storageFault(reply.fault, reply.message) : new TaskFailed(reply.message));
       if (slot.running.length > 0) return;
     }
     this.dispatch();
@@ -150,8 +148,7 @@ export class WorkerPool {
     if (index === -1 || this.closing || slot.dead) return;
     slot.dead = true;
     slot.worker.terminate();
-    // Died mid-transaction, perhaps: SQLite rolls that back, and the other threads must not wait for its turn.
-    WriteLock.releaseFor(this.writeLock, slot.owner);
+    this.stores.threadDied(slot.threadNumber);
     const running = slot.running.splice(0);
     this.onCrash(new WorkerCrashed(reason));
     if (slot.ready) {

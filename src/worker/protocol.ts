@@ -1,5 +1,7 @@
-import type { FinishedJob } from "../jobs/apply";
+import type { JobResult } from "../jobs/apply";
 import type { IntakeResult } from "../jobs/intake";
+import type { StorageFaultKind } from "../store/errors";
+import type { StoreHandle } from "../store/ports";
 
 /**
  * The messages between the HTTP thread and the worker threads, in one place.
@@ -12,13 +14,11 @@ export type TaskTypes = {
    */
   accept: { input: { environmentId: number; resource: string; body: ArrayBuffer; idempotencyKey?: string }; output: IntakeResult };
   /**
-   * Apply the pending job `jobId` and, unless `alone`, the small jobs of its environment queued right after
-   * it, in one transaction, each with its own outcome; then checkpoint the WAL. `jobs` lists what each job
-   * ended as, in id order; it is empty when there was no job to claim.
+   * Run the environment's next run (see runNext): claimed with `token`, taking over the run `takeOver` that
+   * was cut short. `ran` is false when there was nothing to claim (none pending, or a run of the environment
+   * in progress); `jobs` lists what each job of the run ended as, in order.
    */
-  apply: { input: { jobId: number; alone?: boolean }; output: { jobs: FinishedJob[] } };
-  /** Mark a job Failed after its worker crashed too often (a poison job). */
-  giveUp: { input: { jobId: number; message: string }; output: { jobs: FinishedJob[] } };
+  apply: { input: { environmentId: number; token: string; takeOver?: { token: string; countsAsAttempt: boolean } }; output: { ran: boolean; jobs: JobResult[] } };
   /** Delete job documents completed before `before` (retention). */
   purge: { input: { before: string }; output: { count: number } };
 };
@@ -35,9 +35,11 @@ export const grouping: { [K in TaskType]?: Grouping<K> } = {
   accept: { maxTasks: 64, maxBytes: 8 * 1024 * 1024, bytes: (input) => input.body.byteLength },
 };
 
-/** Open the database; `writeLock` is shared by every thread of the pool, `owner` is this thread's number in it. */
-export type Init = { type: "init"; dataDir: string; writeLock: SharedArrayBuffer; owner: number };
-/** Close the thread's database connection (at shutdown, once it has no task). */
+/** Open the store the handle names. `testHooks`: see Config.testHooks; only tests set them. */
+export type Init = { type: "init"; store: StoreHandle; testHooks?: ThreadTestHooks };
+/** See Config.testHooks. */
+export type ThreadTestHooks = { killProcessOnRecordId?: string; maxAttempts?: number };
+/** Close the thread's store (at shutdown, once it has no task). */
 export type Close = { type: "close" };
 
 /** One or more tasks of one type (several only for a type in `grouping`); each is answered by its own reply. */
@@ -51,6 +53,6 @@ export type ReplyMessage =
   | { type: "ready" }
   | { type: "closed" }
   | { type: "done"; taskId: number; output: unknown }
-  | { type: "error"; taskId: number; message: string; code?: string };
+  | { type: "error"; taskId: number; message: string; fault?: StorageFaultKind };
 
 export type ToWorker = Init | Close | TaskMessage;

@@ -1,48 +1,47 @@
-import type { FinishedJob } from "../jobs/apply";
-import type { JobRepository } from "../jobs/repository";
-import { TaskFailed, type WorkerPool } from "./pool";
+import type { JobResult } from "../jobs/apply";
+import { StaleClaim, StorageError } from "../store/errors";
+import type { JobQueue } from "../store/ports";
+import type { WorkerPool } from "./pool";
 
-// SQLite's answers when the disk is full or failing, or another connection holds the lock too long.
-const isStorageFault = (code: string | undefined) => code !== undefined && /^SQLITE_(FULL|IOERR|BUSY|LOCKED|CANTOPEN|PROTOCOL)/.test(code);
 const maxStorageDelayMs = 10_000;
 const maxRememberedSlots = 1_000;
 
 export type SchedulerOptions = {
-  /** Jobs applied at once, across environments; keep it below the pool size so intake is never starved. */
-  maxConcurrentJobs: number;
-  /** Attempts before a job whose worker keeps failing is given up as Failed. */
-  maxAttempts: number;
+  /** Runs this process has in progress at once, across environments; keep it below the pool size so intake is never starved. */
+  maxConcurrentRuns: number;
+  /** The wait before a run cut short is tried again; storage faults back off from it, doubling. */
   retryDelayMs: number;
   onError?: (jobId: number, error: unknown) => void;
-  /** A job goes to a worker (again, after a retry). */
+  /** A run starting at `jobId` goes to a worker; `attempt` counts this one. */
   onStarted?: (jobId: number, attempt: number) => void;
-  /** A job reached its terminal state; `seconds` counts from the first attempt of the run it was applied in. */
-  onFinished?: (jobId: number, job: FinishedJob, seconds: number) => void;
+  /** A job reached its terminal state; `seconds` counts from the first try of the run it was applied in. */
+  onFinished?: (jobId: number, job: JobResult, seconds: number) => void;
 };
 
+/** A run this process has sent to a worker thread. */
+type Run = { token: string; jobId: number; attempt: number; startedAt: number; storageWaits: number };
+
 /**
- * Decides which job runs next. Jobs of one environment run strictly one at a time, in id order
- * (ids are assigned in commit order, so that is acceptance order); environments run in parallel.
- * A run starts at an environment's oldest pending job and may take the small ones after it along (see
- * applyJobs). The database is the queue: nothing is held only in memory, so a restart loses nothing.
+ * What is local to this process about running jobs: when to wake up, how many runs it has in progress at
+ * once, and how long to back off after a fault. Which jobs a run takes, in what order, and that an
+ * environment has one run at a time are the store's decisions (JobQueue.claimRun); attempts are counted
+ * there too, and a job tried too often is given up by the run itself (jobs/apply.ts).
  */
 export class JobScheduler {
-  private readonly busyEnvironments = new Set<number>();
-  private readonly attempts = new Map<number, number>();
-  private readonly startedAt = new Map<number, number>();
-  private readonly storageWaits = new Map<number, number>();
+  // The environments this process has a run of in progress: a hint that spares asking for work that cannot
+  // start (the store would refuse it anyway).
+  private readonly running = new Map<number, Run>();
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
-  // The worker slot that accepted a job and holds its batch parsed (see ParsedBatches): its apply goes there.
+  // The worker slot that accepted a job and holds its batch parsed (see ParsedBatches): a run starting at it goes there.
   private readonly acceptedOn = new Map<number, number>();
-  // Environments whose worker crashed: their jobs run one per transaction, so that a job that kills its
-  // worker is found and given up alone, not with the jobs applied along with it. Until their queue is empty.
-  private readonly aloneEnvironments = new Set<number>();
+  private asking = false;
+  private wokenWhileAsking = false;
   private stopped = false;
   private idleWaiters: Array<() => void> = [];
 
   constructor(
-    private readonly jobs: JobRepository,
-    private readonly pool: WorkerPool,
+    private readonly queue: Pick<JobQueue, "heads">,
+    private readonly pool: Pick<WorkerPool, "run">,
     private readonly options: SchedulerOptions,
   ) {}
 
@@ -53,84 +52,105 @@ export class JobScheduler {
       // Only a hint: a long backlog forgets the oldest (their workers have dropped those batches by then anyway).
       if (this.acceptedOn.size > maxRememberedSlots) this.acceptedOn.delete(this.acceptedOn.keys().next().value!);
     }
-    // A busy environment takes its next job when the running one is released; under a burst of intakes
-    // that is nearly always, and asking the database after each would cost more than the intake itself.
-    if (!this.busyEnvironments.has(environmentId) && this.busyEnvironments.size < this.options.maxConcurrentJobs) this.kick();
+    // A busy environment takes its next job when the running one is done; under a burst of intakes that is
+    // nearly always, and asking the store after each would cost more than the intake itself.
+    if (!this.running.has(environmentId) && this.running.size < this.options.maxConcurrentRuns) this.wake();
   }
 
-  /** Starts whatever can start now. Cheap; called after each intake and each finished job. */
-  kick(): void {
+  /** Asks the store which environments have work that can start, and starts runs for them. Cheap. */
+  wake(): void {
     if (this.stopped) return;
-    const next = this.jobs.nextPendingPerEnvironment();
-    for (const environmentId of this.aloneEnvironments) {
-      if (!this.busyEnvironments.has(environmentId) && !next.some((job) => job.environmentId === environmentId)) this.aloneEnvironments.delete(environmentId);
-    }
-    for (const { environmentId, jobId } of next) {
-      if (this.busyEnvironments.size >= this.options.maxConcurrentJobs) break;
-      if (this.busyEnvironments.has(environmentId)) continue;
-      this.busyEnvironments.add(environmentId);
-      this.run(environmentId, jobId);
-    }
-    if (this.busyEnvironments.size === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
-  }
-
-  get runningJobs(): number {
-    return this.busyEnvironments.size;
-  }
-
-  /** Stops starting jobs; resolves when the running ones are done (or failed over to a restart). */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    for (const timer of this.timers) clearTimeout(timer);
-    if (this.busyEnvironments.size === 0) return;
-    await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
-  }
-
-  private release(environmentId: number, jobId: number, finished: FinishedJob[] = []): void {
-    const seconds = (performance.now() - this.startedAt.get(jobId)!) / 1000;
-    for (const job of finished) this.options.onFinished?.(job.id, job, seconds);
-    this.attempts.delete(jobId);
-    this.storageWaits.delete(jobId);
-    this.startedAt.delete(jobId);
-    this.busyEnvironments.delete(environmentId);
-    if (this.stopped && this.busyEnvironments.size === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
-    this.kick();
-  }
-
-  private run(environmentId: number, jobId: number): void {
-    if (!this.startedAt.has(jobId)) this.startedAt.set(jobId, performance.now());
-    this.options.onStarted?.(jobId, (this.attempts.get(jobId) ?? 0) + 1);
-    const prefer = this.acceptedOn.get(jobId);
-    this.acceptedOn.delete(jobId);
-    this.pool.run("apply", { jobId, alone: this.aloneEnvironments.has(environmentId) }, [], { prefer }).then(
-      ({ jobs }) => this.release(environmentId, jobId, jobs),
-      (error) => this.retry(environmentId, jobId, error),
+    if (this.asking) return void (this.wokenWhileAsking = true);
+    this.asking = true;
+    this.queue.heads().then(
+      (heads) => {
+        this.asking = false;
+        for (const head of heads) {
+          if (this.stopped || this.running.size >= this.options.maxConcurrentRuns) break;
+          if (!this.running.has(head.environmentId)) this.start(head.environmentId, head.jobId, head.attempts + 1);
+        }
+        this.afterAsking();
+      },
+      (error) => {
+        this.asking = false;
+        this.options.onError?.(0, error);
+        this.later(() => this.wake(), this.options.retryDelayMs);
+        this.afterAsking();
+      },
     );
   }
 
-  // An infrastructure fault (a crashed worker, a full disk, a locked database) is not the job's fault: run it
-  // again. The environment stays busy meanwhile, so no later job of it can overtake this one. Only a crashed
-  // worker counts toward giving up (a poison job); storage faults wait, backing off, for as long as they last.
-  private retry(environmentId: number, jobId: number, error: unknown): void {
-    this.options.onError?.(jobId, error);
-    const storage = error instanceof TaskFailed && isStorageFault(error.code);
-    const attempt = (this.attempts.get(jobId) ?? 0) + (storage ? 0 : 1);
-    if (!storage) this.aloneEnvironments.add(environmentId);
-    this.attempts.set(jobId, attempt);
-    const waits = (this.storageWaits.get(jobId) ?? 0) + (storage ? 1 : 0);
-    this.storageWaits.set(jobId, waits);
-    if (this.stopped) return this.release(environmentId, jobId);
-    const delayMs = storage ? Math.min(maxStorageDelayMs, this.options.retryDelayMs * 2 ** Math.min(waits, 10)) : this.options.retryDelayMs * attempt;
+  private afterAsking(): void {
+    if (this.wokenWhileAsking && !this.stopped) {
+      this.wokenWhileAsking = false;
+      this.wake();
+    }
+    this.settleIfIdle();
+  }
+
+  private settleIfIdle(): void {
+    if (this.running.size === 0 && !this.asking) for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+
+  get runsInProgress(): number {
+    return this.running.size;
+  }
+
+  /** Stops starting runs; resolves when the ones in progress are done (or left to the next start). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const timer of this.timers) clearTimeout(timer);
+    if (this.running.size === 0 && !this.asking) return;
+    await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private later(fn: () => void, delayMs: number): void {
     const timer = setTimeout(() => {
       this.timers.delete(timer);
-      if (this.stopped) return this.release(environmentId, jobId);
-      if (storage || attempt < this.options.maxAttempts) return this.run(environmentId, jobId);
-      const message = `Nothing was applied: the job could not be processed after ${attempt} attempts (the worker failed: ${(error as Error)?.message ?? error}). Re-send the batch; if it fails again, split it and contact the operator.`;
-      this.pool.run("giveUp", { jobId, message }).then(
-        ({ jobs }) => this.release(environmentId, jobId, jobs),
-        (giveUpError) => this.retry(environmentId, jobId, giveUpError),
-      );
+      fn();
     }, delayMs);
     this.timers.add(timer);
+  }
+
+  private start(environmentId: number, jobId: number, attempt: number, after?: { run: Run; countsAsAttempt: boolean }): void {
+    // A retry keeps its run's token: the try before may have failed in its claim (a full disk), whose
+    // transaction then rolled back its release too, so the jobs are still held by the first token; a new
+    // token would take over nothing and find its environment's run in progress, forever. Only this process
+    // holds the token, and a thread that died can commit nothing, so reusing it fences nothing out.
+    const run: Run = { token: after?.run.token ?? crypto.randomUUID(), jobId, attempt, startedAt: after?.run.startedAt ?? performance.now(), storageWaits: after?.run.storageWaits ?? 0 };
+    this.running.set(environmentId, run);
+    this.options.onStarted?.(jobId, attempt);
+    const prefer = this.acceptedOn.get(jobId);
+    this.acceptedOn.delete(jobId);
+    const takeOver = after && { token: after.run.token, countsAsAttempt: after.countsAsAttempt };
+    this.pool.run("apply", { environmentId, token: run.token, takeOver }, [], { prefer }).then(
+      ({ ran, jobs }) => this.done(environmentId, run, ran, jobs),
+      (error) => this.retry(environmentId, run, error),
+    );
+  }
+
+  private done(environmentId: number, run: Run, ran: boolean, jobs: JobResult[]): void {
+    const seconds = (performance.now() - run.startedAt) / 1000;
+    for (const job of jobs) this.options.onFinished?.(job.id, job, seconds);
+    this.running.delete(environmentId);
+    // Nothing claimed: the store had nothing for the environment after all. Asking again now would loop.
+    if (ran) this.wake();
+    this.settleIfIdle();
+  }
+
+  // A run cut short (its worker thread died, the disk is full, the database is busy) is not its jobs' fault:
+  // it is tried again, taking its jobs over. The environment stays this process's meanwhile, so no later job
+  // of it overtakes them. A thread that died counts as an attempt (the store counted it at the claim), so a
+  // job that keeps killing its thread is given up; a storage fault does not, and is waited out, backing off.
+  private retry(environmentId: number, run: Run, error: unknown): void {
+    this.options.onError?.(run.jobId, error);
+    if (error instanceof StaleClaim || this.stopped) return this.done(environmentId, run, !this.stopped, []);
+    const storage = error instanceof StorageError;
+    if (storage) run.storageWaits++;
+    const delayMs = storage ? Math.min(maxStorageDelayMs, this.options.retryDelayMs * 2 ** Math.min(run.storageWaits, 10)) : this.options.retryDelayMs;
+    this.later(() => {
+      if (this.stopped) return this.done(environmentId, run, false, []);
+      this.start(environmentId, run.jobId, storage ? run.attempt : run.attempt + 1, { run, countsAsAttempt: !storage });
+    }, delayMs);
   }
 }

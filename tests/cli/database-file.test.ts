@@ -1,8 +1,8 @@
 import { Database } from "bun:sqlite";
 import { afterAll, describe, expect, test } from "bun:test";
 import { closeSync, existsSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
-import { closeDatabase, databaseFile, migrate, openDatabase } from "../../src/db/client";
-import { embeddedMigrations } from "../../src/db/migrations";
+import { closeDatabase, databaseFile, migrate, openDatabase } from "../../src/store/sqlite/database";
+import { embeddedMigrations } from "../../src/store/sqlite/migrations";
 import { importd } from "../helpers/process";
 import { tempDir } from "../helpers/server";
 

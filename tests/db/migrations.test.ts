@@ -1,8 +1,8 @@
 import { expect, test } from "bun:test";
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { closeDatabase, migrate, openDatabase } from "../../src/db/client";
-import { embeddedMigrationTags } from "../../src/db/migrations";
+import { closeDatabase, migrate, openDatabase } from "../../src/store/sqlite/database";
+import { embeddedMigrationTags } from "../../src/store/sqlite/migrations";
 import journal from "../../drizzle/meta/_journal.json";
 import { tempDir } from "../helpers/server";
 

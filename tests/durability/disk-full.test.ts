@@ -2,7 +2,7 @@ import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { closeSync, mkdirSync, openSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { databaseFile } from "../../src/db/client";
+import { databaseFile } from "../../src/store/sqlite/database";
 import { getJob, importBatch, postJson, waitForJob } from "../helpers/api";
 import { spawnServer, type ServerProcess } from "../helpers/process";
 import { assets, seedReferenceData } from "../helpers/records";

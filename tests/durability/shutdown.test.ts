@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite";
 import { afterAll, expect, test } from "bun:test";
 import { existsSync, rmSync, statSync } from "node:fs";
-import { databaseFile } from "../../src/db/client";
+import { databaseFile } from "../../src/store/sqlite/database";
 import { getJob, postJson, waitForJob, type JobDocument } from "../helpers/api";
 import { spawnServer, type ServerProcess } from "../helpers/process";
 import { assetsBody, seedReferenceData } from "../helpers/records";

@@ -1,18 +1,21 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { AccessRepository } from "../../src/access/repository";
+import { formatKey, hashSecret, newSecret } from "../../src/access/api-key";
 import { loadConfig, type Config } from "../../src/config";
-import { closeDatabase, openDatabase, type Db } from "../../src/db/client";
-import { JobRepository, type Job } from "../../src/jobs/repository";
 import { startServer, type RunningServer } from "../../src/server";
+import type { Job, JobQueue } from "../../src/store/ports";
+import { closeDatabase, openDatabase, type Db } from "../../src/store/sqlite/database";
+import { toJob } from "../../src/store/sqlite/jobs";
+import { apiKeys, environments, jobPayloads, jobs } from "../../src/store/sqlite/schema";
+import { SqliteStore } from "../../src/store/sqlite/store";
 import { asset } from "./records";
 
-/** Queues a job straight into the database, without an idempotency key (so it is always a new job). */
-export function enqueueJob(jobs: JobRepository, environmentId: number, type: string, recordCount: number, body: Uint8Array): Job {
-  const enqueued = jobs.enqueue(environmentId, type, recordCount, body);
-  if (enqueued.conflict) throw new Error("unreachable without an idempotency key");
-  return enqueued.job;
+/** Queues a job straight into the store, without an idempotency key (so it is always a new job). */
+export async function enqueueJob(queue: JobQueue, environmentId: number, type: string, recordCount: number, body: Uint8Array): Promise<Job> {
+  const [enqueued] = await queue.enqueue([{ environmentId, type, recordCount, body }]);
+  if (enqueued!.conflict) throw new Error("unreachable without an idempotency key");
+  return enqueued!.job;
 }
 
 export const tempDir = (prefix = "importd-test-") => mkdtempSync(join(tmpdir(), prefix));
@@ -26,6 +29,8 @@ export type TestServer = RunningServer & {
   logs: Array<Record<string, unknown>>;
   /** A second connection to the same database file, as the CLI would have. */
   db(): Db;
+  /** A second store on the same data directory, as the CLI would have. */
+  store(): SqliteStore;
   /** Creates an environment with one key, through the same code as the CLI. */
   addEnvironment(slug: string): { slug: string; key: string; base: string };
   /** A job put straight into the queue without waking the scheduler, so it stays Pending while we look. */
@@ -41,6 +46,7 @@ export async function startTestServer(overrides: Partial<Config> = {}): Promise<
   const logs: Array<Record<string, unknown>> = [];
   const server = await startServer(Object.freeze(config), (entry) => logs.push(entry));
   let side: Db | undefined;
+  let sideStore: SqliteStore | undefined;
   const db = () => (side ??= openDatabase(dataDir));
   return {
     ...server,
@@ -49,18 +55,25 @@ export async function startTestServer(overrides: Partial<Config> = {}): Promise<
     base: `${server.url}/default`,
     logs,
     db,
+    store: () => (sideStore ??= SqliteStore.open(dataDir)),
+    // Written straight into the database (synchronously, for the tests' convenience), as the CLI would store them.
     addEnvironment(slug) {
-      const access = new AccessRepository(db());
-      access.createEnvironment(slug);
-      return { slug, key: access.createKey(slug), base: `${server.url}/${slug}` };
+      const createdAt = new Date().toISOString();
+      const environment = db().insert(environments).values({ slug, createdAt }).returning().get();
+      const secret = newSecret();
+      const { id } = db().insert(apiKeys).values({ environmentId: environment.id, secretHash: hashSecret(secret), createdAt }).returning({ id: apiKeys.id }).get();
+      return { slug, key: formatKey(secret, id), base: `${server.url}/${slug}` };
     },
     parkJob(environmentSlug) {
       const environment = db().query.environments.findFirst({ where: (e, { eq }) => eq(e.slug, environmentSlug) }).sync()!;
       const body = new TextEncoder().encode(JSON.stringify([asset(1)]));
-      return enqueueJob(new JobRepository(db()), environment.id, "Asset", 1, body);
+      const job = db().insert(jobs).values({ environmentId: environment.id, type: "Asset", status: "Pending", recordCount: 1, createdAt: new Date().toISOString() }).returning().get();
+      db().insert(jobPayloads).values({ jobId: job.id, body: Buffer.from(body) }).run();
+      return toJob(job);
     },
     async close() {
       await server.stop();
+      await sideStore?.close({ interrupted: true });
       if (side) closeDatabase(side);
       rmSync(dataDir, { recursive: true, force: true });
     },

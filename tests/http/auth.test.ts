@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, existsSync } from "node:fs";
-import { AccessRepository } from "../../src/access/repository";
+import { Access } from "../../src/access/access";
 import { parseKey } from "../../src/access/api-key";
-import { databaseFile } from "../../src/db/client";
+import { databaseFile } from "../../src/store/sqlite/database";
 import { importAndWait, postJson } from "../helpers/api";
 import { projectRoot } from "../helpers/process";
 import { asset, seedReferenceData } from "../helpers/records";
@@ -21,9 +21,9 @@ let reference401: string;
 beforeAll(async () => {
   server = await startTestServer();
   other = server.addEnvironment("other");
-  const access = new AccessRepository(server.db());
-  revokedKey = access.createKey("default");
-  access.revokeKey(parseKey(revokedKey)!.keyId);
+  const access = new Access(server.store().access);
+  revokedKey = await access.createKey("default");
+  await access.revokeKey(parseKey(revokedKey)!.keyId);
   await seedReferenceData(server.base, server.key);
   jobId = (await importAndWait(server.base, "assets", server.key, [asset(1)])).id;
   reference401 = await (await fetch(`${server.base}/v2/jobs`)).text();

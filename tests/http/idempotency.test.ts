@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { JobRepository } from "../../src/jobs/repository";
 import { postJson, waitForJob, type JobDocument } from "../helpers/api";
 import { asset, seedReferenceData } from "../helpers/records";
 import { startTestServer, type TestServer } from "../helpers/server";
@@ -102,7 +101,7 @@ describe("Idempotency-Key on import POSTs", () => {
     expect(((await second.json()) as JobDocument).id).not.toBe(first.id);
 
     age(25);
-    new JobRepository(db).purgeCompletedBefore("2000-01-01T00:00:00.000Z");
+    await server.store().queue.purge("2000-01-01T00:00:00.000Z");
     expect(db.$client.query("SELECT count(*) AS n FROM idempotency_keys WHERE key = 'order-4'").get()).toEqual({ n: 0 });
   });
 });

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { JobRepository } from "../../src/jobs/repository";
 import { importAndWait } from "../helpers/api";
 import { asset, seedReferenceData } from "../helpers/records";
 import { startTestServer, type TestServer } from "../helpers/server";
@@ -96,7 +95,7 @@ describe("GET /{env}/v2/status/{id}/rejected", () => {
     const db = server.db();
     const count = () => (db.$client.query("SELECT count(*) AS n FROM job_rejections WHERE job_id = ?").get(job.id) as { n: number }).n;
     expect(count()).toBe(1);
-    new JobRepository(db).purgeCompletedBefore(new Date(Date.now() + 60_000).toISOString());
+    await server.store().queue.purge(new Date(Date.now() + 60_000).toISOString());
     expect(count()).toBe(0);
     expect((await rejected(job.id)).status).toBe(404);
   });

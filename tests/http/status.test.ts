@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
-import { jobs } from "../../src/db/schema";
+import { jobs } from "../../src/store/sqlite/schema";
 import { importAndWait } from "../helpers/api";
 import { asset, seedReferenceData } from "../helpers/records";
 import { startTestServer, type TestServer } from "../helpers/server";

@@ -1,19 +1,18 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { count, eq } from "drizzle-orm";
-import { AccessRepository } from "../../src/access/repository";
-import { closeDatabase, migrate, openDatabase, type Db } from "../../src/db/client";
-import { assets as assetsTable, jobPayloads, jobs as jobsTable, subAreas as subAreasTable } from "../../src/db/schema";
-import { applyJobs, groupLimits } from "../../src/jobs/apply";
+import { groupLimits } from "../../src/jobs/apply";
 import { acceptBatches, type IntakeRequest } from "../../src/jobs/intake";
-import { JobRepository } from "../../src/jobs/repository";
 import { resourceByPath } from "../../src/resources/registry";
+import type { Db } from "../../src/store/sqlite/database";
+import { assets as assetsTable, jobPayloads, jobs as jobsTable, subAreas as subAreasTable } from "../../src/store/sqlite/schema";
+import type { SqliteStore } from "../../src/store/sqlite/store";
 import { asset, assetCategories, assetTypes, assets, subAreas } from "../helpers/records";
-import { tempDir } from "../helpers/server";
+import { runEnvironment, sqliteStoreWith } from "../helpers/store";
 
-let db: Db | undefined;
-afterEach(() => {
-  if (db) closeDatabase(db);
-  db = undefined;
+let store: SqliteStore | undefined;
+afterEach(async () => {
+  await store?.close();
+  store = undefined;
 });
 
 const bytes = (value: unknown) => new TextEncoder().encode(typeof value === "string" ? value : JSON.stringify(value));
@@ -25,27 +24,23 @@ const request = (environmentId: number, path: string, records: unknown, idempote
 });
 
 /** An empty database with two environments (ids 1 and 2); reference data in the first unless asked not to. */
-function setUp(options: { referenceData?: boolean } = {}) {
-  db = openDatabase(tempDir());
-  migrate(db);
-  const access = new AccessRepository(db);
-  access.createEnvironment("one");
-  access.createEnvironment("two");
-  const jobs = new JobRepository(db);
+async function setUp(options: { referenceData?: boolean } = {}) {
+  store = await sqliteStoreWith("one", "two");
+  const jobs = store.queue;
   if (options.referenceData ?? true) {
-    const seeded = acceptBatches(jobs, [request(1, "subareas", subAreas), request(1, "assettypes", assetTypes), request(1, "assetcategories", assetCategories)]);
-    applyJobs(db, jobs, (seeded[0]!.result as { job: { id: number } }).job.id);
+    await acceptBatches(jobs, [request(1, "subareas", subAreas), request(1, "assettypes", assetTypes), request(1, "assetcategories", assetCategories)]);
+    await runEnvironment(jobs, 1);
   }
-  return { db, jobs };
+  return { db: store.db, jobs };
 }
 
 const jobId = (answer: { result: unknown }) => (answer.result as { job: { id: number } }).job.id;
 const status = (db: Db, id: number) => db.select().from(jobsTable).where(eq(jobsTable.id, id)).get()!;
 
 describe("intakes stored together", () => {
-  test("each request gets its own answer: stored, refused with its own errors, replayed or in conflict, even within one call", () => {
-    const { db, jobs } = setUp({ referenceData: false });
-    const answers = acceptBatches(jobs, [
+  test("each request gets its own answer: stored, refused with its own errors, replayed or in conflict, even within one call", async () => {
+    const { db, jobs } = await setUp({ referenceData: false });
+    const answers = await acceptBatches(jobs, [
       request(1, "assets", [asset(1)]),
       request(1, "assets", "[{]"),
       request(1, "assets", [asset(2)], "key-a"),
@@ -65,19 +60,19 @@ describe("intakes stored together", () => {
     expect(status(db, jobId(answers[5]!)).environmentId).toBe(2);
   });
 
-  test("they are one transaction: when one cannot be stored, none is, and all are told", () => {
-    const { db, jobs } = setUp({ referenceData: false });
+  test("they are one transaction: when one cannot be stored, none is, and all are told", async () => {
+    const { db, jobs } = await setUp({ referenceData: false });
     // Environment 99 does not exist: its job breaks a foreign key, after the others were inserted.
-    expect(() => acceptBatches(jobs, [request(1, "assets", [asset(1)]), request(99, "assets", [asset(2)]), request(1, "assets", [asset(3)])])).toThrow();
+    await expect(acceptBatches(jobs, [request(1, "assets", [asset(1)]), request(99, "assets", [asset(2)]), request(1, "assets", [asset(3)])])).rejects.toThrow();
     expect(db.select({ n: count() }).from(jobsTable).get()!.n).toBe(0);
     expect(db.select({ n: count() }).from(jobPayloads).get()!.n).toBe(0);
   });
 });
 
 describe("small jobs applied together", () => {
-  test("the jobs queued after a small one are applied with it, in order, each with its own outcome", () => {
-    const { db, jobs } = setUp({ referenceData: false });
-    const ids = acceptBatches(jobs, [
+  test("the jobs queued after a small one are applied with it, in order, each with its own outcome", async () => {
+    const { db, jobs } = await setUp({ referenceData: false });
+    const ids = (await acceptBatches(jobs, [
       request(1, "assettypes", assetTypes),
       request(1, "assetcategories", assetCategories),
       request(1, "subareas", subAreas),
@@ -87,8 +82,8 @@ describe("small jobs applied together", () => {
       request(1, "assets", [asset(3), asset(3)]),
       request(1, "assets", [asset(1, { name: "second" }), asset(4, { subAreaId: "atlantis" })]),
       request(2, "subareas", subAreas),
-    ]).map(jobId);
-    const finished = applyJobs(db, jobs, ids[0]!);
+    ])).map(jobId);
+    const finished = await runEnvironment(jobs, 1);
     expect(finished.map(({ id, status, applied, rejected }): unknown[] => [id, status, applied, rejected])).toEqual([
       [ids[0], "Succeeded", 2, 0],
       [ids[1], "Succeeded", 1, 0],
@@ -112,35 +107,38 @@ describe("small jobs applied together", () => {
     expect(db.select({ n: count() }).from(jobPayloads).get()!.n).toBe(1);
   });
 
-  test("alone, only the job asked for is applied", () => {
-    const { db, jobs } = setUp();
-    const ids = acceptBatches(jobs, [request(1, "assets", [asset(1)]), request(1, "assets", [asset(2)])]).map(jobId);
-    expect(applyJobs(db, jobs, ids[0]!, { alone: true }).map((job) => job.id)).toEqual([ids[0]!]);
+  test("alone, only the job asked for is applied", async () => {
+    const { db, jobs } = await setUp();
+    const ids = (await acceptBatches(jobs, [request(1, "assets", [asset(1)]), request(1, "assets", [asset(2)])])).map(jobId);
+    expect((await runEnvironment(jobs, 1, { singleJob: true })).map((job) => job.id)).toEqual([ids[0]!]);
     expect(status(db, ids[1]!).status).toBe("Pending");
   });
 
-  test(`a group stops before ${groupLimits.maxRecords} records or ${groupLimits.maxJobs} jobs; a bigger job is applied alone`, () => {
-    const { db, jobs } = setUp();
-    const big = acceptBatches(jobs, [request(1, "assets", assets(groupLimits.maxRecords + 1)), request(1, "assets", [asset(1)])]).map(jobId);
-    expect(applyJobs(db, jobs, big[0]!).map((job) => job.id)).toEqual([big[0]!]);
-    applyJobs(db, jobs, big[1]!);
+  test(`a group stops before ${groupLimits.maxRecords} records or ${groupLimits.maxJobs} jobs; a bigger job is applied alone`, async () => {
+    const { db, jobs } = await setUp();
+    const big = (await acceptBatches(jobs, [request(1, "assets", assets(groupLimits.maxRecords + 1)), request(1, "assets", [asset(1)])])).map(jobId);
+    expect((await runEnvironment(jobs, 1)).map((job) => job.id)).toEqual([big[0]!]);
+    await runEnvironment(jobs, 1);
 
     const half = Math.floor(groupLimits.maxRecords / 2);
-    const sized = acceptBatches(jobs, [request(1, "assets", assets(half)), request(1, "assets", assets(half, 100_000)), request(1, "assets", [asset(1)])]).map(jobId);
-    expect(applyJobs(db, jobs, sized[0]!).map((job) => job.id)).toEqual(sized.slice(0, 2));
-    applyJobs(db, jobs, sized[2]!);
+    const sized = (await acceptBatches(jobs, [request(1, "assets", assets(half)), request(1, "assets", assets(half, 100_000)), request(1, "assets", [asset(1)])])).map(jobId);
+    expect((await runEnvironment(jobs, 1)).map((job) => job.id)).toEqual(sized.slice(0, 2));
+    await runEnvironment(jobs, 1);
 
-    const many = acceptBatches(jobs, Array.from({ length: groupLimits.maxJobs + 5 }, (_, i) => request(1, "assets", [asset(i)]))).map(jobId);
-    expect(applyJobs(db, jobs, many[0]!)).toHaveLength(groupLimits.maxJobs);
-    expect(applyJobs(db, jobs, many[groupLimits.maxJobs]!)).toHaveLength(5);
+    const many = (await acceptBatches(jobs, Array.from({ length: groupLimits.maxJobs + 5 }, (_, i) => request(1, "assets", [asset(i)])))).map(jobId);
+    expect(await runEnvironment(jobs, 1)).toHaveLength(groupLimits.maxJobs);
+    expect(await runEnvironment(jobs, 1)).toHaveLength(5);
   });
 });
 
-test("the queue: the oldest pending job of each environment, oldest first", () => {
-  const { jobs } = setUp({ referenceData: false });
-  expect(jobs.nextPendingPerEnvironment()).toEqual([]);
-  const ids = acceptBatches(jobs, [request(2, "subareas", subAreas), request(1, "subareas", subAreas), request(2, "subareas", subAreas)]).map(jobId);
-  expect(jobs.nextPendingPerEnvironment()).toEqual([{ environmentId: 2, jobId: ids[0]! }, { environmentId: 1, jobId: ids[1]! }]);
-  jobs.claim(ids[0]!);
-  expect(jobs.nextPendingPerEnvironment()).toEqual([{ environmentId: 1, jobId: ids[1]! }, { environmentId: 2, jobId: ids[2]! }]);
+test("the queue: the oldest pending job of each environment, oldest first; an environment with a run in progress has none to start", async () => {
+  const { jobs } = await setUp({ referenceData: false });
+  const heads = async () => (await jobs.heads()).map(({ environmentId, jobId }) => ({ environmentId, jobId }));
+  expect(await heads()).toEqual([]);
+  const ids = (await acceptBatches(jobs, [request(2, "subareas", subAreas), request(1, "subareas", subAreas), request(2, "subareas", subAreas)])).map(jobId);
+  expect(await heads()).toEqual([{ environmentId: 2, jobId: ids[0]! }, { environmentId: 1, jobId: ids[1]! }]);
+  const run = await jobs.claimRun({ token: "t", environmentId: 2, alone: true }, groupLimits);
+  expect(run!.jobs.map((job) => job.id)).toEqual([ids[0]!]);
+  expect(await heads()).toEqual([{ environmentId: 1, jobId: ids[1]! }]);
+  expect(await jobs.claimRun({ token: "u", environmentId: 2 }, groupLimits)).toBeUndefined();
 });

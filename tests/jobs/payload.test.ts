@@ -1,15 +1,12 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
-import { AccessRepository } from "../../src/access/repository";
-import { closeDatabase, migrate, openDatabase, type Db } from "../../src/db/client";
-import { assets as assetsTable, jobPayloads } from "../../src/db/schema";
-import { applyJobs } from "../../src/jobs/apply";
 import { acceptBatch } from "../../src/jobs/intake";
 import { requestBody, storedPayload } from "../../src/jobs/payload";
-import { JobRepository } from "../../src/jobs/repository";
 import { resourceByPath } from "../../src/resources/registry";
+import { assets as assetsTable, jobPayloads } from "../../src/store/sqlite/schema";
+import type { SqliteStore } from "../../src/store/sqlite/store";
 import { assetCategories, assets, assetTypes, subAreas } from "../helpers/records";
-import { tempDir } from "../helpers/server";
+import { runEnvironment, sqliteStoreWith } from "../helpers/store";
 
 const bytes = (value: unknown) => new TextEncoder().encode(typeof value === "string" ? value : JSON.stringify(value));
 const zstdMagic = [0x28, 0xb5, 0x2f, 0xfd];
@@ -38,27 +35,25 @@ describe("stored payloads", () => {
   });
 });
 
-let db: Db | undefined;
-afterEach(() => {
-  if (db) closeDatabase(db);
-  db = undefined;
+let store: SqliteStore | undefined;
+afterEach(async () => {
+  await store?.close();
+  store = undefined;
 });
 
-test("a big job applied from its stored payload (another thread, a restart) gets every record", () => {
-  db = openDatabase(tempDir());
-  migrate(db);
-  new AccessRepository(db).createEnvironment("payloads");
-  const jobs = new JobRepository(db);
+test("a big job applied from its stored payload (another thread, a restart) gets every record", async () => {
+  store = await sqliteStoreWith("payloads");
+  const { db, queue: jobs } = store;
   for (const [path, records] of [["subareas", subAreas], ["assettypes", assetTypes], ["assetcategories", assetCategories]] as const) {
-    const { result } = acceptBatch(jobs, 1, resourceByPath(path)!, bytes(records));
-    applyJobs(db, jobs, (result as { job: { id: number } }).job.id);
+    await acceptBatch(jobs, 1, resourceByPath(path)!, bytes(records));
+    await runEnvironment(jobs, 1);
   }
   const body = bytes(assets(2_000));
-  const { result } = acceptBatch(jobs, 1, resourceByPath("assets")!, body);
+  const { result } = await acceptBatch(jobs, 1, resourceByPath("assets")!, body);
   const jobId = (result as { job: { id: number } }).job.id;
   const stored = db.select({ body: jobPayloads.body }).from(jobPayloads).where(eq(jobPayloads.jobId, jobId)).get()!.body as Uint8Array;
   expect(stored.byteLength).toBeLessThan(body.byteLength / 4);
   // No batch handed over: the job is read from what was stored.
-  expect(applyJobs(db, jobs, jobId)).toEqual([expect.objectContaining({ id: jobId, status: "Succeeded", applied: 2_000 })]);
+  expect(await runEnvironment(jobs, 1)).toEqual([expect.objectContaining({ id: jobId, status: "Succeeded", applied: 2_000 })]);
   expect(db.select().from(assetsTable).all()).toHaveLength(2_000);
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { count, eq } from "drizzle-orm";
-import { assets as assetsTable, jobPayloads, jobs } from "../../src/db/schema";
+import { assets as assetsTable, jobPayloads, jobs } from "../../src/store/sqlite/schema";
 import { importAndWait, importBatch, postJson, waitForJob } from "../helpers/api";
 import { asset, assets, seedReferenceData } from "../helpers/records";
 import { startTestServer, type TestServer } from "../helpers/server";

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
-import { AccessRepository } from "../../src/access/repository";
-import { closeDatabase, migrate, openDatabase } from "../../src/db/client";
-import { JobRepository } from "../../src/jobs/repository";
+import { Access } from "../../src/access/access";
+import { groupLimits } from "../../src/jobs/apply";
+import { SqliteStore } from "../../src/store/sqlite/store";
 import { waitForJob } from "../helpers/api";
 import { enqueueJob, startTestServer, tempDir, type TestServer } from "../helpers/server";
 
@@ -13,40 +13,37 @@ afterEach(async () => {
 });
 
 describe("crash recovery", () => {
-  test("requeueInterrupted puts Processing jobs back to Pending and leaves the others alone", () => {
+  test("recoverInterrupted puts Processing jobs back to Pending and leaves the others alone", async () => {
     const dir = tempDir();
-    const db = openDatabase(dir);
-    migrate(db);
-    const access = new AccessRepository(db);
-    const environment = access.createEnvironment("recover");
-    const jobs = new JobRepository(db);
+    const store = SqliteStore.open(dir);
+    const environment = await new Access(store.access).createEnvironment("recover");
+    const jobs = store.queue;
     const body = new TextEncoder().encode("[]");
-    const interrupted = enqueueJob(jobs, environment.id, "SubArea", 1, body);
-    const waiting = enqueueJob(jobs, environment.id, "SubArea", 1, body);
-    jobs.claim(interrupted.id);
-    expect(jobs.requeueInterrupted()).toBe(1);
-    const after = jobs.list(environment.id, { limit: 10, retainedSince: "" });
+    const interrupted = await enqueueJob(jobs, environment.id, "SubArea", 1, body);
+    const waiting = await enqueueJob(jobs, environment.id, "SubArea", 1, body);
+    await jobs.claimRun({ token: "interrupted", environmentId: environment.id, alone: true }, groupLimits);
+    expect(await jobs.recoverInterrupted()).toBe(1);
+    const after = await store.jobs.list(environment.id, { limit: 10, retainedSince: "" });
     expect(after.map((job) => [job.id, job.status, job.startedAt])).toEqual([
       [waiting.id, "Pending", null],
       [interrupted.id, "Pending", null],
     ]);
-    closeDatabase(db);
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
   test("a job left Processing by a crash is run again at start-up and finishes", async () => {
     const dir = tempDir();
-    const db = openDatabase(dir);
-    migrate(db);
-    const access = new AccessRepository(db);
-    access.createEnvironment("default");
-    const key = access.createKey("default");
-    const environmentId = access.findEnvironment("default")!.id;
-    const jobs = new JobRepository(db);
+    const store = SqliteStore.open(dir);
+    const access = new Access(store.access);
+    await access.createEnvironment("default");
+    const key = await access.createKey("default");
+    const environmentId = (await access.findEnvironment("default"))!.id;
+    const jobs = store.queue;
     const body = new TextEncoder().encode(JSON.stringify([{ id: "north", name: "North" }, { id: "south", name: "South" }]));
-    const job = enqueueJob(jobs, environmentId, "SubArea", 2, body);
-    jobs.claim(job.id); // as if a worker had started it when the process died
-    closeDatabase(db);
+    const job = await enqueueJob(jobs, environmentId, "SubArea", 2, body);
+    await jobs.claimRun({ token: "died", environmentId, alone: true }, groupLimits); // as if a worker had started it when the process died
+    await store.close();
 
     server = await startTestServer({ dataDir: dir });
     const done = await waitForJob(`${server.url}/default`, key, job.id);
@@ -57,17 +54,15 @@ describe("crash recovery", () => {
 
   test("Pending jobs found at start-up are run in order", async () => {
     const dir = tempDir();
-    const db = openDatabase(dir);
-    migrate(db);
-    const access = new AccessRepository(db);
-    access.createEnvironment("default");
-    const key = access.createKey("default");
-    const environmentId = access.findEnvironment("default")!.id;
-    const jobs = new JobRepository(db);
-    const versions = [1, 2, 3].map((version) =>
-      enqueueJob(jobs, environmentId, "SubArea", 1, new TextEncoder().encode(JSON.stringify([{ id: "north", name: `v${version}` }]))),
-    );
-    closeDatabase(db);
+    const store = SqliteStore.open(dir);
+    const access = new Access(store.access);
+    await access.createEnvironment("default");
+    const key = await access.createKey("default");
+    const environmentId = (await access.findEnvironment("default"))!.id;
+    const jobs = store.queue;
+    const versions = [];
+    for (const version of [1, 2, 3]) versions.push(await enqueueJob(jobs, environmentId, "SubArea", 1, new TextEncoder().encode(JSON.stringify([{ id: "north", name: `v${version}` }]))));
+    await store.close();
 
     server = await startTestServer({ dataDir: dir });
     for (const job of versions) expect((await waitForJob(`${server.url}/default`, key, job.id)).importJobStatus).toBe("Succeeded");

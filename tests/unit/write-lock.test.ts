@@ -1,5 +1,5 @@
 import { afterEach, expect, test } from "bun:test";
-import { WriteLock } from "../../src/db/write-lock";
+import { WriteLock } from "../../src/store/sqlite/write-lock";
 
 const holderEntry = new URL("../fixtures/lock-holder.ts", import.meta.url);
 let holder: Worker | undefined;

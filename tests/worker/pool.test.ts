@@ -1,6 +1,10 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { TaskFailed, WorkerCrashed, WorkerPool } from "../../src/worker/pool";
+import { StorageUnavailable } from "../../src/store/errors";
+import { WorkerCrashed, WorkerPool, type ThreadStores } from "../../src/worker/pool";
 import { tempDir } from "../helpers/server";
+
+// The stand-in threads open no store.
+const noStore: ThreadStores = { handleFor: () => ({ backend: "none" }), threadDied: () => {} };
 
 const flaky = new URL("../fixtures/flaky-thread.ts", import.meta.url);
 const threadEntry = new URL("../../src/worker/thread.ts", import.meta.url);
@@ -12,14 +16,14 @@ afterEach(async () => {
 
 describe("WorkerPool", () => {
   test("runs tasks on worker threads and returns their output", async () => {
-    pool = new WorkerPool({ entry: flaky, size: 2, dataDir: tempDir() });
+    pool = new WorkerPool({ entry: flaky, size: 2, stores: noStore });
     await pool.ready();
     const outputs = await Promise.all(Array.from({ length: 10 }, () => pool!.run("purge", { before: "ok" })));
     expect(outputs).toEqual(Array.from({ length: 10 }, () => ({ count: 7 })));
   });
 
   test("a task runs on the slot it prefers when that one is free, and on another free slot rather than wait for a busy one", async () => {
-    pool = new WorkerPool({ entry: flaky, size: 2, dataDir: tempDir() });
+    pool = new WorkerPool({ entry: flaky, size: 2, stores: noStore });
     await pool.ready();
     const slots: Record<string, number> = {};
     const run = (name: string, before: string, prefer?: number) => pool!.run("purge", { before }, [], { prefer, onSlot: (slot) => (slots[name] = slot) });
@@ -42,7 +46,7 @@ describe("WorkerPool", () => {
     const megabyte = 1024 * 1024;
 
     test("an idle pool sends each alone; a busy one sends the queued ones together", async () => {
-      pool = new WorkerPool({ entry: flaky, size: 1, dataDir: tempDir() });
+      pool = new WorkerPool({ entry: flaky, size: 1, stores: noStore });
       await pool.ready();
       expect(await accept(100)).toEqual({ groupSize: 1, bytes: 100 });
       const busy = pool.run("purge", { before: "slow" });
@@ -52,7 +56,7 @@ describe("WorkerPool", () => {
     });
 
     test("a group holds at most 8 MB of bodies (a bigger body goes alone), and only tasks of one type", async () => {
-      pool = new WorkerPool({ entry: flaky, size: 1, dataDir: tempDir() });
+      pool = new WorkerPool({ entry: flaky, size: 1, stores: noStore });
       await pool.ready();
       const busy = pool.run("purge", { before: "slow" });
       const answers = Promise.all([accept(3 * megabyte), accept(3 * megabyte), accept(3 * megabyte), accept(20 * megabyte), accept(10)]);
@@ -63,7 +67,7 @@ describe("WorkerPool", () => {
     });
 
     test("a thread that dies with a group rejects every task of it with WorkerCrashed", async () => {
-      pool = new WorkerPool({ entry: flaky, size: 1, dataDir: tempDir() });
+      pool = new WorkerPool({ entry: flaky, size: 1, stores: noStore });
       await pool.ready();
       const busy = pool.run("purge", { before: "slow" });
       const group = [accept(1).catch((e) => e), accept(1, "exit").catch((e) => e), accept(1).catch((e) => e)];
@@ -73,17 +77,17 @@ describe("WorkerPool", () => {
     });
   });
 
-  test("a task that fails inside the worker rejects with TaskFailed and its SQLite code", async () => {
-    pool = new WorkerPool({ entry: flaky, size: 1, dataDir: tempDir() });
+  test("a task that meets a storage fault inside the worker rejects with the store's named error", async () => {
+    pool = new WorkerPool({ entry: flaky, size: 1, stores: noStore });
     await pool.ready();
     const error = await pool.run("purge", { before: "throw" }).catch((e) => e);
-    expect(error).toBeInstanceOf(TaskFailed);
-    expect(error.code).toBe("SQLITE_BUSY");
+    expect(error).toBeInstanceOf(StorageUnavailable);
+    expect(error.message).toBe("database is locked");
   });
 
   test("a worker that dies mid-task is replaced; its task rejects with WorkerCrashed and the pool goes on", async () => {
     const crashes: unknown[] = [];
-    pool = new WorkerPool({ entry: flaky, size: 1, dataDir: tempDir(), onCrash: (error) => crashes.push(error) });
+    pool = new WorkerPool({ entry: flaky, size: 1, stores: noStore, onCrash: (error) => crashes.push(error) });
     await pool.ready();
     const error = await pool.run("purge", { before: "exit" }).catch((e) => e);
     expect(error).toBeInstanceOf(WorkerCrashed);
@@ -94,7 +98,7 @@ describe("WorkerPool", () => {
   test("threads that die before they are ready fail ready() with the reason, after a few spaced retries", async () => {
     const crashes: unknown[] = [];
     const entry = new URL("../fixtures/broken-thread.ts", import.meta.url);
-    pool = new WorkerPool({ entry, size: 2, dataDir: tempDir(), onCrash: (error) => crashes.push(error) });
+    pool = new WorkerPool({ entry, size: 2, stores: noStore, onCrash: (error) => crashes.push(error) });
     const error = await pool.ready().catch((e) => e);
     expect(error).toBeInstanceOf(WorkerCrashed);
     expect(error.message).toContain("worker threads cannot start");
@@ -105,13 +109,13 @@ describe("WorkerPool", () => {
   });
 
   test("the real worker thread opens the database and answers", async () => {
-    const { closeDatabase, migrate, openDatabase } = await import("../../src/db/client");
-    const dir = tempDir();
-    const db = openDatabase(dir);
-    migrate(db);
-    closeDatabase(db);
-    pool = new WorkerPool({ entry: threadEntry, size: 1, dataDir: dir });
+    const { SqliteStore } = await import("../../src/store/sqlite/store");
+    const store = SqliteStore.open(tempDir());
+    pool = new WorkerPool({ entry: threadEntry, size: 1, stores: store });
     await pool.ready();
     expect(await pool.run("purge", { before: "2000-01-01T00:00:00.000Z" })).toEqual({ count: 0 });
+    await pool.close();
+    pool = undefined;
+    await store.close();
   });
 });

@@ -1,178 +1,209 @@
-import { describe, expect, test } from "bun:test";
-import type { JobRepository } from "../../src/jobs/repository";
-import { TaskFailed, WorkerCrashed, type WorkerPool } from "../../src/worker/pool";
+import { afterEach, describe, expect, test } from "bun:test";
+import { maxAttempts, runNext } from "../../src/jobs/apply";
+import { StorageFull } from "../../src/store/errors";
+import type { ClaimedRun, JobQueue } from "../../src/store/ports";
+import type { SqliteStore } from "../../src/store/sqlite/store";
+import { WorkerCrashed, type WorkerPool } from "../../src/worker/pool";
 import { JobScheduler } from "../../src/worker/scheduler";
+import { sqliteStoreWith } from "../helpers/store";
 
-/** An in-memory queue and a pool whose apply outcome each test scripts. */
-function harness(pending: Array<{ environmentId: number; jobId: number }>, apply: (jobId: number, attempt: number) => Promise<unknown>) {
+let store: SqliteStore | undefined;
+afterEach(async () => {
+  await store?.close();
+  store = undefined;
+});
+
+type Fault = (jobId: number, attempt: number) => Error | undefined;
+
+/**
+ * A real SQLite store with environments 1 to 3 and one-record jobs queued in the given environments (job ids
+ * from 1, in this order), and a pool that runs each apply task in-process with the real runNext. `fault`
+ * may make a run fail after its claim, as a worker thread that dies mid-run or a full disk would.
+ */
+async function harness(environmentOfJob: number[], fault: Fault = () => undefined, during?: (jobIds: number[]) => Promise<void>) {
+  store = await sqliteStoreWith("one", "two", "three");
+  const queue = store.queue;
+  for (const [index, environmentId] of environmentOfJob.entries()) {
+    const body = new TextEncoder().encode(JSON.stringify([{ id: `area-${index + 1}`, name: "Area" }]));
+    await queue.enqueue([{ environmentId, type: "SubArea", recordCount: 1, body }]);
+  }
   const calls: Array<[string, number]> = [];
-  const alone: boolean[] = [];
-  const attempts = new Map<number, number>();
-  const queries = { count: 0 };
-  const jobs = {
-    nextPendingPerEnvironment: () => {
-      queries.count++;
-      const firstPerEnvironment = new Map<number, number>();
-      for (const job of pending) if (!firstPerEnvironment.has(job.environmentId)) firstPerEnvironment.set(job.environmentId, job.jobId);
-      return [...firstPerEnvironment].map(([environmentId, jobId]) => ({ environmentId, jobId }));
+  const runs: number[][] = [];
+  const heads = { count: 0 };
+  const counting: Pick<JobQueue, "heads"> = {
+    heads: () => {
+      heads.count++;
+      return queue.heads();
     },
-  } as unknown as JobRepository;
-  const finish = (jobId: number) => pending.splice(pending.findIndex((job) => job.jobId === jobId), 1);
+  };
   const pool = {
-    run: async (task: string, input: { jobId: number; alone?: boolean }) => {
-      calls.push([task, input.jobId]);
-      if (task === "apply") alone.push(input.alone ?? false);
-      if (task === "giveUp") return finish(input.jobId), { jobs: [{ id: input.jobId, type: "Asset", status: "Failed", total: 1, applied: 0, rejected: 1 }] };
-      const attempt = (attempts.get(input.jobId) ?? 0) + 1;
-      attempts.set(input.jobId, attempt);
-      await apply(input.jobId, attempt);
-      finish(input.jobId);
-      return { jobs: [{ id: input.jobId, type: "Asset", status: "Succeeded", total: 1, applied: 1, rejected: 0 }] };
+    run: async (task: string, input: { environmentId: number; token: string; takeOver?: { token: string; countsAsAttempt: boolean } }) => {
+      let claimed: ClaimedRun | undefined;
+      const faulty: JobQueue = {
+        ...queue,
+        enqueue: (requests) => queue.enqueue(requests),
+        heads: () => queue.heads(),
+        payload: (jobId) => queue.payload(jobId),
+        recoverInterrupted: () => queue.recoverInterrupted(),
+        purge: (before) => queue.purge(before),
+        claimRun: async (request, limits) => {
+          claimed = await queue.claimRun(request, limits);
+          if (claimed) {
+            const first = claimed.jobs[0]!;
+            calls.push([task, first.id]);
+            runs.push(claimed.jobs.map((job) => job.id));
+            const error = first.attempts <= maxAttempts ? fault(first.id, first.attempts) : undefined;
+            if (error) throw error;
+          }
+          return claimed;
+        },
+        completeRun: async (run, apply) => {
+          await during?.(run.jobs.map((job) => job.id));
+          return queue.completeRun(run, apply);
+        },
+      };
+      const jobs = await runNext(faulty, input.environmentId, { token: input.token, takeOver: input.takeOver });
+      return { ran: jobs !== undefined, jobs: jobs ?? [] };
     },
   } as unknown as WorkerPool;
-  return { jobs, pool, calls, alone, pending, queries };
+  return { queue: counting, pool, calls, runs, heads, store };
 }
 
 const settle = async (scheduler: JobScheduler) => {
-  for (let i = 0; i < 200 && scheduler.runningJobs > 0; i++) await Bun.sleep(5);
+  for (let i = 0; i < 400 && scheduler.runsInProgress > 0; i++) await Bun.sleep(5);
+  await Bun.sleep(5);
+  for (let i = 0; i < 400 && scheduler.runsInProgress > 0; i++) await Bun.sleep(5);
 };
+
+const jobOfEnvironmentOne = async (jobId: number) => (await store!.jobs.find(1, jobId, ""))!;
 
 describe("JobScheduler", () => {
   test("runs one job per environment at a time, in id order, environments in parallel", async () => {
     const running = new Set<number>();
     const overlaps: string[] = [];
     const environmentOf = new Map([[1, 1], [2, 1], [3, 2], [4, 1]]);
-    const { jobs, pool, calls } = harness(
-      [{ environmentId: 1, jobId: 1 }, { environmentId: 1, jobId: 2 }, { environmentId: 2, jobId: 3 }, { environmentId: 1, jobId: 4 }],
-      async (jobId) => {
-        const environment = environmentOf.get(jobId)!;
-        if (running.has(environment)) overlaps.push(`environment ${environment} ran two jobs at once`);
-        running.add(environment);
-        await Bun.sleep(10);
-        running.delete(environment);
-      },
-    );
-    const scheduler = new JobScheduler(jobs, pool, { maxConcurrentJobs: 4, maxAttempts: 3, retryDelayMs: 1 });
-    scheduler.kick();
-    expect(calls.map(([, id]) => id)).toEqual([1, 3]);
+    const { queue, pool, runs } = await harness([1, 1, 2, 1], undefined, async (jobIds) => {
+      const environment = environmentOf.get(jobIds[0]!)!;
+      if (running.has(environment)) overlaps.push(`environment ${environment} ran two runs at once`);
+      running.add(environment);
+      await Bun.sleep(10);
+      running.delete(environment);
+    });
+    const scheduler = new JobScheduler(queue, pool, { maxConcurrentRuns: 4, retryDelayMs: 1 });
+    scheduler.wake();
     await settle(scheduler);
     expect(overlaps).toEqual([]);
-    expect(calls.filter(([, id]) => environmentOf.get(id) === 1).map(([, id]) => id)).toEqual([1, 2, 4]);
+    // Environment 1's three small jobs went in one run, in order; environment 2's in another, at the same time.
+    expect(runs.flat().filter((id) => environmentOf.get(id) === 1)).toEqual([1, 2, 4]);
+    expect(runs.flat().sort()).toEqual([1, 2, 3, 4]);
   });
 
-  test("an intake for an environment that is busy does not ask the database for work; one for a free environment does", () => {
-    const { jobs, pool, calls, pending, queries } = harness([{ environmentId: 1, jobId: 1 }], () => new Promise(() => {}));
-    const scheduler = new JobScheduler(jobs, pool, { maxConcurrentJobs: 2, maxAttempts: 3, retryDelayMs: 1 });
-    scheduler.kick();
-    expect(queries.count).toBe(1);
-    pending.push({ environmentId: 1, jobId: 2 });
+  test("an intake for an environment that is busy does not ask the store for work; one for a free environment does", async () => {
+    let release = () => {};
+    const blocked = new Promise<void>((resolve) => (release = resolve));
+    const { queue, pool, calls, heads } = await harness([1], undefined, () => blocked);
+    const scheduler = new JobScheduler(queue, pool, { maxConcurrentRuns: 2, retryDelayMs: 1 });
+    scheduler.wake();
+    await Bun.sleep(20);
+    expect(heads.count).toBe(1);
+    await store!.queue.enqueue([{ environmentId: 1, type: "SubArea", recordCount: 1, body: new TextEncoder().encode('[{"id":"x","name":"X"}]') }]);
     scheduler.accepted(2, 1, undefined);
-    expect(queries.count).toBe(1);
-    pending.push({ environmentId: 2, jobId: 3 });
+    expect(heads.count).toBe(1);
+    await store!.queue.enqueue([{ environmentId: 2, type: "SubArea", recordCount: 1, body: new TextEncoder().encode('[{"id":"y","name":"Y"}]') }]);
     scheduler.accepted(3, 2, undefined);
-    expect(queries.count).toBe(2);
+    expect(heads.count).toBe(2);
+    await Bun.sleep(20);
     expect(calls).toEqual([["apply", 1], ["apply", 3]]);
+    release();
+    await settle(scheduler);
   });
 
-  test("respects the cap on jobs running at once", () => {
-    const { jobs, pool, calls } = harness([1, 2, 3].map((n) => ({ environmentId: n, jobId: n })), () => new Promise(() => {}));
-    new JobScheduler(jobs, pool, { maxConcurrentJobs: 2, maxAttempts: 3, retryDelayMs: 1 }).kick();
+  test("respects the cap on runs in progress at once", async () => {
+    let release = () => {};
+    const blocked = new Promise<void>((resolve) => (release = resolve));
+    const { queue, pool, calls } = await harness([1, 2, 3], undefined, () => blocked);
+    const scheduler = new JobScheduler(queue, pool, { maxConcurrentRuns: 2, retryDelayMs: 1 });
+    scheduler.wake();
+    await Bun.sleep(30);
     expect(calls).toHaveLength(2);
+    release();
+    await settle(scheduler);
   });
 
   test("a job whose worker crashed is retried, and the environment's next job waits for it", async () => {
-    const { jobs, pool, calls } = harness(
-      [{ environmentId: 1, jobId: 1 }, { environmentId: 1, jobId: 2 }],
-      async (jobId, attempt) => {
-        if (jobId === 1 && attempt === 1) throw new WorkerCrashed("worker exited");
-      },
-    );
+    const { queue, pool, calls } = await harness([1, 1], (jobId, attempt) => (jobId === 1 && attempt === 1 ? new WorkerCrashed("worker exited") : undefined));
     const errors: number[] = [];
-    const scheduler = new JobScheduler(jobs, pool, { maxConcurrentJobs: 2, maxAttempts: 3, retryDelayMs: 1, onError: (jobId) => errors.push(jobId) });
-    scheduler.kick();
+    const scheduler = new JobScheduler(queue, pool, { maxConcurrentRuns: 2, retryDelayMs: 1, onError: (jobId) => errors.push(jobId) });
+    scheduler.wake();
     await settle(scheduler);
     expect(calls).toEqual([["apply", 1], ["apply", 1], ["apply", 2]]);
     expect(errors).toEqual([1]);
   });
 
   test("after a crash, the environment's jobs are applied one per run (a poison job is found alone) until its queue is empty", async () => {
-    const { jobs, pool, calls, alone, pending } = harness(
-      [{ environmentId: 1, jobId: 1 }, { environmentId: 1, jobId: 2 }, { environmentId: 1, jobId: 3 }],
-      async (jobId, attempt) => {
-        if (jobId === 1 && attempt === 1) throw new WorkerCrashed("worker exited");
-      },
-    );
-    const scheduler = new JobScheduler(jobs, pool, { maxConcurrentJobs: 2, maxAttempts: 3, retryDelayMs: 1 });
-    scheduler.kick();
+    const { queue, pool, runs, store } = await harness([1, 1, 1], (jobId, attempt) => (jobId === 1 && attempt === 1 ? new WorkerCrashed("worker exited") : undefined));
+    const scheduler = new JobScheduler(queue, pool, { maxConcurrentRuns: 2, retryDelayMs: 1 });
+    scheduler.wake();
     await settle(scheduler);
-    expect(calls).toEqual([["apply", 1], ["apply", 1], ["apply", 2], ["apply", 3]]);
-    expect(alone).toEqual([false, true, true, true]);
-    // Its queue ran empty: the next job may take others along again.
-    pending.push({ environmentId: 1, jobId: 4 });
-    scheduler.kick();
+    // The crashed run held all three; each was tried, so each runs alone after it.
+    expect(runs).toEqual([[1, 2, 3], [1], [2], [3]]);
+    // Its queue ran empty: new jobs, never tried, go together again.
+    for (const id of ["a", "b"]) await store.queue.enqueue([{ environmentId: 1, type: "SubArea", recordCount: 1, body: new TextEncoder().encode(`[{"id":"${id}","name":"A"}]`) }]);
+    scheduler.wake();
     await settle(scheduler);
-    expect(alone.at(-1)).toBe(false);
+    expect(runs.at(-1)).toEqual([4, 5]);
   });
 
   test("a full disk does not make an environment's runs single-job: it is not the jobs' fault", async () => {
-    const { jobs, pool, alone } = harness([{ environmentId: 1, jobId: 1 }, { environmentId: 1, jobId: 2 }], async (jobId, attempt) => {
-      if (jobId === 1 && attempt === 1) throw new TaskFailed("database or disk is full", "SQLITE_FULL");
-    });
-    const scheduler = new JobScheduler(jobs, pool, { maxConcurrentJobs: 2, maxAttempts: 3, retryDelayMs: 1 });
-    scheduler.kick();
+    let full = true;
+    const { queue, pool, runs } = await harness([1, 1], (jobId) => (jobId === 1 && full ? ((full = false), new StorageFull("database or disk is full")) : undefined));
+    const scheduler = new JobScheduler(queue, pool, { maxConcurrentRuns: 2, retryDelayMs: 1 });
+    scheduler.wake();
     await settle(scheduler);
-    expect(alone).toEqual([false, false, false]);
+    expect(runs).toEqual([[1, 2], [1, 2]]);
   });
 
-  test("a job that keeps crashing its worker is given up after maxAttempts, and the queue moves on", async () => {
-    const { jobs, pool, calls } = harness(
-      [{ environmentId: 1, jobId: 1 }, { environmentId: 1, jobId: 2 }],
-      async (jobId) => {
-        if (jobId === 1) throw new WorkerCrashed("worker exited");
-      },
-    );
-    const scheduler = new JobScheduler(jobs, pool, { maxConcurrentJobs: 2, maxAttempts: 3, retryDelayMs: 1 });
-    scheduler.kick();
+  test(`a job that keeps crashing its worker is given up after ${maxAttempts} attempts, and the queue moves on`, async () => {
+    const { queue, pool, calls } = await harness([1, 1], (jobId) => (jobId === 1 ? new WorkerCrashed("worker exited") : undefined));
+    const scheduler = new JobScheduler(queue, pool, { maxConcurrentRuns: 2, retryDelayMs: 1 });
+    scheduler.wake();
     await settle(scheduler);
-    expect(calls).toEqual([["apply", 1], ["apply", 1], ["apply", 1], ["giveUp", 1], ["apply", 2]]);
+    // Three runs cut short, then the fourth claim gives it up; then job 2.
+    expect(calls).toEqual([["apply", 1], ["apply", 1], ["apply", 1], ["apply", 1], ["apply", 2]]);
+    const job = await jobOfEnvironmentOne(1);
+    expect(job.status).toBe("Failed");
+    expect(job.output!.message).toContain(`after ${maxAttempts} attempts`);
   });
 
   test("reports each start (with its attempt) and each finish once, given-up jobs included", async () => {
-    const { jobs, pool } = harness(
-      [{ environmentId: 1, jobId: 1 }, { environmentId: 1, jobId: 2 }, { environmentId: 2, jobId: 3 }],
-      async (jobId, attempt) => {
-        if (jobId === 1 && attempt === 1) throw new WorkerCrashed("worker exited");
-        if (jobId === 3) throw new WorkerCrashed("poison");
-      },
-    );
+    const { queue, pool } = await harness([1, 1, 2], (jobId, attempt) => {
+      if (jobId === 1 && attempt === 1) return new WorkerCrashed("worker exited");
+      if (jobId === 3) return new WorkerCrashed("poison");
+      return undefined;
+    });
     const started: Array<[number, number]> = [];
     const finished: Array<[number, string, number]> = [];
-    const scheduler = new JobScheduler(jobs, pool, {
-      maxConcurrentJobs: 2,
-      maxAttempts: 2,
+    const scheduler = new JobScheduler(queue, pool, {
+      maxConcurrentRuns: 2,
       retryDelayMs: 1,
       onStarted: (jobId, attempt) => started.push([jobId, attempt]),
       onFinished: (jobId, job, seconds) => finished.push([jobId, job.status, seconds]),
     });
-    scheduler.kick();
+    scheduler.wake();
     await settle(scheduler);
-    expect(started.sort()).toEqual([[1, 1], [1, 2], [2, 1], [3, 1], [3, 2]]);
+    expect(started.sort()).toEqual([[1, 1], [1, 2], [2, 2], [3, 1], [3, 2], [3, 3], [3, 4]]);
     expect(finished.map(([jobId, status]) => [jobId, status]).sort()).toEqual([[1, "Succeeded"], [2, "Succeeded"], [3, "Failed"]]);
     for (const [, , seconds] of finished) expect(seconds).toBeGreaterThan(0);
   });
 
   test("a full disk is waited out, however long: the job is retried, never given up, and its environment's next job waits", async () => {
-    const { jobs, pool, calls } = harness(
-      [{ environmentId: 1, jobId: 1 }, { environmentId: 1, jobId: 2 }],
-      async (jobId, attempt) => {
-        if (jobId === 1 && attempt <= 6) throw new TaskFailed("database or disk is full", "SQLITE_FULL");
-      },
-    );
+    let fullFor = 6;
+    const { queue, pool, calls } = await harness([1, 1], (jobId, attempt) => (jobId === 1 && attempt <= 1 && fullFor-- > 0 ? new StorageFull("database or disk is full") : undefined));
     const finished: Array<[number, string]> = [];
-    const scheduler = new JobScheduler(jobs, pool, { maxConcurrentJobs: 2, maxAttempts: 2, retryDelayMs: 1, onFinished: (jobId, job) => finished.push([jobId, job.status]) });
-    scheduler.kick();
-    await settle(scheduler);
-    expect(calls).toEqual([...Array.from({ length: 7 }, (): [string, number] => ["apply", 1]), ["apply", 2]]);
+    const scheduler = new JobScheduler(queue, pool, { maxConcurrentRuns: 2, retryDelayMs: 1, onFinished: (jobId, job) => finished.push([jobId, job.status]) });
+    scheduler.wake();
+    for (let i = 0; i < 100 && finished.length < 2; i++) await settle(scheduler);
+    expect(calls).toEqual(Array.from({ length: 7 }, (): [string, number] => ["apply", 1]));
     expect(finished).toEqual([[1, "Succeeded"], [2, "Succeeded"]]);
   });
 });

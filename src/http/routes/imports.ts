@@ -3,22 +3,12 @@ import { jobDocument, jobDocumentSchema } from "../../jobs/document";
 import type { ResourceDefinition } from "../../resources/definition";
 import { resources } from "../../resources/registry";
 import { maxErrorKeys } from "../../resources/validate";
-import { TaskFailed, WorkerCrashed } from "../../worker/pool";
 import { authentication } from "../auth";
 import { readBody, requireJson } from "../body";
 import type { OpenAPIV3 } from "openapi-types";
 import { environmentParameter, environmentPathParameter, jsonBody, jsonResponse, problemResponses } from "../openapi";
-import { idempotencyKeyReused, insufficientStorage, serviceUnavailable, validationProblem } from "../problem";
+import { idempotencyKeyReused, validationProblem } from "../problem";
 import type { Services } from "../services";
-
-/** Maps a failure to store the batch to an answer that tells the client to retry: nothing was accepted. */
-function intakeFailure(error: unknown): never {
-  if (error instanceof TaskFailed && error.code === "SQLITE_FULL") throw insufficientStorage();
-  if (error instanceof TaskFailed || error instanceof WorkerCrashed) {
-    throw serviceUnavailable("The batch could not be stored just now; nothing was accepted. Send it again.");
-  }
-  throw error;
-}
 
 const idempotencyKeyParameter: OpenAPIV3.ParameterObject = {
   name: "Idempotency-Key",
@@ -47,13 +37,7 @@ function importRoute(services: Services, resource: ResourceDefinition) {
       requireJson(request.headers.get("content-type"));
       const idempotencyKey = readIdempotencyKey(request.headers.get("idempotency-key"));
       const body = await readBody(request, services.config.maxBodyBytes);
-      // The bytes move to a worker thread (transferred, not copied): parsing and validating
-      // a large body must never block this thread.
-      const buffer = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? body.buffer : body.slice().buffer;
-      let acceptedOn: number | undefined;
-      const result = await services.pool
-        .run("accept", { environmentId, resource: resource.path, body: buffer as ArrayBuffer, idempotencyKey }, [buffer as ArrayBuffer], { onSlot: (slot) => (acceptedOn = slot) })
-        .catch(intakeFailure);
+      const result = await services.intake.accept({ environmentId, environment: params.env, resource, body, idempotencyKey });
       if (!result.ok && "idempotencyConflict" in result) throw idempotencyKeyReused();
       if (!result.ok) {
         const shown = Object.values(result.errors).reduce((sum, messages) => sum + messages.length, 0);
@@ -62,12 +46,7 @@ function importRoute(services: Services, resource: ResourceDefinition) {
           : undefined;
         throw validationProblem(result.errors, note);
       }
-      if (result.replayed) {
-        set.headers["idempotent-replayed"] = "true";
-      } else {
-        services.scheduler.accepted(result.job.id, environmentId, acceptedOn);
-        services.log({ msg: "job accepted", jobId: result.job.id, type: result.job.type, records: result.job.recordCount, environment: params.env });
-      }
+      if (result.replayed) set.headers["idempotent-replayed"] = "true";
       set.status = 202;
       set.headers.location = `/${params.env}/v2/status/${result.job.id}`;
       return jobDocument(result.job);

@@ -1,7 +1,7 @@
 import { Elysia, t } from "elysia";
 import type { OpenAPIV3 } from "openapi-types";
 import { jobDocument, jobDocumentSchema, retryAfterSeconds } from "../../jobs/document";
-import { isTerminal, jobStatuses } from "../../jobs/states";
+import { isTerminal, jobStatuses, type JobStatus } from "../../jobs/states";
 import { authentication } from "../auth";
 import { environmentParameter, environmentPathParameter, jsonResponse, problemResponses } from "../openapi";
 import { page, pageLimit, pageParameters } from "../paging";
@@ -30,9 +30,9 @@ const parseJobId = (text: string) => (/^[1-9][0-9]{0,14}$/.test(text) ? Number(t
 
 export const jobRoutes = (services: Services) => {
   /** The environment's job named in the path, or a 404 (unknown, another environment's, or expired, alike). */
-  const findJob = (environmentId: number, idText: string) => {
+  const findJob = async (environmentId: number, idText: string) => {
     const id = parseJobId(idText);
-    const job = id === undefined ? undefined : services.jobs.find(environmentId, id, retainedSince(services.config));
+    const job = id === undefined ? undefined : await services.jobs.find(environmentId, id, retainedSince(services.config));
     if (!job) throw jobNotFound();
     return job;
   };
@@ -40,8 +40,8 @@ export const jobRoutes = (services: Services) => {
     .use(authentication(services))
     .get(
       "/status/:id",
-      ({ params, environmentId, set }) => {
-        const job = findJob(environmentId, params.id);
+      async ({ params, environmentId, set }) => {
+        const job = await findJob(environmentId, params.id);
         if (!isTerminal(job.status)) set.headers["retry-after"] = String(retryAfterSeconds(job));
         return jobDocument(job);
       },
@@ -60,13 +60,13 @@ export const jobRoutes = (services: Services) => {
     )
     .get(
       "/status/:id/rejected",
-      ({ params, query, environmentId }) => {
-        const job = findJob(environmentId, params.id);
+      async ({ params, query, environmentId }) => {
+        const job = await findJob(environmentId, params.id);
         if (!isTerminal(job.status)) throw jobNotFinished(job.status, retryAfterSeconds(job));
         const limit = pageLimit(query.limit);
         const after = query.after ? parseIndex(query.after) : undefined;
         if (query.after && after === undefined) throw validationProblem({ after: ["'After' must be a record index (a whole number from 0)."] });
-        const rows = services.jobs.rejections(job.id, limit, after);
+        const rows = await services.jobs.rejections(job.id, limit, after);
         const items = rows.map(({ position, field, message, record }) => {
           const sent = JSON.parse(record) as { id?: unknown };
           return { index: position, id: typeof sent.id === "string" ? sent.id : null, field, message, record: sent };
@@ -97,15 +97,15 @@ export const jobRoutes = (services: Services) => {
     )
     .get(
       "/jobs",
-      ({ query, environmentId }) => {
+      async ({ query, environmentId }) => {
         const limit = pageLimit(query.limit);
-        const status = query.status || undefined;
+        const status = (query.status || undefined) as JobStatus | undefined;
         if (status !== undefined && !jobStatuses.includes(status as never)) {
           throw validationProblem({ status: [`'Status' must be one of: ${jobStatuses.join(", ")}. You entered '${status.slice(0, 40)}'.`] });
         }
         const after = query.after ? parseJobId(query.after) : undefined;
         if (query.after && after === undefined) throw validationProblem({ after: ["'After' must be a job id (a positive whole number)."] });
-        const rows = services.jobs.list(environmentId, { status, limit, after, retainedSince: retainedSince(services.config) });
+        const rows = await services.jobs.list(environmentId, { status, limit, after, retainedSince: retainedSince(services.config) });
         return page(rows.map(jobDocument), limit, (job) => job.id);
       },
       {

@@ -9,11 +9,11 @@ export const operationsRoutes = (services: Services) =>
   new Elysia()
     // Alive: the process answers HTTP. Nothing else is checked, so a busy database never gets it restarted.
     .get("/healthz", () => ({ status: "ok" }), { detail: { hide: true } })
-    // Ready to take imports: the database answers and is migrated, the worker threads are up, not stopping.
+    // Ready to take imports: the store answers and is migrated, the worker threads are up, not stopping.
     .get(
       "/readyz",
-      ({ set }) => {
-        const report = services.readiness();
+      async ({ set }) => {
+        const report = await services.readiness();
         if (!report.ready) set.status = 503;
         return { status: report.ready ? "ready" : "not ready", ...report };
       },

@@ -14,13 +14,13 @@ const storedRecord = (resource: ResourceDefinition) =>
   ]);
 
 function recordRoutes(services: Services, resource: ResourceDefinition) {
-  const store = services.stores.get(resource.path)!;
+  const { records } = services;
   return new Elysia()
     .use(authentication(services))
     .get(
       `/${resource.path}/:id`,
-      ({ params, environmentId }) => {
-        const record = store.get(environmentId, params.id);
+      async ({ params, environmentId }) => {
+        const record = await records.get(resource, environmentId, params.id);
         if (!record) throw notFound(`No ${resource.noun} with id '${params.id.slice(0, 64)}' exists in this environment.`);
         return record;
       },
@@ -35,9 +35,9 @@ function recordRoutes(services: Services, resource: ResourceDefinition) {
     )
     .get(
       `/${resource.path}`,
-      ({ query, environmentId }) => {
+      async ({ query, environmentId }) => {
         const limit = pageLimit(query.limit);
-        return page(store.page(environmentId, limit, query.after || undefined), limit, (record) => String(record.id));
+        return page(await records.page(resource, environmentId, limit, query.after || undefined), limit, (record) => String(record.id));
       },
       {
         params: t.Object({ env: environmentParameter }),

@@ -1,6 +1,7 @@
 import { Database } from "bun:sqlite";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { StoreInUse } from "../errors";
 
 /**
  * One server per data directory: the scheduler, the write lock between threads and the parse-once cache
@@ -13,8 +14,6 @@ import { join } from "node:path";
  * an unrelated process that got the same PID). The PID beside it is only for the message.
  * The env and key commands do not take it: they work beside a running server.
  */
-
-export class DataDirectoryInUse extends Error {}
 
 export type ServerLock = { release(): void };
 
@@ -29,7 +28,7 @@ export function lockDataDirectory(dataDir: string): ServerLock {
   } catch (error) {
     lock.close();
     if ((error as { code?: string }).code !== "SQLITE_BUSY") throw error;
-    throw new DataDirectoryInUse(
+    throw new StoreInUse(
       `another importd server${runningPid(pidFile)} is already running on the data directory ${dataDir}; stop it first, or start this one with another --data-dir (the env and key commands work beside a running server)`,
     );
   }

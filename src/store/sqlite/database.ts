@@ -2,6 +2,7 @@ import { Database } from "bun:sqlite";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { DatabaseError } from "../errors";
 import { embeddedMigrations } from "./migrations";
 import * as schema from "./schema";
 import type { WriteLock } from "./write-lock";
@@ -13,9 +14,6 @@ export const databaseFile = (dataDir: string) => join(dataDir, "importd.sqlite")
 // Long enough for a writer to wait out the commit of a 100 MB job in another thread;
 // SQLITE_BUSY should never reach a client.
 const busyTimeoutMs = 60_000;
-
-/** The data directory's database cannot be used as it is. importd has not written to it. */
-export class DatabaseError extends Error {}
 
 const refuse = (file: string, problem: string) =>
   new DatabaseError(`${file} ${problem}. importd has not changed it: restore it from a backup, or move it away to start with an empty database.`);
@@ -74,9 +72,9 @@ export function openDatabase(dataDir: string, options: { writeLock?: WriteLock }
     client.exec("PRAGMA synchronous = FULL");
     client.exec("PRAGMA foreign_keys = ON");
     // No checkpoint inside a commit: by default the commit that takes the WAL past 1,000 pages copies it all
-    // into the database file first, and a 100 MB intake would wait for that before its 202. The worker
-    // thread that applied a job checkpoints after its commit instead (worker/thread.ts); the last connection
-    // to close checkpoints too. A WAL left bigger than 64 MB is cut back to that after a checkpoint.
+    // into the database file first, and a 100 MB intake would wait for that before its 202. The thread that
+    // completed a run checkpoints after its commit instead (see SqliteJobQueue.completeRun); the last
+    // connection to close checkpoints too. A WAL left bigger than 64 MB is cut back to that after a checkpoint.
     client.exec("PRAGMA wal_autocheckpoint = 0");
     client.exec(`PRAGMA journal_size_limit = ${64 * 1024 * 1024}`);
   } catch (error) {
@@ -98,9 +96,47 @@ export function writeTransaction<T>(db: Db, fn: (tx: Db) => T): T {
   return lock ? lock.run(transaction) : transaction();
 }
 
+/**
+ * writeTransaction for work that awaits (a port's callback). Only for a connection no other task of its thread
+ * uses meanwhile: a worker thread runs one task at a time, and over bun:sqlite the awaited work settles in
+ * microtasks, so nothing else runs inside the transaction.
+ */
+export async function writeTransactionAsync<T>(db: Db, fn: () => Promise<T>): Promise<T> {
+  const lock = writeLocks.get(db);
+  lock?.acquire();
+  try {
+    db.$client.exec("BEGIN IMMEDIATE");
+    try {
+      const result = await fn();
+      db.$client.exec("COMMIT");
+      return result;
+    } catch (error) {
+      if (db.$client.inTransaction) db.$client.exec("ROLLBACK");
+      throw error;
+    }
+  } finally {
+    lock?.release();
+  }
+}
+
+/**
+ * A write transaction whose commit is not synced to disk (synchronous = NORMAL for it alone). In WAL mode it
+ * still survives a crash of the process, and the next synced commit (any connection's) makes it durable
+ * against a power cut too. For writes whose loss in a power cut costs nothing but a retry: a run's claim.
+ */
+export function unsyncedWriteTransaction<T>(db: Db, fn: (tx: Db) => T): T {
+  db.$client.exec("PRAGMA synchronous = NORMAL");
+  try {
+    return writeTransaction(db, fn);
+  } finally {
+    db.$client.exec("PRAGMA synchronous = FULL");
+  }
+}
+
 export function migrate(db: Db): void {
-  // dialect.migrate is what drizzle-orm's own migrator calls once it has read the folder;
-  // we hand it the embedded files instead.
+  // drizzle-orm's public migrate() (drizzle-orm/bun-sqlite/migrator) only reads a folder, and there is no
+  // drizzle/ folder inside the compiled binary: the migrations are embedded (migrations.ts) and handed to
+  // dialect.migrate, which is what the public migrate() calls once it has read the folder.
   const internals = db as unknown as {
     dialect: { migrate(m: unknown, session: unknown, config: object): void };
     session: unknown;

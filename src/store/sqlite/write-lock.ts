@@ -46,7 +46,8 @@ export class WriteLock {
     }
   }
 
-  private acquire(): void {
+  /** Waits for this thread's turn; release() it after. Prefer run(). */
+  acquire(): void {
     const deadline = performance.now() + this.maxWaitMs;
     for (;;) {
       const holder = Atomics.compareExchange(this.word, 0, 0, this.owner);
@@ -58,7 +59,7 @@ export class WriteLock {
     }
   }
 
-  private release(): void {
+  release(): void {
     // Only if still ours: a waiter that timed out may have taken the turn over.
     if (Atomics.compareExchange(this.word, 0, this.owner, 0) === this.owner) Atomics.notify(this.word, 0, 1);
   }

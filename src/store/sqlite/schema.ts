@@ -47,7 +47,10 @@ export const jobs = sqliteTable(
     completedAt: text("completed_at"),
     // JSON text of the job's output, null until the job is terminal.
     output: text("output"),
+    // Runs started on the job, counted when claimed (so a run cut short by a crash counts too).
     attempts: integer("attempts").notNull().default(0),
+    // The token of the run that has claimed the job while it is Processing; completing the run checks it.
+    claimToken: text("claim_token"),
   },
   (table) => [
     index("jobs_environment_status_idx").on(table.environmentId, table.status, table.id),
@@ -150,3 +153,11 @@ export const assets = sqliteTable(
   (table) => [primaryKey({ columns: [table.environmentId, table.id] })],
 );
 
+
+/** Each import resource's table, by the resource's path. */
+export const recordTables: Readonly<Record<string, typeof subAreas | typeof assets>> = {
+  subareas: subAreas,
+  assettypes: assetTypes,
+  assetcategories: assetCategories,
+  assets,
+};

@@ -1,8 +1,11 @@
 import type { Statement } from "bun:sqlite";
 import { and, asc, eq, getTableColumns, getTableName, gt } from "drizzle-orm";
-import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
-import type { Db } from "../db/client";
-import type { ResourceDefinition } from "./definition";
+import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
+import type { ResourceDefinition } from "../../resources/definition";
+import type { RecordReads, RunRecords } from "../ports";
+import type { Db } from "./database";
+import { answer } from "./faults";
+import { recordTables } from "./schema";
 
 const sharedColumns = new Set(["environmentId", "id", "updatedAt", "lastJobId"]);
 
@@ -11,13 +14,20 @@ type RecordTable = {
   id: SQLiteColumn;
 };
 
+function tableOf(resource: ResourceDefinition): SQLiteTable {
+  const table = recordTables[resource.path];
+  if (!table) throw new Error(`no table for the import resource ${resource.path}`);
+  return table as SQLiteTable;
+}
+
 /**
  * Reads and writes of one resource's table. The upsert is the hot path of every job: one bun:sqlite
- * statement, prepared once and reused for every row inside the job's transaction (Drizzle's batched
+ * statement, prepared once and reused for every row inside the run's transaction (Drizzle's batched
  * values() upsert measured several times slower). Its SQL is derived from the Drizzle table, so the
  * table definition stays the single source of the columns.
  */
-export class RecordStore {
+class ResourceTable {
+  private readonly table: SQLiteTable;
   private readonly columns: Record<string, SQLiteColumn>;
   private readonly valueFields: string[];
   private upsertStatement?: Statement;
@@ -27,7 +37,8 @@ export class RecordStore {
     private readonly db: Db,
     readonly resource: ResourceDefinition,
   ) {
-    this.columns = getTableColumns(resource.table) as Record<string, SQLiteColumn>;
+    this.table = tableOf(resource);
+    this.columns = getTableColumns(this.table) as Record<string, SQLiteColumn>;
     this.valueFields = Object.keys(this.columns).filter((field) => !sharedColumns.has(field));
     this.keyed = this.columns as unknown as RecordTable;
   }
@@ -40,7 +51,7 @@ export class RecordStore {
       .filter((field) => field !== "environmentId" && field !== "id")
       .map((field) => `${q(this.columns[field]!.name)} = excluded.${q(this.columns[field]!.name)}`);
     return (
-      `INSERT INTO ${q(getTableName(this.resource.table))} (${names.join(", ")}) ` +
+      `INSERT INTO ${q(getTableName(this.table))} (${names.join(", ")}) ` +
       `VALUES (${fields.map(() => "?").join(", ")}) ` +
       `ON CONFLICT (${q(this.columns.environmentId!.name)}, ${q(this.columns.id!.name)}) DO UPDATE SET ${updates.join(", ")}`
     );
@@ -71,7 +82,7 @@ export class RecordStore {
   idSet(environmentId: number): Set<string> {
     const rows = this.db
       .select({ id: this.keyed.id })
-      .from(this.resource.table)
+      .from(this.table)
       .where(eq(this.keyed.environmentId, environmentId))
       .all() as Array<{ id: string }>;
     return new Set(rows.map((row) => row.id));
@@ -80,17 +91,16 @@ export class RecordStore {
   get(environmentId: number, id: string): Record<string, unknown> | undefined {
     const row = this.db
       .select()
-      .from(this.resource.table)
+      .from(this.table)
       .where(and(eq(this.keyed.environmentId, environmentId), eq(this.keyed.id, id)))
       .get() as Record<string, unknown> | undefined;
     return row && this.toWire(row);
   }
 
-  /** A page in id order; `after` is the last id of the previous page. */
   page(environmentId: number, limit: number, after?: string): Array<Record<string, unknown>> {
     const rows = this.db
       .select()
-      .from(this.resource.table)
+      .from(this.table)
       .where(and(eq(this.keyed.environmentId, environmentId), after !== undefined ? gt(this.keyed.id, after) : undefined))
       .orderBy(asc(this.keyed.id))
       .limit(limit)
@@ -100,5 +110,34 @@ export class RecordStore {
 
   private toWire(row: Record<string, unknown>) {
     return { ...this.resource.fromRow(row), updatedAt: row.updatedAt, lastJobId: row.lastJobId };
+  }
+}
+
+/** Every resource's table on one connection, each with its statements prepared once. */
+export class RecordTables implements RecordReads {
+  private readonly byPath = new Map<string, ResourceTable>();
+
+  constructor(private readonly db: Db) {}
+
+  of(resource: ResourceDefinition): ResourceTable {
+    let table = this.byPath.get(resource.path);
+    if (!table) this.byPath.set(resource.path, (table = new ResourceTable(this.db, resource)));
+    return table;
+  }
+
+  /** The records of one environment as a run's transaction reads and writes them. */
+  forRun(environmentId: number): RunRecords {
+    return {
+      ids: (resource) => answer(() => this.of(resource).idSet(environmentId)),
+      upsert: (resource, jobId, records) => answer(() => void this.of(resource).upsertAll(environmentId, jobId, records)),
+    };
+  }
+
+  get(resource: ResourceDefinition, environmentId: number, id: string): Promise<Record<string, unknown> | undefined> {
+    return answer(() => this.of(resource).get(environmentId, id));
+  }
+
+  page(resource: ResourceDefinition, environmentId: number, limit: number, after?: string): Promise<Array<Record<string, unknown>>> {
+    return answer(() => this.of(resource).page(environmentId, limit, after));
   }
 }

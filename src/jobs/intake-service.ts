@@ -1,0 +1,38 @@
+import type { Log } from "../log";
+import type { ResourceDefinition } from "../resources/definition";
+import type { WorkerPool } from "../worker/pool";
+import type { JobScheduler } from "../worker/scheduler";
+import type { IntakeResult } from "./intake";
+
+export type IntakeRequest = {
+  environmentId: number;
+  /** The environment's slug, for the log. */
+  environment: string;
+  resource: ResourceDefinition;
+  body: Uint8Array;
+  idempotencyKey?: string;
+};
+
+/**
+ * Accepting an import batch, from the HTTP thread's side: the bytes go to a worker thread (transferred, not
+ * copied) that parses, validates and stores them (jobs/intake.ts), because a large body must never block
+ * this thread; a new job wakes the scheduler, with the worker slot that holds its batch parsed, and is
+ * logged. A storage fault rejects as the store's named error (StorageFull, StorageUnavailable), a worker
+ * that died as WorkerCrashed: either way nothing was accepted.
+ */
+export class IntakeService {
+  constructor(private readonly deps: { pool: Pick<WorkerPool, "run">; scheduler: Pick<JobScheduler, "accepted">; log: Log }) {}
+
+  async accept({ environmentId, environment, resource, body, idempotencyKey }: IntakeRequest): Promise<IntakeResult> {
+    const buffer = (body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? body.buffer : body.slice().buffer) as ArrayBuffer;
+    let acceptedOn: number | undefined;
+    const result = await this.deps.pool.run("accept", { environmentId, resource: resource.path, body: buffer, idempotencyKey }, [buffer], {
+      onSlot: (slot) => (acceptedOn = slot),
+    });
+    if (result.ok && !result.replayed) {
+      this.deps.scheduler.accepted(result.job.id, environmentId, acceptedOn);
+      this.deps.log({ msg: "job accepted", jobId: result.job.id, type: result.job.type, records: result.job.recordCount, environment });
+    }
+    return result;
+  }
+}

@@ -1,0 +1,171 @@
+/**
+ * The store's ports: what the rest of importd asks of its storage, one small interface per concern, in the
+ * domain's own types. Every method returns a Promise, even over a synchronous driver, so that a second
+ * backend (PostgreSQL) is an addition: a folder under store/ that passes tests/store/contract.ts.
+ *
+ * The queue's rules live behind JobQueue, not in a process's memory: which run is next (an environment's
+ * oldest pending job), one run per environment at a time, claiming with a token that completing checks,
+ * and attempts, counted when a run is claimed.
+ *
+ * Storage faults reach the rest of importd as the named errors of store/errors.ts, never as a driver's codes.
+ */
+import type { JobOutput } from "../jobs/outcome";
+import type { JobStatus } from "../jobs/states";
+import type { ResourceDefinition } from "../resources/definition";
+
+export type Job = {
+  id: number;
+  environmentId: number;
+  /** The resource's job type, e.g. "Asset". */
+  type: string;
+  status: JobStatus;
+  recordCount: number;
+  createdAt: string;
+  startedAt: string | null;
+  completedAt: string | null;
+  /** Null until the job is terminal. */
+  output: JobOutput | null;
+  /** Runs started on the job, the one that holds it now included. */
+  attempts: number;
+};
+
+export type Environment = { id: number; slug: string; createdAt: string };
+
+export type Idempotency = { key: string; requestHash: string };
+/** `body`: the payload as it is to be stored (see jobs/payload.ts). */
+export type EnqueueRequest = { environmentId: number; type: string; recordCount: number; body: Uint8Array; idempotency?: Idempotency };
+export type Enqueued = { job: Job; replayed: boolean; conflict?: undefined } | { conflict: true };
+
+/** One record a finished job rejected, as kept for GET /status/{id}/rejected. `record`: its JSON as sent. */
+export type RejectedRecord = { position: number; field: string; message: string; record: string };
+
+/** How many jobs a run may take along: see jobs/apply.ts. */
+export type RunLimits = { maxJobs: number; maxRecords: number };
+
+export type ClaimRequest = {
+  /** The new run's token, unique (a UUID): completing the run must present it. */
+  token: string;
+  /** Claim the run of this environment if it has one to claim (nothing otherwise). */
+  environmentId: number;
+  /**
+   * A run of this process that was cut short (its worker thread died, a storage fault): its jobs are taken
+   * over rather than left Processing. `countsAsAttempt`: false when the run met a storage fault, which is
+   * not the jobs' doing, so its attempt is not counted.
+   */
+  takeOver?: { token: string; countsAsAttempt: boolean };
+  /** Only the first job, however small. */
+  alone?: boolean;
+};
+
+/**
+ * A run: an environment's oldest pending job and, when it is small and has never been tried, the small
+ * pending jobs queued right after it, claimed together (Processing, attempts counted, `token` set).
+ */
+export type ClaimedRun = { token: string; environmentId: number; jobs: Job[] };
+
+/** What one job of a run ended as: stored by completeRun. */
+export type Completion = { jobId: number; status: JobStatus; output: JobOutput; rejected: RejectedRecord[] };
+
+/** The oldest pending job of an environment that has no run in progress: the head of its queue. */
+export type QueueHead = { environmentId: number; jobId: number; attempts: number };
+
+/** One resource's records of one environment, read and written inside a run's transaction. */
+export interface RunRecords {
+  /** Every id of `resource` in the environment, as the run's transaction sees it. */
+  ids(resource: ResourceDefinition): Promise<Set<string>>;
+  /** Upserts the records by id, as written by `jobId`. */
+  upsert(resource: ResourceDefinition, jobId: number, records: ReadonlyArray<{ id: string } & Record<string, unknown>>): Promise<void>;
+}
+
+/** The job queue: every write about jobs. */
+export interface JobQueue {
+  /**
+   * Stores each job with its payload, in one transaction; once this resolves, they survive a crash.
+   * Answers in the order asked. Jobs of one environment are numbered in the order they commit.
+   * With an idempotency key: the same key and request within 24 hours answer the job stored then
+   * (`replayed`, also for a repeat within this call), the same key with another request is a conflict,
+   * and an older key is used afresh.
+   */
+  enqueue(requests: EnqueueRequest[]): Promise<Enqueued[]>;
+  /** The head of every environment's queue that could be claimed now, oldest first: a hint for the scheduler. */
+  heads(): Promise<QueueHead[]>;
+  /**
+   * Claims the next run of an environment: its oldest pending job, unless a run of the environment is in
+   * progress (then undefined). The jobs become Processing with the run's token; their attempts are counted.
+   */
+  claimRun(request: ClaimRequest, limits: RunLimits): Promise<ClaimedRun | undefined>;
+  /** The job's stored payload; undefined once the job is terminal (or if it was lost). */
+  payload(jobId: number): Promise<Uint8Array | undefined>;
+  /**
+   * Completes a run in one transaction: `apply` writes the records through the handle it is given and
+   * answers each job's completion; the jobs are stored terminal and their payloads dropped. Rejects with
+   * StaleClaim, writing nothing, if the run no longer holds its jobs (another run took them over).
+   */
+  completeRun(run: ClaimedRun, apply: (records: RunRecords) => Promise<Completion[]>): Promise<void>;
+  /**
+   * Start-up recovery of runs cut short by a stop: on a store that one process owns (SQLite), every
+   * Processing job goes back to Pending, keeping its attempts. Resolves to how many. A store shared by
+   * several processes takes interrupted runs over when claiming instead, and recovers nothing here.
+   */
+  recoverInterrupted(): Promise<number>;
+  /** Deletes job documents completed before `before`, and idempotency keys past their 24 hours; resolves to the jobs deleted. */
+  purge(before: string): Promise<number>;
+}
+
+/** Reads about jobs, for the HTTP API and the metrics. */
+export interface JobReads {
+  /** The environment's job, or undefined for an unknown id, another environment's job or one past retention. */
+  find(environmentId: number, id: number, retainedSince: string): Promise<Job | undefined>;
+  /** Newest first; `after` is the id of the last job of the previous page. */
+  list(environmentId: number, options: { status?: JobStatus; limit: number; after?: number; retainedSince: string }): Promise<Job[]>;
+  /** The job's rejected records in batch order, after the index `after`. */
+  rejections(jobId: number, limit: number, after?: number): Promise<RejectedRecord[]>;
+  /** Jobs by status, all environments together. */
+  countByStatus(): Promise<Array<{ status: JobStatus; count: number }>>;
+  /** Pending jobs of every environment, 0 included. */
+  queueDepth(): Promise<Array<{ environment: string; pending: number }>>;
+}
+
+/** Reads of imported records, in their wire shape plus updatedAt and lastJobId. */
+export interface RecordReads {
+  get(resource: ResourceDefinition, environmentId: number, id: string): Promise<Record<string, unknown> | undefined>;
+  /** A page in id order; `after` is the last id of the previous page. */
+  page(resource: ResourceDefinition, environmentId: number, limit: number, after?: string): Promise<Array<Record<string, unknown>>>;
+}
+
+export type StoredKey = { keyId: number; environmentId: number; slug: string; secretHash: Uint8Array; revokedAt: string | null };
+export type KeyListing = { keyId: number; createdAt: string; revokedAt: string | null };
+
+/** Environments and API keys, as stored. The rules (slugs, key format, hashing) are in access/. */
+export interface AccessStore {
+  /** Undefined when the slug is taken. */
+  insertEnvironment(slug: string): Promise<Environment | undefined>;
+  /** On a store with no environment: creates one and its first key together (`secretHash`); otherwise undefined. */
+  insertFirstEnvironment(slug: string, secretHash: Uint8Array): Promise<{ environment: Environment; keyId: number } | undefined>;
+  listEnvironments(): Promise<Environment[]>;
+  findEnvironment(slug: string): Promise<Environment | undefined>;
+  insertKey(environmentId: number, secretHash: Uint8Array): Promise<number>;
+  listKeys(environmentId: number): Promise<KeyListing[]>;
+  /** "revoked", or why not. */
+  revokeKey(keyId: number): Promise<"revoked" | "already revoked" | "unknown">;
+  findKey(keyId: number): Promise<StoredKey | undefined>;
+}
+
+/** How a worker thread opens the store its process uses: structured-cloneable, opaque outside store/. */
+export type StoreHandle = { backend: string };
+
+/** A whole store, as the server builds it and hands it down. */
+export interface Store {
+  readonly queue: JobQueue;
+  readonly jobs: JobReads;
+  readonly records: RecordReads;
+  readonly access: AccessStore;
+  /** For /readyz: whether the store answers, and is migrated. */
+  health(): Promise<{ reachable: boolean; migrated: boolean }>;
+  /** What worker thread `threadNumber` (unique in the process, from 1) is given to open the store itself. */
+  handleFor(threadNumber: number): StoreHandle;
+  /** Worker thread `threadNumber` died, perhaps in the middle of a write. */
+  threadDied(threadNumber: number): void;
+  /** `interrupted`: work was cut short (threads ended mid-run), so the store should not wait to tidy up. */
+  close(options?: { interrupted?: boolean }): Promise<void>;
+}

@@ -1,0 +1,363 @@
+import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
+import type { JobOutput } from "../../jobs/outcome";
+import { JobStatus } from "../../jobs/states";
+import { StaleClaim } from "../errors";
+import type {
+  ClaimedRun,
+  ClaimRequest,
+  Completion,
+  Enqueued,
+  EnqueueRequest,
+  Job,
+  JobQueue,
+  JobReads,
+  QueueHead,
+  RejectedRecord,
+  RunLimits,
+  RunRecords,
+} from "../ports";
+import { checkpointPassively, unsyncedWriteTransaction, writeTransaction, writeTransactionAsync, type Db } from "./database";
+import { answer, translateFault } from "./faults";
+import { RecordTables } from "./records";
+import { environments, idempotencyKeys, jobPayloads, jobRejections, jobs } from "./schema";
+
+type JobRow = typeof jobs.$inferSelect;
+
+/** How long an Idempotency-Key is remembered. */
+export const idempotencyWindowMs = 24 * 60 * 60 * 1000;
+const idempotencyWindowStart = () => new Date(Date.now() - idempotencyWindowMs).toISOString();
+
+// Rows per INSERT: 5 columns each, well under SQLite's 32,766 bound parameters.
+const rejectionChunk = 1000;
+// After a run's commit, its thread checkpoints the WAL (connections never do it inside a commit, see
+// openDatabase): after big runs, or at most once a second, since a checkpoint syncs the database file.
+const checkpointAfterRecords = 1_000;
+const checkpointEveryMs = 1_000;
+
+const now = () => new Date().toISOString();
+
+/** A row as the domain sees it: its status typed, its output parsed. */
+export function toJob(row: JobRow): Job {
+  return {
+    id: row.id,
+    environmentId: row.environmentId,
+    type: row.type,
+    status: row.status as JobStatus,
+    recordCount: row.recordCount,
+    createdAt: row.createdAt,
+    startedAt: row.startedAt,
+    completedAt: row.completedAt,
+    output: row.output === null ? null : (JSON.parse(row.output) as JobOutput),
+    attempts: row.attempts,
+  };
+}
+
+/**
+ * The job queue on SQLite. One process owns the database (the data directory's lock), and its threads take
+ * turns writing (WriteLock), so a write transaction sees and decides alone: the claim's reads and its update
+ * are one transaction, and that is what makes "one run per environment" and "oldest first" hold.
+ */
+export class SqliteJobQueue implements JobQueue {
+  // Prepared once: intake and every run use these, and building (and compiling) a statement each time
+  // cost more than running it.
+  private readonly insertJob;
+  private readonly insertPayload;
+  private readonly payloadById;
+  private readonly oldestPending;
+  private readonly pendingAfter;
+  private readonly runInProgress;
+  private readonly claimJob;
+  private readonly releaseRun;
+  private readonly heldByRun;
+  private readonly storeOutcome;
+  private readonly deletePayload;
+  private readonly queueHeads;
+  private readonly tables: RecordTables;
+  private lastCheckpoint = 0;
+
+  constructor(private readonly db: Db) {
+    this.tables = new RecordTables(db);
+    this.insertJob = db
+      .insert(jobs)
+      .values({
+        environmentId: sql.placeholder("environmentId"),
+        type: sql.placeholder("type"),
+        status: sql.placeholder("status"),
+        recordCount: sql.placeholder("recordCount"),
+        createdAt: sql.placeholder("createdAt"),
+      })
+      .returning()
+      .prepare();
+    this.insertPayload = db
+      .insert(jobPayloads)
+      .values({ jobId: sql.placeholder("jobId"), body: sql.placeholder("body") })
+      .prepare();
+    this.payloadById = db
+      .select({ body: jobPayloads.body })
+      .from(jobPayloads)
+      .where(eq(jobPayloads.jobId, sql.placeholder("id")))
+      .prepare();
+    // Each of these is one seek on jobs_environment_status_idx.
+    this.oldestPending = db
+      .select()
+      .from(jobs)
+      .where(and(eq(jobs.environmentId, sql.placeholder("environmentId")), eq(jobs.status, JobStatus.Pending)))
+      .orderBy(asc(jobs.id))
+      .limit(1)
+      .prepare();
+    this.pendingAfter = db
+      .select()
+      .from(jobs)
+      .where(and(eq(jobs.environmentId, sql.placeholder("environmentId")), eq(jobs.status, JobStatus.Pending), gt(jobs.id, sql.placeholder("after"))))
+      .orderBy(asc(jobs.id))
+      .limit(sql.placeholder("limit"))
+      .prepare();
+    this.runInProgress = db
+      .select({ id: jobs.id })
+      .from(jobs)
+      .where(and(eq(jobs.environmentId, sql.placeholder("environmentId")), eq(jobs.status, JobStatus.Processing)))
+      .limit(1)
+      .prepare();
+    this.claimJob = db
+      .update(jobs)
+      .set({
+        status: JobStatus.Processing,
+        claimToken: sql.placeholder("token") as never,
+        startedAt: sql.placeholder("startedAt") as never,
+        attempts: sql`${jobs.attempts} + 1`,
+      })
+      .where(and(eq(jobs.id, sql.placeholder("id")), eq(jobs.status, JobStatus.Pending)))
+      .returning()
+      .prepare();
+    this.releaseRun = db
+      .update(jobs)
+      .set({ status: JobStatus.Pending, claimToken: null, startedAt: null, attempts: sql`${jobs.attempts} - ${sql.placeholder("uncount")}` })
+      .where(and(eq(jobs.claimToken, sql.placeholder("token")), eq(jobs.status, JobStatus.Processing)))
+      .prepare();
+    this.heldByRun = db
+      .select({ count: sql<number>`count(*)` })
+      .from(jobs)
+      .where(and(eq(jobs.claimToken, sql.placeholder("token")), eq(jobs.status, JobStatus.Processing)))
+      .prepare();
+    this.storeOutcome = db
+      .update(jobs)
+      .set({
+        status: sql.placeholder("status") as never,
+        output: sql.placeholder("output") as never,
+        startedAt: sql`coalesce(${jobs.startedAt}, ${sql.placeholder("completedAt")})`,
+        completedAt: sql.placeholder("completedAt") as never,
+        claimToken: null,
+      })
+      .where(and(eq(jobs.id, sql.placeholder("id")), eq(jobs.claimToken, sql.placeholder("token"))))
+      .prepare();
+    this.deletePayload = db
+      .delete(jobPayloads)
+      .where(eq(jobPayloads.jobId, sql.placeholder("id")))
+      .prepare();
+    // Written out: Drizzle leaves the table names off the columns, and the correlated subqueries need them.
+    this.queueHeads = db.$client.query<QueueHead, [string, string]>(
+      "SELECT e.id AS environmentId, j.id AS jobId, j.attempts AS attempts FROM environments e " +
+        "JOIN jobs j ON j.id = (SELECT min(p.id) FROM jobs p WHERE p.environment_id = e.id AND p.status = ?1) " +
+        "WHERE NOT EXISTS (SELECT 1 FROM jobs r WHERE r.environment_id = e.id AND r.status = ?2) ORDER BY j.id",
+    );
+  }
+
+  enqueue(requests: EnqueueRequest[]): Promise<Enqueued[]> {
+    return answer(() => writeTransaction(this.db, (tx) => requests.map((request) => this.enqueueOne(tx, request))));
+  }
+
+  // Job ids are assigned in commit order (one writer at a time), so an environment's jobs are numbered in
+  // the order they were accepted: the id is the per-environment sequence here.
+  private enqueueOne(tx: Db, { environmentId, type, recordCount, body, idempotency }: EnqueueRequest): Enqueued {
+    if (idempotency) {
+      const where = and(eq(idempotencyKeys.environmentId, environmentId), eq(idempotencyKeys.key, idempotency.key));
+      const earlier = tx.select().from(idempotencyKeys).where(where).get();
+      if (earlier && earlier.createdAt >= idempotencyWindowStart()) {
+        if (earlier.requestHash !== idempotency.requestHash) return { conflict: true };
+        const job = tx.select().from(jobs).where(eq(jobs.id, earlier.jobId)).get();
+        if (job) return { job: toJob(job), replayed: true };
+      }
+      if (earlier) tx.delete(idempotencyKeys).where(where).run();
+    }
+    const job = this.insertJob.get({ environmentId, type, status: JobStatus.Pending, recordCount, createdAt: now() })!;
+    this.insertPayload.run({ jobId: job.id, body });
+    if (idempotency) {
+      tx.insert(idempotencyKeys).values({ environmentId, key: idempotency.key, requestHash: idempotency.requestHash, jobId: job.id, createdAt: job.createdAt }).run();
+    }
+    return { job: toJob(job), replayed: false };
+  }
+
+  heads(): Promise<QueueHead[]> {
+    return answer(() => this.queueHeads.all(JobStatus.Pending, JobStatus.Processing));
+  }
+
+  /**
+   * Where a run is claimed. In one transaction: a run of the environment in progress means nothing to
+   * claim; otherwise its oldest pending job is the run's first, and, when it is small and was never tried
+   * (a job that was tried before runs alone, so that one that crashes its run is found and given up alone),
+   * the small untried jobs queued right after it go along. Each is marked Processing with the run's token,
+   * and its attempt counted: the count survives a crash of the whole process, which is how a job that
+   * kills the process every time it runs is given up after a few restarts (see jobs/apply.ts).
+   * The commit is not synced (see unsyncedWriteTransaction): a claim lost in a power cut costs one attempt's
+   * count, not a job, and a synced commit per run would double the fsyncs of small jobs.
+   */
+  claimRun(request: ClaimRequest, limits: RunLimits): Promise<ClaimedRun | undefined> {
+    return answer(() =>
+      unsyncedWriteTransaction(this.db, () => {
+        const { token, environmentId } = request;
+        const { takeOver } = request;
+        if (takeOver) this.releaseRun.run({ token: takeOver.token, uncount: takeOver.countsAsAttempt ? 0 : 1 });
+        if (this.runInProgress.get({ environmentId })) return undefined;
+        const first = this.oldestPending.get({ environmentId });
+        if (!first) return undefined;
+        const group = [first];
+        if (!request.alone && first.attempts === 0 && first.recordCount <= limits.maxRecords) {
+          let records = first.recordCount;
+          for (const job of this.pendingAfter.all({ environmentId, after: first.id, limit: limits.maxJobs - 1 })) {
+            records += job.recordCount;
+            if (records > limits.maxRecords || job.attempts > 0) break;
+            group.push(job);
+          }
+        }
+        // A job taken along starts, as its document tells, when the one before it ends: at completion (storeOutcome).
+        const claimed = group.map((job, index) => toJob(this.claimJob.get({ id: job.id, token, startedAt: index === 0 ? now() : null })!));
+        return { token, environmentId, jobs: claimed };
+      }),
+    );
+  }
+
+  payload(jobId: number): Promise<Uint8Array | undefined> {
+    return answer(() => this.payloadById.get({ id: jobId })?.body);
+  }
+
+  async completeRun(run: ClaimedRun, apply: (records: RunRecords) => Promise<Completion[]>): Promise<void> {
+    let records = 0;
+    try {
+      await writeTransactionAsync(this.db, async () => {
+        if (this.heldByRun.get({ token: run.token })!.count !== run.jobs.length) {
+          throw new StaleClaim(`run ${run.token} no longer holds its jobs (${run.jobs.map((job) => job.id).join(", ")})`);
+        }
+        const completions = await apply(this.tables.forRun(run.environmentId));
+        const completedAt = now();
+        for (const { jobId, status, output, rejected } of completions) {
+          this.storeOutcome.run({ id: jobId, token: run.token, status, output: JSON.stringify(output), completedAt });
+          this.insertRejections(jobId, rejected);
+          this.deletePayload.run({ id: jobId });
+          records += output.total;
+        }
+      });
+    } catch (error) {
+      throw translateFault(error);
+    }
+    if (records >= checkpointAfterRecords || performance.now() - this.lastCheckpoint >= checkpointEveryMs) {
+      checkpointPassively(this.db);
+      this.lastCheckpoint = performance.now();
+    }
+  }
+
+  private insertRejections(jobId: number, rejected: RejectedRecord[]): void {
+    for (let start = 0; start < rejected.length; start += rejectionChunk) {
+      this.db
+        .insert(jobRejections)
+        .values(rejected.slice(start, start + rejectionChunk).map((row) => ({ ...row, jobId })))
+        .run();
+    }
+  }
+
+  /**
+   * Start-up: the process that claimed these runs is gone (one process owns the data directory), so each
+   * Processing job goes back to Pending and is run again from the start, its attempts kept. Its transaction
+   * never committed, so nothing of it was applied; upserts make the rerun safe anyway.
+   */
+  recoverInterrupted(): Promise<number> {
+    return answer(
+      () =>
+        this.db
+          .update(jobs)
+          .set({ status: JobStatus.Pending, startedAt: null, claimToken: null })
+          .where(eq(jobs.status, JobStatus.Processing))
+          .returning({ id: jobs.id })
+          .all().length,
+    );
+  }
+
+  purge(before: string): Promise<number> {
+    return answer(() =>
+      writeTransaction(this.db, (tx) => {
+        tx.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, idempotencyWindowStart())).run();
+        return tx.delete(jobs).where(lt(jobs.completedAt, before)).returning({ id: jobs.id }).all().length;
+      }),
+    );
+  }
+}
+
+/** Reads about jobs; the HTTP thread's. */
+export class SqliteJobReads implements JobReads {
+  private readonly byId;
+
+  constructor(private readonly db: Db) {
+    this.byId = db
+      .select()
+      .from(jobs)
+      .where(and(eq(jobs.id, sql.placeholder("id")), eq(jobs.environmentId, sql.placeholder("environmentId"))))
+      .prepare();
+  }
+
+  find(environmentId: number, id: number, retainedSince: string): Promise<Job | undefined> {
+    return answer(() => {
+      const job = this.byId.get({ id, environmentId });
+      if (!job || (job.completedAt !== null && job.completedAt < retainedSince)) return undefined;
+      return toJob(job);
+    });
+  }
+
+  list(environmentId: number, options: { status?: JobStatus; limit: number; after?: number; retainedSince: string }): Promise<Job[]> {
+    return answer(() =>
+      this.db
+        .select()
+        .from(jobs)
+        .where(
+          and(
+            eq(jobs.environmentId, environmentId),
+            options.status ? eq(jobs.status, options.status) : undefined,
+            options.after !== undefined ? lt(jobs.id, options.after) : undefined,
+            sql`(${jobs.completedAt} IS NULL OR ${jobs.completedAt} >= ${options.retainedSince})`,
+          ),
+        )
+        .orderBy(desc(jobs.id))
+        .limit(options.limit)
+        .all()
+        .map(toJob),
+    );
+  }
+
+  rejections(jobId: number, limit: number, after?: number): Promise<RejectedRecord[]> {
+    return answer(() =>
+      this.db
+        .select({ position: jobRejections.position, field: jobRejections.field, message: jobRejections.message, record: jobRejections.record })
+        .from(jobRejections)
+        .where(and(eq(jobRejections.jobId, jobId), after !== undefined ? gt(jobRejections.position, after) : undefined))
+        .orderBy(asc(jobRejections.position))
+        .limit(limit)
+        .all(),
+    );
+  }
+
+  countByStatus(): Promise<Array<{ status: JobStatus; count: number }>> {
+    return answer(
+      () => this.db.select({ status: jobs.status, count: sql<number>`count(*)` }).from(jobs).groupBy(jobs.status).all() as Array<{ status: JobStatus; count: number }>,
+    );
+  }
+
+  queueDepth(): Promise<Array<{ environment: string; pending: number }>> {
+    return answer(() =>
+      this.db
+        .select({ environment: environments.slug, pending: sql<number>`count(${jobs.id})` })
+        .from(environments)
+        .leftJoin(jobs, and(eq(jobs.environmentId, environments.id), eq(jobs.status, JobStatus.Pending)))
+        .groupBy(environments.id)
+        .orderBy(asc(environments.slug))
+        .all(),
+    );
+  }
+}

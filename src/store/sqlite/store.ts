@@ -1,0 +1,84 @@
+import type { Store, StoreHandle } from "../ports";
+import { SqliteAccessStore } from "./access";
+import { closeDatabase, migrate, migrationsApplied, openDatabase, type Db } from "./database";
+import { SqliteJobQueue, SqliteJobReads } from "./jobs";
+import { RecordTables } from "./records";
+import { lockDataDirectory, type ServerLock } from "./server-lock";
+import { WriteLock } from "./write-lock";
+
+/** What a worker thread needs to open the data directory's database: the write lock's memory comes along. */
+export type SqliteHandle = StoreHandle & { backend: "sqlite"; dataDir: string; writeLock: SharedArrayBuffer; owner: number };
+
+/**
+ * The store on SQLite: one WAL file under the data directory, owned by one process. Each thread has its own
+ * connection; the threads that write take turns on one WriteLock (see write-lock.ts), whose memory the
+ * server's store creates and hands to each worker thread with its handle.
+ */
+export class SqliteStore implements Store {
+  readonly queue: SqliteJobQueue;
+  readonly jobs: SqliteJobReads;
+  readonly records: RecordTables;
+  readonly access: SqliteAccessStore;
+  private readonly writeLock = WriteLock.sharedBuffer();
+
+  private constructor(
+    readonly db: Db,
+    private readonly dataDir: string,
+    // Only the server's connection, the last to close, folds the WAL back at close.
+    private readonly checkpointAtClose: boolean,
+    // The server's hold on the data directory (see server-lock.ts); the CLI and worker threads have none.
+    private readonly serverLock?: ServerLock,
+  ) {
+    this.queue = new SqliteJobQueue(db);
+    this.jobs = new SqliteJobReads(db);
+    this.records = new RecordTables(db);
+    this.access = new SqliteAccessStore(db);
+  }
+
+  /**
+   * Opens (creating it if need be) and migrates the data directory's database. `server`: first takes the data
+   * directory for this process, before anything is read or written (StoreInUse if another server has it).
+   */
+  static open(dataDir: string, { server = false } = {}): SqliteStore {
+    const lock = server ? lockDataDirectory(dataDir) : undefined;
+    let db: Db | undefined;
+    try {
+      db = openDatabase(dataDir);
+      migrate(db);
+    } catch (error) {
+      if (db) closeDatabase(db);
+      lock?.release();
+      throw error;
+    }
+    return new SqliteStore(db, dataDir, true, lock);
+  }
+
+  /** A worker thread's own connection, taking turns with the process's other writing threads. */
+  static openInThread(handle: SqliteHandle): SqliteStore {
+    return new SqliteStore(openDatabase(handle.dataDir, { writeLock: new WriteLock(handle.writeLock, handle.owner) }), handle.dataDir, false);
+  }
+
+  handleFor(threadNumber: number): SqliteHandle {
+    return { backend: "sqlite", dataDir: this.dataDir, writeLock: this.writeLock, owner: threadNumber };
+  }
+
+  threadDied(threadNumber: number): void {
+    // It may have died mid-transaction: SQLite rolls that back, and the other threads must not wait for its turn.
+    WriteLock.releaseFor(this.writeLock, threadNumber);
+  }
+
+  async health(): Promise<{ reachable: boolean; migrated: boolean }> {
+    this.db.$client.query("SELECT 1").get();
+    return { reachable: true, migrated: migrationsApplied(this.db) };
+  }
+
+  /**
+   * Closes the connection. The server's, the last to close, first folds the WAL back into the database file,
+   * so that the file alone is a complete copy; unless `interrupted`: a thread ended mid-transaction may still
+   * hold the write lock, and then the WAL is left for the next start.
+   */
+  async close(options: { interrupted?: boolean } = {}): Promise<void> {
+    closeDatabase(this.db, { checkpoint: this.checkpointAtClose && !options.interrupted });
+    this.serverLock?.release();
+  }
+}

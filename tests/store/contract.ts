@@ -1,0 +1,154 @@
+// The store contract: what every backend's ports must do, written against the interfaces only. A backend's
+// test file calls storeContract with a factory that gives a fresh, migrated, empty store each time.
+import { afterEach, describe, expect, test } from "bun:test";
+import { Access } from "../../src/access/access";
+import { groupLimits, runNext } from "../../src/jobs/apply";
+import { resourceByPath } from "../../src/resources/registry";
+import { StaleClaim } from "../../src/store/errors";
+import type { Store } from "../../src/store/ports";
+
+const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
+const subAreas = (...names: string[]) => names.map((name) => ({ id: name.toLowerCase(), name }));
+
+export function storeContract(backend: string, freshStore: () => Promise<Store>) {
+  describe(`the store contract (${backend})`, () => {
+    let store: Store;
+    afterEach(async () => {
+      await store?.close();
+    });
+
+    /** A fresh store with environments `one` (id e1) and `two` (id e2). */
+    async function setUp() {
+      store = await freshStore();
+      const access = new Access(store.access);
+      const e1 = (await access.createEnvironment("one")).id;
+      const e2 = (await access.createEnvironment("two")).id;
+      return { queue: store.queue, e1, e2 };
+    }
+    const enqueue = async (environmentId: number, records: unknown[], idempotency?: { key: string; requestHash: string }) => {
+      const [outcome] = await store.queue.enqueue([{ environmentId, type: "SubArea", recordCount: records.length, body: encode(records), idempotency }]);
+      if (outcome!.conflict) throw new Error("conflict");
+      return outcome!.job;
+    };
+    const token = () => crypto.randomUUID();
+
+    test("enqueue answers Pending jobs in the order asked, numbered in that order, with their payloads", async () => {
+      const { queue, e1 } = await setUp();
+      const answers = await queue.enqueue([1, 2, 3].map((n) => ({ environmentId: e1, type: "SubArea", recordCount: n, body: encode(subAreas(`A${n}`)) })));
+      const jobs = answers.map((answer) => (answer.conflict ? undefined : answer.job)!);
+      expect(jobs.map((job) => [job.status, job.recordCount, job.attempts, job.output])).toEqual([1, 2, 3].map((n) => ["Pending", n, 0, null]));
+      expect(jobs[1]!.id).toBeGreaterThan(jobs[0]!.id);
+      expect(jobs[2]!.id).toBeGreaterThan(jobs[1]!.id);
+      expect(new TextDecoder().decode(await queue.payload(jobs[0]!.id))).toBe(JSON.stringify(subAreas("A1")));
+    });
+
+    test("a claim takes the environment's oldest pending job first, with the small untried ones after it, and marks them Processing", async () => {
+      const { queue, e1 } = await setUp();
+      const jobs = [await enqueue(e1, subAreas("A")), await enqueue(e1, subAreas("B")), await enqueue(e1, subAreas("C"))];
+      const run = (await queue.claimRun({ token: token(), environmentId: e1 }, groupLimits))!;
+      expect(run.jobs.map((job) => [job.id, job.status, job.attempts])).toEqual(jobs.map((job) => [job.id, "Processing", 1]));
+      expect((await store.jobs.find(e1, jobs[2]!.id, ""))!.status).toBe("Processing");
+    });
+
+    test("one run per environment at a time: while one is in progress, the environment has nothing to claim; other environments do", async () => {
+      const { queue, e1, e2 } = await setUp();
+      await enqueue(e1, subAreas("A"));
+      const first = (await queue.claimRun({ token: token(), environmentId: e1, alone: true }, groupLimits))!;
+      const later = await enqueue(e1, subAreas("B"));
+      const other = await enqueue(e2, subAreas("C"));
+      expect(await queue.claimRun({ token: token(), environmentId: e1 }, groupLimits)).toBeUndefined();
+      expect((await queue.heads()).map((head) => head.jobId)).toEqual([other.id]);
+      expect((await queue.claimRun({ token: token(), environmentId: e2 }, groupLimits))!.jobs[0]!.id).toBe(other.id);
+      await queue.completeRun(first, async () => [{ jobId: first.jobs[0]!.id, status: "Succeeded", output: { message: "ok", total: 1, applied: 1, rejected: 0, errors: [] }, rejected: [] }]);
+      expect((await queue.claimRun({ token: token(), environmentId: e1 }, groupLimits))!.jobs[0]!.id).toBe(later.id);
+    });
+
+    test("completing a run stores each job's outcome and rejected records, drops the payloads, and applies the records", async () => {
+      const { queue, e1 } = await setUp();
+      const good = await enqueue(e1, subAreas("North"));
+      const duplicate = await enqueue(e1, [{ id: "x", name: "X" }, { id: "x", name: "Y" }]);
+      const results = await runNext(queue, e1, { token: token() });
+      expect(results!.map((result) => [result.id, result.status])).toEqual([[good.id, "Succeeded"], [duplicate.id, "Failed"]]);
+      expect(await store.records.get(resourceByPath("subareas")!, e1, "north")).toMatchObject({ name: "North", lastJobId: good.id });
+      const failed = (await store.jobs.find(e1, duplicate.id, ""))!;
+      expect(failed.output!.message).toContain("more than once");
+      expect((await store.jobs.rejections(duplicate.id, 10)).map((row) => row.position)).toEqual([0, 1]);
+      expect(await queue.payload(good.id)).toBeUndefined();
+    });
+
+    test("a stale claim token cannot complete: the run taken over writes nothing", async () => {
+      const { queue, e1 } = await setUp();
+      const job = await enqueue(e1, subAreas("A"));
+      const stale = (await queue.claimRun({ token: "stale", environmentId: e1 }, groupLimits))!;
+      const current = (await queue.claimRun({ token: "current", environmentId: e1, takeOver: { token: "stale", countsAsAttempt: true } }, groupLimits))!;
+      expect(current.jobs[0]!.id).toBe(job.id);
+      const outcome = { jobId: job.id, status: "Succeeded" as const, output: { message: "stale", total: 1, applied: 1, rejected: 0, errors: [] }, rejected: [] };
+      await expect(queue.completeRun(stale, async () => [outcome])).rejects.toBeInstanceOf(StaleClaim);
+      expect((await store.jobs.find(e1, job.id, ""))!.status).toBe("Processing");
+      await queue.completeRun(current, async () => [{ ...outcome, output: { ...outcome.output, message: "current" } }]);
+      expect((await store.jobs.find(e1, job.id, ""))!.output!.message).toBe("current");
+    });
+
+    test("attempts are counted at each claim and kept by recovery; a taken-over run counts, unless it met a storage fault; a tried job runs alone", async () => {
+      const { queue, e1 } = await setUp();
+      const job = await enqueue(e1, subAreas("A"));
+      await enqueue(e1, subAreas("B"));
+      expect((await queue.claimRun({ token: "1", environmentId: e1 }, groupLimits))!.jobs.map((j) => j.attempts)).toEqual([1, 1]);
+      expect(await queue.recoverInterrupted()).toBe(2);
+      expect((await store.jobs.find(e1, job.id, ""))!).toMatchObject({ status: "Pending", attempts: 1, startedAt: null });
+      const second = (await queue.claimRun({ token: "2", environmentId: e1 }, groupLimits))!;
+      expect(second.jobs.map((j) => [j.id, j.attempts])).toEqual([[job.id, 2]]);
+      const third = (await queue.claimRun({ token: "3", environmentId: e1, takeOver: { token: "2", countsAsAttempt: true } }, groupLimits))!;
+      expect(third.jobs[0]!.attempts).toBe(3);
+      const notCounted = (await queue.claimRun({ token: "4", environmentId: e1, takeOver: { token: "3", countsAsAttempt: false } }, groupLimits))!;
+      expect(notCounted.jobs[0]!.attempts).toBe(3);
+    });
+
+    test("a job claimed more than the allowed attempts is given up as Failed, with a message that says so", async () => {
+      const { queue, e1 } = await setUp();
+      const job = await enqueue(e1, subAreas("A"));
+      for (let attempt = 1; attempt <= 3; attempt++) {
+        await queue.claimRun({ token: `t${attempt}`, environmentId: e1 }, groupLimits);
+        await queue.recoverInterrupted();
+      }
+      const results = await runNext(queue, e1, { token: token() });
+      expect(results!.map((result) => [result.id, result.status])).toEqual([[job.id, "Failed"]]);
+      expect((await store.jobs.find(e1, job.id, ""))!.output!.message).toContain("after 3 attempts");
+    });
+
+    test("an idempotency key replays its job for the same request, conflicts for another, and is per environment", async () => {
+      const { queue, e1, e2 } = await setUp();
+      const key = { key: "k", requestHash: "h1" };
+      const first = await enqueue(e1, subAreas("A"), key);
+      const [replay] = await queue.enqueue([{ environmentId: e1, type: "SubArea", recordCount: 1, body: encode(subAreas("A")), idempotency: key }]);
+      expect(replay).toMatchObject({ replayed: true, job: { id: first.id } });
+      const [conflict] = await queue.enqueue([{ environmentId: e1, type: "SubArea", recordCount: 1, body: encode(subAreas("B")), idempotency: { key: "k", requestHash: "h2" } }]);
+      expect(conflict).toEqual({ conflict: true });
+      const elsewhere = await enqueue(e2, subAreas("A"), key);
+      expect(elsewhere.id).not.toBe(first.id);
+    });
+
+    test("purge deletes the job documents completed before the cut-off, their rejected records with them, and keeps the rest", async () => {
+      const { queue, e1 } = await setUp();
+      const done = await enqueue(e1, [{ id: "x", name: "X" }, { id: "x", name: "Y" }]);
+      await runNext(queue, e1, { token: token() });
+      const waiting = await enqueue(e1, subAreas("B"));
+      expect(await queue.purge("2000-01-01T00:00:00.000Z")).toBe(0);
+      expect(await queue.purge(new Date(Date.now() + 60_000).toISOString())).toBe(1);
+      expect(await store.jobs.find(e1, done.id, "")).toBeUndefined();
+      expect(await store.jobs.rejections(done.id, 10)).toEqual([]);
+      expect((await store.jobs.find(e1, waiting.id, ""))!.status).toBe("Pending");
+    });
+
+    test("environments are isolated: jobs, records and reads of one are invisible to the other", async () => {
+      const { queue, e1, e2 } = await setUp();
+      const job = await enqueue(e1, subAreas("North"));
+      await runNext(queue, e1, { token: token() });
+      expect(await store.jobs.find(e2, job.id, "")).toBeUndefined();
+      expect(await store.jobs.list(e2, { limit: 10, retainedSince: "" })).toEqual([]);
+      expect(await store.records.get(resourceByPath("subareas")!, e2, "north")).toBeUndefined();
+      expect(await store.records.page(resourceByPath("subareas")!, e1, 10)).toHaveLength(1);
+      expect(await runNext(queue, e2, { token: token() })).toBeUndefined();
+    });
+  });
+}
