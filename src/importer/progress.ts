@@ -54,10 +54,10 @@ export function progressLine(p: Progress, columns: number): string {
   const left = secondsLeft(p);
   const parts = [
     { text: `${count(p.applied)} applied`, drop: 5 },
-    { text: `${count(p.rejected)} rejected`, drop: p.rejected === 0 ? 3 : 4 },
+    { text: `${count(p.rejected)} rejected`, drop: p.rejected === 0 ? 2 : 4 },
     { text: `of ${p.totalKnown ? "" : "~"}${count(p.total)}`, drop: 1 },
     { text: `${count(done(p) / Math.max(p.elapsedMs / 1000, 0.001))}/s`, drop: 0 },
-    ...(left === undefined ? [] : [{ text: `${duration(left)} left`, drop: 2 }]),
+    ...(left === undefined ? [] : [{ text: `${duration(left)} left`, drop: 3 }]),
   ];
   const render = (kept: typeof parts) => [percent, ...kept.map((part) => part.text)].join("  ");
   let kept = parts;
