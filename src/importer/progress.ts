@@ -60,15 +60,17 @@ export function progressLine(p: Progress, columns: number): string {
     ...(left === undefined ? [] : [{ text: `${duration(left)} left`, drop: 3 }]),
   ];
   const render = (kept: typeof parts) => [percent, ...kept.map((part) => part.text)].join("  ");
-  let kept = parts;
-  for (let rank = 0; render(kept).length > width && rank <= 5; rank++) kept = kept.filter((part) => part.drop !== rank);
-  const text = render(kept);
-  // A bar of at least 10 cells, at most 30, where it fits.
-  const room = width - text.length - 3;
-  if (room < 10) return text.slice(0, width);
-  const cells = Math.min(30, room);
+  const fit = (room: number, upToRank: number) => {
+    let kept = parts;
+    for (let rank = 0; render(kept).length > room && rank <= upToRank; rank++) kept = kept.filter((part) => part.drop !== rank);
+    return render(kept);
+  };
+  // A bar of 10 to 30 cells when the line still fits without the rate; otherwise no bar, and parts go.
+  const withBar = fit(width - 13, 0);
+  if (withBar.length > width - 13) return fit(width, 5).slice(0, width);
+  const cells = Math.min(30, width - withBar.length - 3);
   const filled = Math.round(fraction(p) * cells);
-  return `[${"#".repeat(filled)}${".".repeat(cells - filled)}] ${text}`;
+  return `[${"#".repeat(filled)}${".".repeat(cells - filled)}] ${withBar}`;
 }
 
 /** One line per finished job when stderr is not a terminal (a log, a CI run): every count, no width limit. */

@@ -24,6 +24,11 @@ describe("the progress line on a terminal", () => {
     expect(line).toBe("[###........]  24%  49,980 applied  12 rejected  of 200,000  8,332/s  19 s left");
   });
 
+  test("at 80 columns with six-digit counts the rate goes first, so that the bar stays", () => {
+    const line = progressLine({ ...midway, read: 150_000, applied: 150_877, rejected: 31, total: 300_224, totalKnown: false, elapsedMs: 8_300 }, 80);
+    expect(line).toBe("[##########.........]  50%  150,877 applied  31 rejected  of ~300,224  9 s left");
+  });
+
   test("at 40 columns it keeps the percentage, the counts and the time left", () => {
     expect(progressLine(midway, 40)).toBe(" 24%  49,980 applied  12 rejected");
     expect(progressLine({ ...midway, rejected: 0 }, 40)).toBe(" 24%  49,980 applied  19 s left");
