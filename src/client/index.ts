@@ -55,7 +55,7 @@ export class ImportdConnectionError extends Error {
 function connectionProblem(error: unknown): string {
   const code = (error as { code?: string })?.code ?? "";
   const message = (error as Error)?.message ?? String(error);
-  if (code === "ECONNREFUSED" || code === "ConnectionRefused") return "the connection was refused (nothing listens there)";
+  if (code === "ECONNREFUSED" || code === "ConnectionRefused") return "the connection was refused, nothing listens there";
   if (code === "ECONNRESET" || code === "ConnectionClosed" || /socket connection was closed/i.test(message)) return "the connection was closed before an answer came";
   if (code === "ETIMEDOUT" || code === "Timeout" || /timed? ?out/i.test(message)) return "the connection timed out";
   if (code === "ENOTFOUND") return "the host name was not found";
