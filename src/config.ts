@@ -91,7 +91,7 @@ export const options = {
     env: "IMPORTD_LOG_FORMAT",
     description: "json (one object per line) or pretty",
     default: "json" as "json" | "pretty",
-    shownDefault: "pretty when stderr is a terminal, else json",
+    shownDefault: "json, or pretty when stderr is a terminal",
     parse: oneOf(["json", "pretty"] as const),
   },
 } satisfies Record<string, Option<unknown>>;
