@@ -86,7 +86,14 @@ export const options = {
     parse: cidrList,
   },
   logLevel: { flag: "log-level", env: "IMPORTD_LOG_LEVEL", description: "debug, info, warn or error", default: "info", parse: oneOf(["debug", "info", "warn", "error"] as const) },
-  logFormat: { flag: "log-format", env: "IMPORTD_LOG_FORMAT", description: "json or pretty", default: "json", parse: oneOf(["json", "pretty"] as const) },
+  logFormat: {
+    flag: "log-format",
+    env: "IMPORTD_LOG_FORMAT",
+    description: "json (one object per line) or pretty",
+    default: "json" as "json" | "pretty",
+    shownDefault: "json, or pretty when stderr is a terminal",
+    parse: oneOf(["json", "pretty"] as const),
+  },
 } satisfies Record<string, Option<unknown>>;
 
 type Options = typeof options;
@@ -102,16 +109,19 @@ export type TestHooks = { killProcessOnRecordId?: string; maxAttempts?: number }
 
 export type Config = Readonly<{ [K in keyof Options]: Options[K]["default"] } & { testHooks?: TestHooks }>;
 
-/** Builds the frozen config from parsed flags (as strings) and the environment. */
-export function loadConfig(flags: Record<string, string | undefined>, env: Record<string, string | undefined>): Config {
+/**
+ * Builds the frozen config from parsed flags (as strings) and the environment. `defaults` replaces
+ * defaults that depend on where the process runs (main decides them: a terminal gets pretty logs).
+ */
+export function loadConfig(flags: Record<string, string | undefined>, env: Record<string, string | undefined>, defaults: Partial<Config> = {}): Config {
   const config: Record<string, unknown> = {};
-  for (const [key, option] of Object.entries(options) as Array<[string, Option<unknown>]>) {
+  for (const [key, option] of Object.entries(options) as Array<[keyof Config, Option<unknown>]>) {
     const fromFlag = flags[option.flag];
     const fromEnv = env[option.env];
     const name = fromFlag !== undefined ? `--${option.flag}` : fromEnv !== undefined && fromEnv !== "" ? option.env : `the default --${option.flag}`;
     if (fromFlag !== undefined) config[key] = option.parse(fromFlag, name);
     else if (fromEnv !== undefined && fromEnv !== "") config[key] = option.parse(fromEnv, name);
-    else config[key] = option.default;
+    else config[key] = key in defaults ? defaults[key] : option.default;
     option.check?.(config[key], name);
   }
   const killProcessOnRecordId = env.IMPORTD_TEST_KILL_PROCESS_ON_RECORD_ID || undefined;

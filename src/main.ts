@@ -49,7 +49,8 @@ async function main(argv: string[]): Promise<number> {
   });
   if (values.help) return io.out(usage), 0;
   if (values.version) return io.out(pkg.version), 0;
-  const config = loadConfig(values as Record<string, string | undefined>, process.env);
+  // Pretty logs for a person at a terminal, JSON for a journal or a log collector.
+  const config = loadConfig(values as Record<string, string | undefined>, process.env, { logFormat: process.stderr.isTTY ? "pretty" : "json" });
   const [command = "serve", ...rest] = positionals;
 
   if (command === "env") return await envCommand(config, rest, io), 0;

@@ -5,18 +5,24 @@ import { SourceError } from "../importer/source";
 import { resourceByPath, resources } from "../resources/registry";
 import { UsageError, type Output } from "./commands";
 
-export const importUsage = `importd import <file> --resource <resource> --base-url <url> [--api-key <key>] [--validate-only]
+export const importUsage = `importd import <file> --resource <resource> --base-url <url> [--api-key <key>] [--validate-only] [--restart]
 
   Imports a JSON array (.json), NDJSON (.ndjson, .jsonl) or CSV file with a header row (.csv; dotted
   headers such as geolocation.locationStart are nested fields, empty cells are absent), streaming it in
   requests under 8 MB, in order, waiting for each job. Records that are not applied go to
   <file>.rejected.<ext>, each with _error and _line (or _index); fix them and run the command on that file.
-  Running the same file again never applies a request twice: it resumes where it stopped.
+
+  While it runs, <file>.importd-progress records which requests went through. Interrupted (Ctrl-C, a crash,
+  the server lost)? Run the same command again: it resumes where it stopped and applies no request twice.
+  A finished import removes that file, so running the command again imports the whole file again (after
+  you added missing reference data, say).
 
   --resource <resource>   ${resources.map((resource) => resource.path).join(", ")}
   --base-url <url>        the environment's base URL, e.g. http://localhost:8080/default (env IMPORTD_BASE_URL)
   --api-key <key>         a key of that environment (env IMPORTD_API_KEY)
-  --validate-only         check the whole file against the same rules as the server, print every problem, send nothing
+  --validate-only         check the whole file against the same rules as the server, print every problem, send
+                          nothing (whether referenced records exist is checked only when the job runs)
+  --restart               do not resume an interrupted import of this file: send everything again
   --chunk-bytes <n>       largest request body in bytes (default ${defaultChunkBytes})
 
   Exit code: 0 every record applied (or valid), 1 some rejected, 2 usage or connection errors.`;
@@ -30,6 +36,7 @@ export async function importCommand(argv: string[], env: Record<string, string |
       "base-url": { type: "string" },
       "api-key": { type: "string" },
       "validate-only": { type: "boolean" },
+      restart: { type: "boolean" },
       "chunk-bytes": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
@@ -58,12 +65,19 @@ export async function importCommand(argv: string[], env: Record<string, string |
       baseUrl,
       apiKey,
       validateOnly,
+      restart: values.restart ?? false,
       chunkBytes,
       interactive,
+      columns: () => process.stderr.columns || 80,
       out: (line) => {
         if (drawn) process.stderr.write("\n");
         drawn = false;
         io.out(line);
+      },
+      note: (line) => {
+        if (drawn) process.stderr.write("\n");
+        drawn = false;
+        io.err(line);
       },
       progress: (text) => {
         if (interactive) {

@@ -51,6 +51,17 @@ export class ImportdConnectionError extends Error {
   override name = "ImportdConnectionError";
 }
 
+/** What went wrong with the connection, in words, rather than the runtime's own sentence about it. */
+function connectionProblem(error: unknown): string {
+  const code = (error as { code?: string })?.code ?? "";
+  const message = (error as Error)?.message ?? String(error);
+  if (code === "ECONNREFUSED" || code === "ConnectionRefused") return "the connection was refused, nothing listens there";
+  if (code === "ECONNRESET" || code === "ConnectionClosed" || /socket connection was closed/i.test(message)) return "the connection was closed before an answer came";
+  if (code === "ETIMEDOUT" || code === "Timeout" || /timed? ?out/i.test(message)) return "the connection timed out";
+  if (code === "ENOTFOUND") return "the host name was not found";
+  return message.replace(/\s*Is the computer able to access the url\?/, "").trim() || code || "unknown network error";
+}
+
 export type ClientOptions = {
   /** The environment's base URL, e.g. http://appliance:8080/default */
   baseUrl: string;
@@ -63,6 +74,8 @@ export type ClientOptions = {
 
 type RequestOptions = { signal?: AbortSignal };
 export type ImportOptions = RequestOptions & { idempotencyKey?: string };
+/** A queued job, and whether importd answered it from an earlier request with the same Idempotency-Key. */
+export type Queued = { job: JobDocument; replayed: boolean };
 export type WaitOptions = RequestOptions & { onProgress?: (job: JobDocument) => void; timeoutMs?: number };
 
 const terminal = new Set(["Succeeded", "PartiallySucceeded", "Failed"]);
@@ -96,13 +109,17 @@ export function createClient(options: ClientOptions) {
 
   /** One request, retried on network errors and 5xx; any other non-2xx is thrown as an ImportdProblem. */
   async function send(path: string, init: RequestInit & RequestOptions = {}): Promise<Response> {
+    const started = Date.now();
     for (let attempt = 0; ; attempt++) {
       let response: Response;
       try {
         response = await fetch(`${baseUrl}${path}`, { ...init, headers: { "api-key": options.apiKey, ...init.headers } });
       } catch (error) {
         if (init.signal?.aborted) throw init.signal.reason;
-        if (attempt >= retries) throw new ImportdConnectionError(`cannot reach importd at ${baseUrl}: ${(error as Error).message}`);
+        if (attempt >= retries) {
+          const seconds = Math.round((Date.now() - started) / 1000);
+          throw new ImportdConnectionError(`cannot reach importd at ${baseUrl}: ${connectionProblem(error)} (${attempt + 1} attempts in ${seconds} s)`, { cause: error });
+        }
         await sleep(backoff(attempt), init.signal);
         continue;
       }
@@ -125,6 +142,11 @@ export function createClient(options: ClientOptions) {
   const client = {
     /** Queues the records as one job; answers the job (the same one again for a repeated idempotency key). */
     async importRecords<R extends Resource>(resource: R, records: ReadonlyArray<RecordTypes[R]> | string | Uint8Array, options: ImportOptions = {}): Promise<JobDocument> {
+      return (await client.queueImport(resource, records, options)).job;
+    },
+
+    /** As importRecords, and says whether the job was queued by an earlier request with the same key (`Idempotent-Replayed`). */
+    async queueImport<R extends Resource>(resource: R, records: ReadonlyArray<RecordTypes[R]> | string | Uint8Array, options: ImportOptions = {}): Promise<Queued> {
       const body = typeof records === "string" || records instanceof Uint8Array ? records : JSON.stringify(records);
       const response = await send(`/v2/${resource}`, {
         method: "POST",
@@ -132,7 +154,7 @@ export function createClient(options: ClientOptions) {
         headers: { "content-type": "application/json", "idempotency-key": options.idempotencyKey ?? crypto.randomUUID() },
         signal: options.signal,
       });
-      return (await response.json()) as JobDocument;
+      return { job: (await response.json()) as JobDocument, replayed: response.headers.get("idempotent-replayed") === "true" };
     },
 
     getJob: (id: number, options?: RequestOptions) => getJson<JobDocument>(`/v2/status/${id}`, options),

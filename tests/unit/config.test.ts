@@ -49,6 +49,12 @@ describe("precedence: flag > IMPORTD_* > default, for every option", () => {
     });
   }
 
+  test("a default main decides (pretty logs on a terminal) is still beaten by IMPORTD_LOG_FORMAT and --log-format", () => {
+    expect(loadConfig({}, {}, { logFormat: "pretty" }).logFormat).toBe("pretty");
+    expect(loadConfig({}, { IMPORTD_LOG_FORMAT: "json" }, { logFormat: "pretty" }).logFormat).toBe("json");
+    expect(loadConfig({ "log-format": "json" }, {}, { logFormat: "pretty" }).logFormat).toBe("json");
+  });
+
   test("an empty variable counts as unset", () => {
     expect(loadConfig({}, { IMPORTD_PORT: "" }).port).toBe(8080);
   });

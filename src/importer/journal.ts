@@ -1,0 +1,107 @@
+import { appendFileSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+
+/**
+ * The progress journal of an import, `<file>.importd-progress`: the run's id and, for each chunk of the
+ * file, the job that took it. An interrupted run (Ctrl-C, a crash, a lost server) leaves it behind, and
+ * the same command resumes from it: chunks with a job are not sent again. A finished run removes it, so
+ * the next run is a new run: new Idempotency-Keys, everything sent and applied again. Keys are derived
+ * from the run id, so a chunk queued just before a crash, but not yet written here, is answered with its
+ * job too (within the server's 24 hours).
+ */
+
+/** What must not change for a journal to be resumed. */
+export type RunIdentity = { resource: string; baseUrl: string; fileBytes: number; fileModifiedMs: number };
+type Header = RunIdentity & { runId: string; startedAt: string; chunkBytes: number };
+/** `dropped`: positions in the chunk refused at request time (400), with their messages; `jobId` null when all were. */
+export type ChunkEntry = { chunk: number; jobId: number | null; dropped: Array<[number, string]> };
+
+export const journalPath = (input: string) => `${input}.importd-progress`;
+
+export type Opened = {
+  journal: Journal;
+  /** Set when an interrupted run is resumed. */
+  resumed?: { startedAt: string; chunks: number };
+  /** Something the user should know about the journal found, if any. */
+  note?: string;
+};
+
+export class Journal {
+  private writable = true;
+
+  private constructor(
+    readonly path: string,
+    readonly runId: string,
+    readonly startedAt: string,
+    readonly chunkBytes: number,
+    private readonly entries: Map<number, ChunkEntry>,
+  ) {}
+
+  /** Resumes the journal of `input` if it belongs to the same run (resource, base URL, unchanged file), else starts a new one. */
+  static open(input: string, identity: RunIdentity, chunkBytes: number, restart: boolean): Opened {
+    const path = journalPath(input);
+    const found = existsSync(path) ? read(path) : undefined;
+    let note: string | undefined;
+    if (found) {
+      const { header, entries } = found;
+      const mismatch =
+        header.resource !== identity.resource ? `for --resource ${header.resource}` :
+        header.baseUrl !== identity.baseUrl ? `for ${header.baseUrl}` :
+        header.fileBytes !== identity.fileBytes || header.fileModifiedMs !== identity.fileModifiedMs ? "and the file has changed since" : undefined;
+      if (restart) note = `--restart: the import of this file interrupted on ${header.startedAt} is not resumed; sending everything again.`;
+      else if (mismatch) note = `An interrupted import of this file (started ${header.startedAt}) was ${mismatch}: starting a new import.`;
+      else {
+        const journal = new Journal(path, header.runId, header.startedAt, header.chunkBytes, entries);
+        if (chunkBytes !== header.chunkBytes) note = `Resuming with the interrupted run's --chunk-bytes ${header.chunkBytes}, so that its chunks are the same.`;
+        return { journal, resumed: { startedAt: header.startedAt, chunks: entries.size }, note };
+      }
+    }
+    const header: Header = { ...identity, runId: crypto.randomUUID().replaceAll("-", "").slice(0, 16), startedAt: new Date().toISOString(), chunkBytes };
+    const journal = new Journal(path, header.runId, header.startedAt, chunkBytes, new Map());
+    try {
+      writeFileSync(path, `${JSON.stringify(header)}\n`);
+    } catch (error) {
+      journal.writable = false;
+      note = `${note ? `${note} ` : ""}Cannot write ${path} (${(error as Error).message}): if this import is interrupted, running it again sends everything again.`;
+    }
+    return { journal, note };
+  }
+
+  /** The job an earlier, interrupted run of this import queued for chunk `chunk`, if any. */
+  entry(chunk: number): ChunkEntry | undefined {
+    return this.entries.get(chunk);
+  }
+
+  record(entry: ChunkEntry): void {
+    if (!this.writable) return;
+    // Appended synchronously once the 202 is in: a crash after it loses at most this line, and then the
+    // chunk's Idempotency-Key answers its job.
+    appendFileSync(this.path, `${JSON.stringify(entry)}\n`);
+  }
+
+  /** Every chunk has its outcome: the next run of the command is a new import. */
+  finish(): void {
+    rmSync(this.path, { force: true });
+  }
+}
+
+/** The journal as written; a line torn by a crash is ignored. An unreadable journal counts as none. */
+function read(path: string): { header: Header; entries: Map<number, ChunkEntry> } | undefined {
+  try {
+    if (statSync(path).size > 64 * 1024 * 1024) return undefined;
+    const [first, ...rest] = readFileSync(path, "utf8").split("\n");
+    const header = JSON.parse(first!) as Header;
+    if (typeof header.runId !== "string" || typeof header.chunkBytes !== "number") return undefined;
+    const entries = new Map<number, ChunkEntry>();
+    for (const line of rest) {
+      try {
+        const entry = JSON.parse(line) as ChunkEntry;
+        if (Number.isInteger(entry.chunk)) entries.set(entry.chunk, entry);
+      } catch {
+        // The torn last line of a crash.
+      }
+    }
+    return { header, entries };
+  } catch {
+    return undefined;
+  }
+}
