@@ -146,7 +146,13 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
         void server.stop(false);
         await Promise.race([requests.idle(), untilDeadline()]);
         await server.stop(true);
-        // Start no job; let the running ones commit.
+        // Start no job; let the running ones commit. Whoever stopped us is told what the wait is for.
+        const running = scheduler.runningJobIds;
+        if (running.length > 0) {
+          const seconds = Math.max(0, Math.ceil((deadline - Date.now()) / 1000));
+          const jobs = `${running.length === 1 ? "job" : "jobs"} ${running.join(", ")}`;
+          log({ msg: `waiting for ${jobs} to finish, up to ${seconds} s; send the signal again (Ctrl-C) to stop now: ${running.length === 1 ? "it runs" : "they run"} again at the next start`, jobIds: running });
+        }
         await Promise.race([scheduler.stop(), untilDeadline()]);
         const cut = await pool.close(Math.max(0, deadline - Date.now()));
         await store.close({ interrupted: cut > 0 });

@@ -84,7 +84,9 @@ export const idempotencyKeyReused = () =>
 
 export const conflict = (detail: string, headers: Record<string, string> = {}) => new Problem(409, "Conflict", detail, undefined, headers);
 
-export const notFound = (detail = "There is nothing at this address.") => new Problem(404, "Not Found", detail);
+export const notFound = (
+  detail = "There is nothing at this address. Every API path is under an environment's base URL, /<environment>/v2/… (for example GET /default/v2/jobs); /swagger lists them all.",
+) => new Problem(404, "Not Found", detail);
 
 export const payloadTooLarge = (maxBytes: number) =>
   new Problem(413, "Payload Too Large", `The request body is larger than the limit of ${maxBytes} bytes. Split the records into several requests (under 8 MB each is recommended).`);

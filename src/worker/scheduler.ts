@@ -96,6 +96,11 @@ export class JobScheduler {
     return this.running.size;
   }
 
+  /** The first job of each run in progress. */
+  get runningJobIds(): number[] {
+    return [...this.running.values()].map((run) => run.jobId);
+  }
+
   /** Stops starting runs; resolves when the ones in progress are done (or left to the next start). */
   async stop(): Promise<void> {
     this.stopped = true;

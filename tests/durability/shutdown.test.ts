@@ -72,7 +72,10 @@ test("SIGTERM during a large job: the job's transaction finishes, the WAL is che
   expect(await fetch(`${server.url}/healthz`).then(() => "answered", () => "refused")).toBe("refused");
   expect(await server.proc.exited).toBe(0);
   console.log(`SIGTERM mid-job: stopped in ${(performance.now() - signalledAt).toFixed(0)} ms (refusing connections meanwhile: ${stillRunning})`);
-  expect(await server.stderr).toContain('"msg":"stopped cleanly"');
+  const log = await server.stderr;
+  expect(log).toContain('"msg":"stopped cleanly"');
+  // Whoever stopped it is told what it waits for, for how long, and how not to wait.
+  expect(log).toMatch(new RegExp(`"msg":"waiting for job ${id} to finish, up to (30|29) s; send the signal again \\(Ctrl-C\\) to stop now: it runs again at the next start"`));
 
   // Before any restart: the job committed as a whole, and the database file alone holds it.
   expect(walBytes(dataDir)).toBe(0);

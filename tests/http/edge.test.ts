@@ -133,3 +133,24 @@ test("an error nobody foresaw is a generic Problem Details 500: no stack trace, 
     await broken.stop();
   }
 });
+
+describe("a first-time visitor finds the way in", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server.close());
+
+  test("GET / points to Swagger UI, the OpenAPI document and the API's base paths, without a key", async () => {
+    const response = await fetch(`${server.url}/`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ service: "importd", documentation: "/swagger", openapi: "/swagger/json" });
+  });
+
+  test("GET /<environment> (a base URL on its own) is a 404 that says where the API's paths are", async () => {
+    const response = await fetch(`${server.url}/default`, { headers: { "api-key": server.key } });
+    expect(response.status).toBe(404);
+    expect(response.headers.get("content-type")).toBe("application/problem+json");
+    expect((await response.json()).detail).toContain("/<environment>/v2/… (for example GET /default/v2/jobs); /swagger lists them all");
+  });
+});

@@ -7,6 +7,10 @@ import type { Services } from "../services";
  */
 export const operationsRoutes = (services: Services) =>
   new Elysia()
+    // Where a first-time visitor (or a browser pointed at the bare host) finds the way in.
+    .get("/", () => ({ service: "importd", documentation: "/swagger", openapi: "/swagger/json", api: "/<environment>/v2/… (for example /default/v2/jobs), with an Api-Key header" }), {
+      detail: { hide: true },
+    })
     // Alive: the process answers HTTP. Nothing else is checked, so a busy database never gets it restarted.
     .get("/healthz", () => ({ status: "ok" }), { detail: { hide: true } })
     // Ready to take imports: the store answers and is migrated, the worker threads are up, not stopping.
