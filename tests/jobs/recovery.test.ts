@@ -32,13 +32,19 @@ describe("crash recovery", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  test("a job left Processing by a crash is run again at start-up and finishes", async () => {
+  /** A data directory whose store has the environment `default` and one key for it, as the CLI makes them. */
+  async function storeWithDefaultEnvironment() {
     const dir = tempDir();
     const store = SqliteStore.open(dir);
     const access = new Access(store.access);
     await access.createEnvironment("default");
     const key = await access.createKey("default");
     const environmentId = (await access.findEnvironment("default"))!.id;
+    return { dir, store, key, environmentId };
+  }
+
+  test("a job left Processing by a crash is run again at start-up and finishes", async () => {
+    const { dir, store, key, environmentId } = await storeWithDefaultEnvironment();
     const jobs = store.queue;
     const body = new TextEncoder().encode(JSON.stringify([{ id: "north", name: "North" }, { id: "south", name: "South" }]));
     const job = await enqueueJob(jobs, environmentId, "SubArea", 2, body);
@@ -53,12 +59,7 @@ describe("crash recovery", () => {
   });
 
   test("Pending jobs found at start-up are run in order", async () => {
-    const dir = tempDir();
-    const store = SqliteStore.open(dir);
-    const access = new Access(store.access);
-    await access.createEnvironment("default");
-    const key = await access.createKey("default");
-    const environmentId = (await access.findEnvironment("default"))!.id;
+    const { dir, store, key, environmentId } = await storeWithDefaultEnvironment();
     const jobs = store.queue;
     const versions = [];
     for (const version of [1, 2, 3]) versions.push(await enqueueJob(jobs, environmentId, "SubArea", 1, new TextEncoder().encode(JSON.stringify([{ id: "north", name: `v${version}` }]))));
