@@ -59,6 +59,20 @@ async function main(argv: string[]): Promise<number> {
   if (rest.length > 0) throw new UsageError(`serve takes no arguments, got '${rest.join(" ")}'`);
 
   const log = createLog(config);
+  // Handlers go in before the server starts: a supervisor may send SIGTERM as soon as it sees the
+  // "listening" line, and Bun installs a signal handler only some time after process.on returns.
+  let signals = 0;
+  let stop: ((signal: string) => void) | undefined;
+  let stopAsked: string | undefined;
+  const shutdown = (signal: string) => {
+    // First signal: stop taking work and finish; second: leave now (upserts make the rerun safe).
+    if (++signals > 1) process.exit(1);
+    if (stop) stop(signal);
+    else stopAsked = signal;
+  };
+  process.on("SIGTERM", () => shutdown("SIGTERM"));
+  process.on("SIGINT", () => shutdown("SIGINT"));
+
   const server = await startServer(config, log);
   if (server.firstRunKey) {
     io.out(`First run: created the environment 'default' and its API key. It is shown only this once; keep it:\n\n  ${server.firstRunKey}\n`);
@@ -66,15 +80,11 @@ async function main(argv: string[]): Promise<number> {
   io.out(`importd listening on ${server.url} (data: ${config.dataDir}); Swagger UI: ${server.url}/swagger`);
   log({ msg: "listening", url: server.url, dataDir: config.dataDir, workers: config.workers });
 
-  let signals = 0;
-  const shutdown = (signal: string) => {
-    // First signal: stop taking work and finish; second: leave now (upserts make the rerun safe).
-    if (++signals > 1) process.exit(1);
+  stop = (signal) => {
     log({ msg: "shutting down", signal });
     server.stop().then(() => process.exit(0), () => process.exit(1));
   };
-  process.on("SIGTERM", () => shutdown("SIGTERM"));
-  process.on("SIGINT", () => shutdown("SIGINT"));
+  if (stopAsked) stop(stopAsked);
   return -1;
 }
 
