@@ -6,6 +6,7 @@ import { AccessError, envCommand, keyCommand, UsageError, type Output } from "./
 import { importCommand } from "./cli/import-command";
 import { ConfigError, loadConfig, options, optionsHelp } from "./config";
 import { DatabaseError, StoreInUse } from "./store/errors";
+import { describeLocation } from "./store/open";
 import { createLog } from "./log";
 import { startServer, StartupError } from "./server";
 
@@ -39,7 +40,14 @@ const negativeValuesJoined = (argv: string[]) =>
 
 async function main(argv: string[]): Promise<number> {
   // The client command has flags of its own, none of the server's.
-  if (argv[0] === "import") return importCommand(argv.slice(1), process.env, io, process.stderr.isTTY === true);
+  if (argv[0] === "import") {
+    // Ctrl-C: the journal already holds every request that went through, so the same command resumes.
+    process.once("SIGINT", () => {
+      io.err("\nimportd: interrupted. Run the same command again to resume where it stopped: the requests that went through are not sent again.");
+      process.exit(2);
+    });
+    return importCommand(argv.slice(1), process.env, io, process.stderr.isTTY === true);
+  }
   const flagOptions = Object.fromEntries(Object.values(options).map((option) => [option.flag, { type: "string" as const }]));
   const { values, positionals } = parseArgs({
     args: negativeValuesJoined(argv),
@@ -77,8 +85,8 @@ async function main(argv: string[]): Promise<number> {
   if (server.firstRunKey) {
     io.out(`First run: created the environment 'default' and its API key. It is shown only this once; keep it:\n\n  ${server.firstRunKey}\n`);
   }
-  io.out(`importd listening on ${server.url} (data: ${config.dataDir}); Swagger UI: ${server.url}/swagger`);
-  log({ msg: "listening", url: server.url, dataDir: config.dataDir, workers: config.workers });
+  io.out(`importd listening on ${server.url} (${describeLocation(config)}); Swagger UI: ${server.url}/swagger`);
+  log({ msg: "listening", url: server.url, store: describeLocation(config), workers: config.workers });
 
   stop = (signal) => {
     log({ msg: "shutting down", signal });

@@ -99,7 +99,7 @@ describe("importd import", () => {
     expect(result.stderr.trim().split("\n").filter((line) => line.includes("records sent"))).toHaveLength(jobs);
   }, 60_000);
 
-  test("an interrupted import resumes where it stopped, applying no request twice", async () => {
+  test("an import interrupted with Ctrl-C says how to go on, exits 2, and resumes where it stopped, applying no request twice", async () => {
     const file = write("resume.ndjson", Array.from({ length: 2000 }, (_, i) => JSON.stringify(asset(5000 + i))).join("\n"));
     const before = jobCount();
     const proc = Bun.spawn([process.execPath, "src/main.ts", "import", file, "--resource", "assets", "--base-url", server.base, "--chunk-bytes", "40000"], {
@@ -108,10 +108,11 @@ describe("importd import", () => {
       stdout: "pipe",
       stderr: "pipe",
     });
-    // Stop it once a few requests have gone through.
+    // Ctrl-C once a few requests have gone through: it says how to go on, and exits 2.
     for (let i = 0; i < 600 && jobCount() - before < 3; i++) await Bun.sleep(10);
-    proc.kill("SIGKILL");
-    await proc.exited;
+    proc.kill("SIGINT");
+    expect(await proc.exited).toBe(2);
+    expect(await new Response(proc.stderr).text()).toContain("importd: interrupted. Run the same command again to resume where it stopped");
     const partial = jobCount() - before;
     expect(partial).toBeGreaterThanOrEqual(3);
 
