@@ -1,4 +1,4 @@
-// Migrations are imported as text (see db/migrations.ts).
+// Migrations are imported as text (see store/embedded-migrations.ts).
 declare module "*.sql" {
   const text: string;
   export default text;

@@ -2,7 +2,9 @@ import { expect, test } from "bun:test";
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { closeDatabase, migrate, openDatabase } from "../../src/store/sqlite/database";
-import { embeddedMigrationTags } from "../../src/store/sqlite/migrations";
+import { groupLimits } from "../../src/jobs/apply";
+import { embeddedMigrations, embeddedMigrationTags } from "../../src/store/sqlite/migrations";
+import { SqliteStore } from "../../src/store/sqlite/store";
 import journal from "../../drizzle/meta/_journal.json";
 import { tempDir } from "../helpers/server";
 
@@ -18,8 +20,33 @@ test("migrating creates every table and is idempotent", () => {
   migrate(db);
   migrate(db);
   const tables = db.$client.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as Array<{ name: string }>;
-  expect(tables.map((table) => table.name)).toEqual(["__drizzle_migrations", "api_keys", "asset_categories", "asset_types", "assets", "environments", "idempotency_keys", "job_payloads", "job_rejections", "jobs", "sub_areas"]);
+  expect(tables.map((table) => table.name)).toEqual(["__drizzle_migrations", "api_keys", "asset_categories", "asset_types", "assets", "environments", "idempotency_keys", "job_payloads", "job_rejections", "job_sequences", "jobs", "sub_areas"]);
   expect(db.$client.query("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
   closeDatabase(db);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test("upgrading a database with jobs numbers them in their id order, and new jobs come after them", async () => {
+  const dir = tempDir();
+  const db = openDatabase(dir);
+  // The database as the version before job sequences left it: migrated up to 0003, two jobs in one environment.
+  const internals = db as unknown as { dialect: { migrate(m: unknown, session: unknown, config: object): void }; session: unknown };
+  internals.dialect.migrate(embeddedMigrations().slice(0, 4), internals.session, {});
+  db.$client.exec("INSERT INTO environments (slug, created_at) VALUES ('old', '2026-01-01T00:00:00.000Z')");
+  for (const status of ["Succeeded", "Pending"]) {
+    db.$client.query("INSERT INTO jobs (environment_id, type, status, record_count, created_at) VALUES (1, 'SubArea', ?, 1, '2026-01-01T00:00:00.000Z')").run(status);
+  }
+  db.$client.exec("INSERT INTO job_payloads (job_id, body) VALUES (2, X'5B5D')");
+
+  migrate(db);
+  expect(db.$client.query("SELECT id, sequence FROM jobs ORDER BY id").all()).toEqual([{ id: 1, sequence: 1 }, { id: 2, sequence: 2 }]);
+  closeDatabase(db);
+
+  const store = SqliteStore.open(dir);
+  const [answer] = await store.queue.enqueue([{ environmentId: 1, type: "SubArea", recordCount: 0, body: new TextEncoder().encode("[]") }]);
+  const run = await store.queue.claimRun({ token: "t", environmentId: 1, alone: true }, groupLimits);
+  expect(run!.jobs.map((job) => job.id)).toEqual([2]);
+  expect(answer!.conflict ? undefined : answer!.job.id).toBe(3);
+  await store.close();
   rmSync(dir, { recursive: true, force: true });
 });

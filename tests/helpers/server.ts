@@ -6,8 +6,9 @@ import { loadConfig, type Config } from "../../src/config";
 import { startServer, type RunningServer } from "../../src/server";
 import type { Job, JobQueue } from "../../src/store/ports";
 import { closeDatabase, openDatabase, type Db } from "../../src/store/sqlite/database";
-import { toJob } from "../../src/store/sqlite/jobs";
-import { apiKeys, environments, jobPayloads, jobs } from "../../src/store/sqlite/schema";
+import { toJob } from "../../src/store/job-row";
+import { sql } from "drizzle-orm";
+import { apiKeys, environments, jobPayloads, jobs, jobSequences } from "../../src/store/sqlite/schema";
 import { SqliteStore } from "../../src/store/sqlite/store";
 import { asset } from "./records";
 
@@ -67,7 +68,13 @@ export async function startTestServer(overrides: Partial<Config> = {}): Promise<
     parkJob(environmentSlug) {
       const environment = db().query.environments.findFirst({ where: (e, { eq }) => eq(e.slug, environmentSlug) }).sync()!;
       const body = new TextEncoder().encode(JSON.stringify([asset(1)]));
-      const job = db().insert(jobs).values({ environmentId: environment.id, type: "Asset", status: "Pending", recordCount: 1, createdAt: new Date().toISOString() }).returning().get();
+      const { sequence } = db()
+        .insert(jobSequences)
+        .values({ environmentId: environment.id, lastSequence: 1 })
+        .onConflictDoUpdate({ target: jobSequences.environmentId, set: { lastSequence: sql`${jobSequences.lastSequence} + 1` } })
+        .returning({ sequence: jobSequences.lastSequence })
+        .get();
+      const job = db().insert(jobs).values({ environmentId: environment.id, type: "Asset", status: "Pending", recordCount: 1, createdAt: new Date().toISOString(), sequence }).returning().get();
       db().insert(jobPayloads).values({ jobId: job.id, body: Buffer.from(body) }).run();
       return toJob(job);
     },

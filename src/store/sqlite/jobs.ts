@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
-import type { JobOutput } from "../../jobs/outcome";
 import { JobStatus } from "../../jobs/states";
 import { StaleClaim } from "../errors";
+import { toJob } from "../job-row";
 import type {
   ClaimedRun,
   ClaimRequest,
@@ -19,9 +19,7 @@ import type {
 import { checkpointPassively, unsyncedWriteTransaction, writeTransaction, writeTransactionAsync, type Db } from "./database";
 import { answer, translateFault } from "./faults";
 import { RecordTables } from "./records";
-import { environments, idempotencyKeys, jobPayloads, jobRejections, jobs } from "./schema";
-
-type JobRow = typeof jobs.$inferSelect;
+import { environments, idempotencyKeys, jobPayloads, jobRejections, jobs, jobSequences } from "./schema";
 
 /** How long an Idempotency-Key is remembered. */
 export const idempotencyWindowMs = 24 * 60 * 60 * 1000;
@@ -36,22 +34,6 @@ const checkpointEveryMs = 1_000;
 
 const now = () => new Date().toISOString();
 
-/** A row as the domain sees it: its status typed, its output parsed. */
-export function toJob(row: JobRow): Job {
-  return {
-    id: row.id,
-    environmentId: row.environmentId,
-    type: row.type,
-    status: row.status as JobStatus,
-    recordCount: row.recordCount,
-    createdAt: row.createdAt,
-    startedAt: row.startedAt,
-    completedAt: row.completedAt,
-    output: row.output === null ? null : (JSON.parse(row.output) as JobOutput),
-    attempts: row.attempts,
-  };
-}
-
 /**
  * The job queue on SQLite. One process owns the database (the data directory's lock), and its threads take
  * turns writing (WriteLock), so a write transaction sees and decides alone: the claim's reads and its update
@@ -61,6 +43,7 @@ export class SqliteJobQueue implements JobQueue {
   // Prepared once: intake and every run use these, and building (and compiling) a statement each time
   // cost more than running it.
   private readonly insertJob;
+  private readonly nextSequence;
   private readonly insertPayload;
   private readonly payloadById;
   private readonly oldestPending;
@@ -85,8 +68,15 @@ export class SqliteJobQueue implements JobQueue {
         status: sql.placeholder("status"),
         recordCount: sql.placeholder("recordCount"),
         createdAt: sql.placeholder("createdAt"),
+        sequence: sql.placeholder("sequence"),
       })
       .returning()
+      .prepare();
+    this.nextSequence = db
+      .insert(jobSequences)
+      .values({ environmentId: sql.placeholder("environmentId"), lastSequence: 1 })
+      .onConflictDoUpdate({ target: jobSequences.environmentId, set: { lastSequence: sql`${jobSequences.lastSequence} + 1` } })
+      .returning({ sequence: jobSequences.lastSequence })
       .prepare();
     this.insertPayload = db
       .insert(jobPayloads)
@@ -102,14 +92,14 @@ export class SqliteJobQueue implements JobQueue {
       .select()
       .from(jobs)
       .where(and(eq(jobs.environmentId, sql.placeholder("environmentId")), eq(jobs.status, JobStatus.Pending)))
-      .orderBy(asc(jobs.id))
+      .orderBy(asc(jobs.sequence))
       .limit(1)
       .prepare();
     this.pendingAfter = db
       .select()
       .from(jobs)
-      .where(and(eq(jobs.environmentId, sql.placeholder("environmentId")), eq(jobs.status, JobStatus.Pending), gt(jobs.id, sql.placeholder("after"))))
-      .orderBy(asc(jobs.id))
+      .where(and(eq(jobs.environmentId, sql.placeholder("environmentId")), eq(jobs.status, JobStatus.Pending), gt(jobs.sequence, sql.placeholder("after"))))
+      .orderBy(asc(jobs.sequence))
       .limit(sql.placeholder("limit"))
       .prepare();
     this.runInProgress = db
@@ -157,7 +147,7 @@ export class SqliteJobQueue implements JobQueue {
     // Written out: Drizzle leaves the table names off the columns, and the correlated subqueries need them.
     this.queueHeads = db.$client.query<QueueHead, [string, string]>(
       "SELECT e.id AS environmentId, j.id AS jobId, j.attempts AS attempts FROM environments e " +
-        "JOIN jobs j ON j.id = (SELECT min(p.id) FROM jobs p WHERE p.environment_id = e.id AND p.status = ?1) " +
+        "JOIN jobs j ON j.environment_id = e.id AND j.sequence = (SELECT min(p.sequence) FROM jobs p WHERE p.environment_id = e.id AND p.status = ?1) " +
         "WHERE NOT EXISTS (SELECT 1 FROM jobs r WHERE r.environment_id = e.id AND r.status = ?2) ORDER BY j.id",
     );
   }
@@ -166,8 +156,8 @@ export class SqliteJobQueue implements JobQueue {
     return answer(() => writeTransaction(this.db, (tx) => requests.map((request) => this.enqueueOne(tx, request))));
   }
 
-  // Job ids are assigned in commit order (one writer at a time), so an environment's jobs are numbered in
-  // the order they were accepted: the id is the per-environment sequence here.
+  // The sequence number is taken in the same transaction, after the idempotency check (one writer at a time
+  // here, so no lock order to keep): an environment's jobs are numbered in the order they commit.
   private enqueueOne(tx: Db, { environmentId, type, recordCount, body, idempotency }: EnqueueRequest): Enqueued {
     if (idempotency) {
       const where = and(eq(idempotencyKeys.environmentId, environmentId), eq(idempotencyKeys.key, idempotency.key));
@@ -179,7 +169,8 @@ export class SqliteJobQueue implements JobQueue {
       }
       if (earlier) tx.delete(idempotencyKeys).where(where).run();
     }
-    const job = this.insertJob.get({ environmentId, type, status: JobStatus.Pending, recordCount, createdAt: now() })!;
+    const { sequence } = this.nextSequence.get({ environmentId })!;
+    const job = this.insertJob.get({ environmentId, type, status: JobStatus.Pending, recordCount, createdAt: now(), sequence })!;
     this.insertPayload.run({ jobId: job.id, body });
     if (idempotency) {
       tx.insert(idempotencyKeys).values({ environmentId, key: idempotency.key, requestHash: idempotency.requestHash, jobId: job.id, createdAt: job.createdAt }).run();
@@ -213,7 +204,7 @@ export class SqliteJobQueue implements JobQueue {
         const group = [first];
         if (!request.alone && first.attempts === 0 && first.recordCount <= limits.maxRecords) {
           let records = first.recordCount;
-          for (const job of this.pendingAfter.all({ environmentId, after: first.id, limit: limits.maxJobs - 1 })) {
+          for (const job of this.pendingAfter.all({ environmentId, after: first.sequence, limit: limits.maxJobs - 1 })) {
             records += job.recordCount;
             if (records > limits.maxRecords || job.attempts > 0) break;
             group.push(job);
@@ -254,6 +245,9 @@ export class SqliteJobQueue implements JobQueue {
       this.lastCheckpoint = performance.now();
     }
   }
+
+  // A claim holds nothing but its jobs' tokens here: the next claim takes them over.
+  async abandonRun(_run: ClaimedRun): Promise<void> {}
 
   private insertRejections(jobId: number, rejected: RejectedRecord[]): void {
     for (let start = 0; start < rejected.length; start += rejectionChunk) {

@@ -6,6 +6,7 @@ import {
   real,
   sqliteTable,
   text,
+  uniqueIndex,
 } from "drizzle-orm/sqlite-core";
 
 // Timestamps are ISO 8601 UTC strings: they sort correctly as text and need no conversion on the wire.
@@ -51,13 +52,26 @@ export const jobs = sqliteTable(
     attempts: integer("attempts").notNull().default(0),
     // The token of the run that has claimed the job while it is Processing; completing the run checks it.
     claimToken: text("claim_token"),
+    // The job's place in its environment's acceptance order (from job_sequences): the order runs take.
+    sequence: integer("sequence").notNull(),
   },
   (table) => [
-    index("jobs_environment_status_idx").on(table.environmentId, table.status, table.id),
+    uniqueIndex("jobs_environment_sequence_idx").on(table.environmentId, table.sequence),
+    index("jobs_environment_status_idx").on(table.environmentId, table.status, table.sequence),
     index("jobs_status_idx").on(table.status),
     index("jobs_completed_idx").on(table.completedAt),
   ],
 );
+
+// Each environment's last job sequence number. An intake takes the next numbers in an update of its
+// environment's row, which also orders intakes of one environment: in the order they commit, even across
+// processes on one database (job ids, taken before commit, are not).
+export const jobSequences = sqliteTable("job_sequences", {
+  environmentId: integer("environment_id")
+    .primaryKey()
+    .references(() => environments.id),
+  lastSequence: integer("last_sequence").notNull(),
+});
 
 // Kept apart from jobs so that status reads never touch the (possibly 100 MB) body.
 export const jobPayloads = sqliteTable("job_payloads", {
