@@ -179,19 +179,23 @@ export type RunOptions = {
 export async function runNext(queue: JobQueue, environmentId: number, options: RunOptions): Promise<JobResult[] | undefined> {
   const run = await queue.claimRun({ token: options.token, environmentId, takeOver: options.takeOver, alone: options.singleJob }, groupLimits);
   if (!run) return undefined;
-  const first = run.jobs[0]!;
-  if (first.attempts > (options.maxAttempts ?? maxAttempts)) return giveUp(queue, run, first);
-  const batches: StoredBatch[] = [];
-  for (const job of run.jobs) batches.push(await batchOf(queue, job, options.parsed?.(job.id)));
-  if (options.inspect) for (const batch of batches) if (batch?.ok) options.inspect(batch.records as Records);
-  const completions: Completion[] = [];
-  await queue.completeRun(run, async (records) => {
-    const environment = new EnvironmentRecords(records);
-    completions.length = 0;
-    for (let index = 0; index < run.jobs.length; index++) completions.push(await applyOne(run.jobs[index]!, environment, batches[index]));
-    return completions;
-  });
-  return run.jobs.map((job, index) => resultOf(job, completions[index]!));
+  try {
+    const first = run.jobs[0]!;
+    if (first.attempts > (options.maxAttempts ?? maxAttempts)) return await giveUp(queue, run, first);
+    const batches: StoredBatch[] = [];
+    for (const job of run.jobs) batches.push(await batchOf(queue, job, options.parsed?.(job.id)));
+    if (options.inspect) for (const batch of batches) if (batch?.ok) options.inspect(batch.records as Records);
+    const completions: Completion[] = [];
+    await queue.completeRun(run, async (records) => {
+      const environment = new EnvironmentRecords(records);
+      completions.length = 0;
+      for (let index = 0; index < run.jobs.length; index++) completions.push(await applyOne(run.jobs[index]!, environment, batches[index]));
+      return completions;
+    });
+    return run.jobs.map((job, index) => resultOf(job, completions[index]!));
+  } finally {
+    await queue.abandonRun(run);
+  }
 }
 
 async function giveUp(queue: JobQueue, run: ClaimedRun, job: Job): Promise<JobResult[]> {

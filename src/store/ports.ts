@@ -87,7 +87,11 @@ export interface JobQueue {
    * and an older key is used afresh.
    */
   enqueue(requests: EnqueueRequest[]): Promise<Enqueued[]>;
-  /** The head of every environment's queue that could be claimed now, oldest first: a hint for the scheduler. */
+  /**
+   * The head of every environment's queue that could be claimed now, oldest first: a hint for the scheduler.
+   * On a store shared by several processes it may include environments whose run another process has in
+   * progress: only the claim can tell (and answers undefined).
+   */
   heads(): Promise<QueueHead[]>;
   /**
    * Claims the next run of an environment: its oldest pending job, unless a run of the environment is in
@@ -102,6 +106,12 @@ export interface JobQueue {
    * StaleClaim, writing nothing, if the run no longer holds its jobs (another run took them over).
    */
   completeRun(run: ClaimedRun, apply: (records: RunRecords) => Promise<Completion[]>): Promise<void>;
+  /**
+   * A claimed run that will not be completed (reading its batches failed): lets go of what its claim holds
+   * (on PostgreSQL, the run's open transaction and its environment's lock). Its jobs stay Processing, to be
+   * taken over by the next claim. Does nothing once the run is completed.
+   */
+  abandonRun(run: ClaimedRun): Promise<void>;
   /**
    * Start-up recovery of runs cut short by a stop: on a store that one process owns (SQLite), every
    * Processing job goes back to Pending, keeping its attempts. Resolves to how many. A store shared by
@@ -160,8 +170,16 @@ export interface Store {
   readonly jobs: JobReads;
   readonly records: RecordReads;
   readonly access: AccessStore;
-  /** For /readyz: whether the store answers, and is migrated. */
-  health(): Promise<{ reachable: boolean; migrated: boolean }>;
+  /**
+   * For /readyz: whether the store answers, and is migrated; on a store shared by several processes, also
+   * whether wake-ups from the others reach this one (`wakeUps`, once watching).
+   */
+  health(): Promise<{ reachable: boolean; migrated: boolean; wakeUps?: boolean }>;
+  /**
+   * Calls `wake` when another process may have left work to do here: queued jobs, a run cut short. Nothing on
+   * a store one process owns (SQLite).
+   */
+  watch(wake: () => void): void;
   /** What worker thread `threadNumber` (unique in the process, from 1) is given to open the store itself. */
   handleFor(threadNumber: number): StoreHandle;
   /** Worker thread `threadNumber` died, perhaps in the middle of a write. */

@@ -57,7 +57,10 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       const later = await enqueue(e1, subAreas("B"));
       const other = await enqueue(e2, subAreas("C"));
       expect(await queue.claimRun({ token: token(), environmentId: e1 }, groupLimits)).toBeUndefined();
-      expect((await queue.heads()).map((head) => head.jobId)).toEqual([other.id]);
+      // A hint: on a store shared by several processes, only a claim can tell that a run is in progress.
+      const heads = (await queue.heads()).map((head) => head.jobId);
+      expect(heads).toContain(other.id);
+      expect(heads).not.toContain(later.id);
       expect((await queue.claimRun({ token: token(), environmentId: e2 }, groupLimits))!.jobs[0]!.id).toBe(other.id);
       await queue.completeRun(first, async () => [{ jobId: first.jobs[0]!.id, status: "Succeeded", output: { message: "ok", total: 1, applied: 1, rejected: 0, errors: [] }, rejected: [] }]);
       expect((await queue.claimRun({ token: token(), environmentId: e1 }, groupLimits))!.jobs[0]!.id).toBe(later.id);
@@ -80,6 +83,7 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       const { queue, e1 } = await setUp();
       const job = await enqueue(e1, subAreas("A"));
       const stale = (await queue.claimRun({ token: "stale", environmentId: e1 }, groupLimits))!;
+      await queue.abandonRun(stale);
       const current = (await queue.claimRun({ token: "current", environmentId: e1, takeOver: { token: "stale", countsAsAttempt: true } }, groupLimits))!;
       expect(current.jobs[0]!.id).toBe(job.id);
       const outcome = { jobId: job.id, status: "Succeeded" as const, output: { message: "stale", total: 1, applied: 1, rejected: 0, errors: [] }, rejected: [] };
@@ -89,17 +93,20 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       expect((await store.jobs.find(e1, job.id, ""))!.output!.message).toBe("current");
     });
 
-    test("attempts are counted at each claim and kept by recovery; a taken-over run counts, unless it met a storage fault; a tried job runs alone", async () => {
+    test("attempts are counted at each claim and kept when a run is cut short; a taken-over run counts, unless it met a storage fault; a tried job runs alone", async () => {
       const { queue, e1 } = await setUp();
       const job = await enqueue(e1, subAreas("A"));
       await enqueue(e1, subAreas("B"));
-      expect((await queue.claimRun({ token: "1", environmentId: e1 }, groupLimits))!.jobs.map((j) => j.attempts)).toEqual([1, 1]);
-      expect(await queue.recoverInterrupted()).toBe(2);
-      expect((await store.jobs.find(e1, job.id, ""))!).toMatchObject({ status: "Pending", attempts: 1, startedAt: null });
-      const second = (await queue.claimRun({ token: "2", environmentId: e1 }, groupLimits))!;
+      const first = (await queue.claimRun({ token: "1", environmentId: e1 }, groupLimits))!;
+      expect(first.jobs.map((j) => j.attempts)).toEqual([1, 1]);
+      await queue.abandonRun(first);
+      expect((await store.jobs.find(e1, job.id, ""))!).toMatchObject({ status: "Processing", attempts: 1 });
+      const second = (await queue.claimRun({ token: "2", environmentId: e1, takeOver: { token: "1", countsAsAttempt: true } }, groupLimits))!;
       expect(second.jobs.map((j) => [j.id, j.attempts])).toEqual([[job.id, 2]]);
+      await queue.abandonRun(second);
       const third = (await queue.claimRun({ token: "3", environmentId: e1, takeOver: { token: "2", countsAsAttempt: true } }, groupLimits))!;
       expect(third.jobs[0]!.attempts).toBe(3);
+      await queue.abandonRun(third);
       const notCounted = (await queue.claimRun({ token: "4", environmentId: e1, takeOver: { token: "3", countsAsAttempt: false } }, groupLimits))!;
       expect(notCounted.jobs[0]!.attempts).toBe(3);
     });
@@ -108,10 +115,10 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       const { queue, e1 } = await setUp();
       const job = await enqueue(e1, subAreas("A"));
       for (let attempt = 1; attempt <= 3; attempt++) {
-        await queue.claimRun({ token: `t${attempt}`, environmentId: e1 }, groupLimits);
-        await queue.recoverInterrupted();
+        const run = await queue.claimRun({ token: `t${attempt}`, environmentId: e1, takeOver: { token: `t${attempt - 1}`, countsAsAttempt: true } }, groupLimits);
+        await queue.abandonRun(run!);
       }
-      const results = await runNext(queue, e1, { token: token() });
+      const results = await runNext(queue, e1, { token: token(), takeOver: { token: "t3", countsAsAttempt: true } });
       expect(results!.map((result) => [result.id, result.status])).toEqual([[job.id, "Failed"]]);
       expect((await store.jobs.find(e1, job.id, ""))!.output!.message).toContain("after 3 attempts");
     });

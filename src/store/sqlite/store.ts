@@ -67,6 +67,9 @@ export class SqliteStore implements Store {
     WriteLock.releaseFor(this.writeLock, threadNumber);
   }
 
+  // One process owns the database: nobody else queues work in it.
+  watch(): void {}
+
   async health(): Promise<{ reachable: boolean; migrated: boolean }> {
     this.db.$client.query("SELECT 1").get();
     return { reachable: true, migrated: migrationsApplied(this.db) };
