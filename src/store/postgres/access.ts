@@ -1,0 +1,98 @@
+import { and, asc, eq, isNull } from "drizzle-orm";
+import type { AccessStore, Environment, KeyListing, StoredKey } from "../ports";
+import type { Db } from "./connection";
+import { answer } from "./faults";
+import { apiKeys, environments, jobSequences } from "./schema";
+
+const now = () => new Date().toISOString();
+// api_keys.id is an integer column: a larger id (from a forged key, or a typo) names no key, rather than an error.
+const maxKeyId = 2_147_483_647;
+const uniqueViolation = (error: unknown) => (error as { code?: string })?.code === "23505";
+
+/** Environments and their API keys on PostgreSQL. Every read goes to the database: no instance caches a key. */
+export class PostgresAccessStore implements AccessStore {
+  constructor(private readonly db: Db) {}
+
+  // An environment comes with its job sequence row, which its intakes lock (see PostgresJobQueue.enqueue).
+  private async insertEnvironmentNow(db: Db, slug: string): Promise<Environment> {
+    const [environment] = await db.insert(environments).values({ slug, createdAt: now() }).returning();
+    await db.insert(jobSequences).values({ environmentId: environment!.id, lastSequence: 0 });
+    return environment!;
+  }
+
+  private async insertKeyNow(db: Db, environmentId: number, secretHash: Uint8Array): Promise<number> {
+    const [key] = await db.insert(apiKeys).values({ environmentId, secretHash, createdAt: now() }).returning({ id: apiKeys.id });
+    return key!.id;
+  }
+
+  insertEnvironment(slug: string): Promise<Environment | undefined> {
+    return answer(async () => {
+      try {
+        return await this.db.transaction((tx) => this.insertEnvironmentNow(tx as unknown as Db, slug));
+      } catch (error) {
+        if (uniqueViolation(error)) return undefined;
+        throw error;
+      }
+    });
+  }
+
+  insertFirstEnvironment(slug: string, secretHash: Uint8Array): Promise<{ environment: Environment; keyId: number } | undefined> {
+    // Several instances may start at once on an empty database: one creates the first environment, under a
+    // transaction-scoped advisory lock, and the others find it there.
+    return answer(() =>
+      this.db.transaction(async (tx) => {
+        await tx.execute("SELECT pg_advisory_xact_lock(hashtext('importd first environment'))");
+        if ((await tx.select({ id: environments.id }).from(environments).limit(1)).length > 0) return undefined;
+        const environment = await this.insertEnvironmentNow(tx as unknown as Db, slug);
+        return { environment, keyId: await this.insertKeyNow(tx as unknown as Db, environment.id, secretHash) };
+      }),
+    );
+  }
+
+  listEnvironments(): Promise<Environment[]> {
+    return answer(() => this.db.select().from(environments).orderBy(asc(environments.slug)));
+  }
+
+  findEnvironment(slug: string): Promise<Environment | undefined> {
+    return answer(async () => (await this.db.select().from(environments).where(eq(environments.slug, slug)))[0]);
+  }
+
+  insertKey(environmentId: number, secretHash: Uint8Array): Promise<number> {
+    return answer(() => this.insertKeyNow(this.db, environmentId, secretHash));
+  }
+
+  listKeys(environmentId: number): Promise<KeyListing[]> {
+    return answer(() =>
+      this.db
+        .select({ keyId: apiKeys.id, createdAt: apiKeys.createdAt, revokedAt: apiKeys.revokedAt })
+        .from(apiKeys)
+        .where(eq(apiKeys.environmentId, environmentId))
+        .orderBy(asc(apiKeys.id)),
+    );
+  }
+
+  revokeKey(keyId: number): Promise<"revoked" | "already revoked" | "unknown"> {
+    if (keyId > maxKeyId) return Promise.resolve("unknown");
+    return answer(async () => {
+      const revoked = await this.db
+        .update(apiKeys)
+        .set({ revokedAt: now() })
+        .where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt)))
+        .returning({ id: apiKeys.id });
+      if (revoked.length > 0) return "revoked";
+      return (await this.db.select({ id: apiKeys.id }).from(apiKeys).where(eq(apiKeys.id, keyId))).length > 0 ? "already revoked" : "unknown";
+    });
+  }
+
+  findKey(keyId: number): Promise<StoredKey | undefined> {
+    if (keyId > maxKeyId) return Promise.resolve(undefined);
+    return answer(async () => {
+      const [row] = await this.db
+        .select({ keyId: apiKeys.id, environmentId: environments.id, slug: environments.slug, secretHash: apiKeys.secretHash, revokedAt: apiKeys.revokedAt })
+        .from(apiKeys)
+        .innerJoin(environments, eq(environments.id, apiKeys.environmentId))
+        .where(eq(apiKeys.id, keyId));
+      return row;
+    });
+  }
+}

@@ -1,0 +1,13 @@
+// PostgreSQL's drizzle-kit migrations (drizzle-pg/), embedded (see ../embedded-migrations.ts).
+// Adding one: run `npm run db:generate`, then add its file here (a test checks none is missing).
+import journal from "../../../drizzle-pg/meta/_journal.json" with { type: "json" };
+import initial from "../../../drizzle-pg/0000_initial.sql" with { type: "text" };
+import { embeddedMigrations as embed, type EmbeddedMigration } from "../embedded-migrations";
+
+const sqlByTag: Record<string, string> = {
+  "0000_initial": initial,
+};
+
+export const embeddedMigrations = (): EmbeddedMigration[] => embed(journal, sqlByTag, "src/store/postgres/migrations.ts");
+
+export const embeddedMigrationTags = () => Object.keys(sqlByTag);

@@ -1,0 +1,114 @@
+import { and, asc, eq, getTableColumns, getTableName, gt } from "drizzle-orm";
+import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
+import type { ResourceDefinition } from "../../resources/definition";
+import type { RecordReads, RunRecords } from "../ports";
+import type { Db, Sql } from "./connection";
+import { answer } from "./faults";
+import { recordTables } from "./schema";
+
+const sharedColumns = new Set(["environmentId", "id", "updatedAt", "lastJobId"]);
+// Rows per statement: each column goes as one array parameter.
+const upsertChunk = 5_000;
+
+const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+/**
+ * One resource's table. The upsert is the hot path of every job: one statement per chunk of records, each
+ * column sent as one array and turned back into rows by unnest (measured here at 80–110k rows/s for 100k
+ * assets, against 24k/s for a statement per row). Its SQL is derived from the Drizzle table, so the table
+ * definition stays the single source of the columns.
+ */
+class ResourceTable {
+  private readonly table: PgTable;
+  private readonly columns: Record<string, PgColumn>;
+  private readonly valueFields: string[];
+  private readonly upsertSql: string;
+
+  constructor(
+    private readonly db: Db,
+    readonly resource: ResourceDefinition,
+  ) {
+    const table = recordTables[resource.path];
+    if (!table) throw new Error(`no table for the import resource ${resource.path}`);
+    this.table = table as PgTable;
+    this.columns = getTableColumns(this.table) as Record<string, PgColumn>;
+    this.valueFields = Object.keys(this.columns).filter((field) => !sharedColumns.has(field));
+    const name = (field: string) => quote(this.columns[field]!.name);
+    const arrays = ["id", ...this.valueFields].map((field, index) => `$${index + 4}::${this.columns[field]!.getSQLType()}[]`);
+    const updates = [...this.valueFields, "updatedAt", "lastJobId"].map((field) => `${name(field)} = excluded.${name(field)}`);
+    this.upsertSql =
+      `INSERT INTO ${quote(getTableName(this.table))} (${["environmentId", "updatedAt", "lastJobId", "id", ...this.valueFields].map(name).join(", ")}) ` +
+      `SELECT $1::integer, $2::text, $3::bigint, * FROM unnest(${arrays.join(", ")}) ` +
+      `ON CONFLICT (${name("environmentId")}, ${name("id")}) DO UPDATE SET ${updates.join(", ")}`;
+  }
+
+  /** Upserts the records on the run's connection, inside its transaction. */
+  async upsertAll(sql: Sql, environmentId: number, jobId: number, records: ReadonlyArray<{ id: string }>): Promise<void> {
+    const updatedAt = new Date().toISOString();
+    for (let start = 0; start < records.length; start += upsertChunk) {
+      const chunk = records.slice(start, start + upsertChunk);
+      const columns: unknown[][] = [chunk.map((record) => record.id), ...this.valueFields.map(() => new Array(chunk.length))];
+      chunk.forEach((record, row) => {
+        const values = this.resource.toRow(record as never) as Record<string, unknown>;
+        this.valueFields.forEach((field, column) => (columns[column + 1]![row] = values[field] ?? null));
+      });
+      await sql.unsafe(this.upsertSql, [environmentId, updatedAt, jobId, ...columns] as never[]);
+    }
+  }
+
+  /** Every id of this resource in the environment, as the run's transaction sees it. */
+  async idSet(sql: Sql, environmentId: number): Promise<Set<string>> {
+    const rows = await sql.unsafe(`SELECT "id" FROM ${quote(getTableName(this.table))} WHERE "environment_id" = $1`, [environmentId]);
+    return new Set(rows.map((row) => row.id as string));
+  }
+
+  async get(environmentId: number, id: string): Promise<Record<string, unknown> | undefined> {
+    const keyed = this.columns as { environmentId: PgColumn; id: PgColumn };
+    const [row] = await this.db.select().from(this.table).where(and(eq(keyed.environmentId, environmentId), eq(keyed.id, id)));
+    return row && this.toWire(row);
+  }
+
+  async page(environmentId: number, limit: number, after?: string): Promise<Array<Record<string, unknown>>> {
+    const keyed = this.columns as { environmentId: PgColumn; id: PgColumn };
+    const rows = await this.db
+      .select()
+      .from(this.table)
+      .where(and(eq(keyed.environmentId, environmentId), after !== undefined ? gt(keyed.id, after) : undefined))
+      .orderBy(asc(keyed.id))
+      .limit(limit);
+    return rows.map((row) => this.toWire(row));
+  }
+
+  private toWire(row: Record<string, unknown>) {
+    return { ...this.resource.fromRow(row), updatedAt: row.updatedAt, lastJobId: row.lastJobId };
+  }
+}
+
+/** Every resource's table, each with its SQL built once. */
+export class PostgresRecords implements RecordReads {
+  private readonly byPath = new Map<string, ResourceTable>();
+
+  constructor(private readonly db: Db) {}
+
+  private of(resource: ResourceDefinition): ResourceTable {
+    let table = this.byPath.get(resource.path);
+    if (!table) this.byPath.set(resource.path, (table = new ResourceTable(this.db, resource)));
+    return table;
+  }
+
+  /** The records of one environment as a run's transaction, on its own connection, reads and writes them. */
+  forRun(sql: Sql, environmentId: number): RunRecords {
+    return {
+      ids: (resource) => answer(() => this.of(resource).idSet(sql, environmentId)),
+      upsert: (resource, jobId, records) => answer(() => this.of(resource).upsertAll(sql, environmentId, jobId, records)),
+    };
+  }
+
+  get(resource: ResourceDefinition, environmentId: number, id: string): Promise<Record<string, unknown> | undefined> {
+    return answer(() => this.of(resource).get(environmentId, id));
+  }
+
+  page(resource: ResourceDefinition, environmentId: number, limit: number, after?: string): Promise<Array<Record<string, unknown>>> {
+    return answer(() => this.of(resource).page(environmentId, limit, after));
+  }
+}

@@ -1,0 +1,165 @@
+import { bigint, customType, doublePrecision, index, integer, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
+
+// The same tables as store/sqlite/schema.ts, column for column (tests/store/schema-parity.test.ts keeps them
+// so). Timestamps are ISO 8601 UTC text here too: the store code and the wire need no conversion, and they
+// sort correctly as text. Job ids are bigint: several busy instances may outgrow 2^31 jobs.
+
+const bytea = customType<{ data: Uint8Array; driverData: Buffer }>({
+  dataType: () => "bytea",
+  toDriver: (value) => Buffer.from(value.buffer, value.byteOffset, value.byteLength),
+});
+const jobId = (name: string) => bigint(name, { mode: "number" });
+
+export const environments = pgTable("environments", {
+  id: integer("id").primaryKey().generatedByDefaultAsIdentity(),
+  slug: text("slug").notNull().unique(),
+  createdAt: text("created_at").notNull(),
+});
+
+export const apiKeys = pgTable(
+  "api_keys",
+  {
+    id: integer("id").primaryKey().generatedByDefaultAsIdentity(),
+    environmentId: integer("environment_id")
+      .notNull()
+      .references(() => environments.id),
+    // SHA-256 of the secret part; the secret itself is never stored.
+    secretHash: bytea("secret_hash").notNull(),
+    createdAt: text("created_at").notNull(),
+    revokedAt: text("revoked_at"),
+  },
+  (table) => [index("api_keys_environment_idx").on(table.environmentId)],
+);
+
+export const jobs = pgTable(
+  "jobs",
+  {
+    // By default, not always: `importd storage copy` keeps an appliance's job ids.
+    id: jobId("id").primaryKey().generatedByDefaultAsIdentity(),
+    environmentId: integer("environment_id")
+      .notNull()
+      .references(() => environments.id),
+    type: text("type").notNull(),
+    status: text("status").notNull(),
+    recordCount: integer("record_count").notNull(),
+    createdAt: text("created_at").notNull(),
+    startedAt: text("started_at"),
+    completedAt: text("completed_at"),
+    // JSON text of the job's output, null until the job is terminal.
+    output: text("output"),
+    attempts: integer("attempts").notNull().default(0),
+    claimToken: text("claim_token"),
+    // The job's place in its environment's acceptance order: the order runs take (ids are not commit order).
+    sequence: bigint("sequence", { mode: "number" }).notNull(),
+  },
+  (table) => [
+    uniqueIndex("jobs_environment_sequence_idx").on(table.environmentId, table.sequence),
+    index("jobs_environment_status_idx").on(table.environmentId, table.status, table.sequence),
+    index("jobs_status_idx").on(table.status),
+    index("jobs_completed_idx").on(table.completedAt),
+  ],
+);
+
+// The row an intake locks to number its environment's jobs; an apply run locks the environment's own row,
+// so that intakes never wait for a run.
+export const jobSequences = pgTable("job_sequences", {
+  environmentId: integer("environment_id")
+    .primaryKey()
+    .references(() => environments.id),
+  lastSequence: bigint("last_sequence", { mode: "number" }).notNull(),
+});
+
+// The body is stored as importd compressed it (zstd from 64 KB): the migration sets STORAGE EXTERNAL, so
+// that PostgreSQL does not try to compress it again.
+export const jobPayloads = pgTable("job_payloads", {
+  jobId: jobId("job_id")
+    .primaryKey()
+    .references(() => jobs.id, { onDelete: "cascade" }),
+  body: bytea("body").notNull(),
+});
+
+export const jobRejections = pgTable(
+  "job_rejections",
+  {
+    jobId: jobId("job_id")
+      .notNull()
+      .references(() => jobs.id, { onDelete: "cascade" }),
+    position: integer("position").notNull(),
+    field: text("field").notNull(),
+    message: text("message").notNull(),
+    record: text("record").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.jobId, table.position] })],
+);
+
+export const idempotencyKeys = pgTable(
+  "idempotency_keys",
+  {
+    environmentId: integer("environment_id")
+      .notNull()
+      .references(() => environments.id),
+    key: text("key").notNull(),
+    requestHash: text("request_hash").notNull(),
+    jobId: jobId("job_id")
+      .notNull()
+      .references(() => jobs.id, { onDelete: "cascade" }),
+    createdAt: text("created_at").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.environmentId, table.key] }), index("idempotency_keys_created_idx").on(table.createdAt)],
+);
+
+const recordKey = {
+  environmentId: integer("environment_id").notNull(),
+  id: text("id").notNull(),
+};
+const recordMeta = {
+  updatedAt: text("updated_at").notNull(),
+  lastJobId: jobId("last_job_id").notNull(),
+};
+
+const referenceTable = (name: string) =>
+  pgTable(
+    name,
+    {
+      ...recordKey,
+      name: text("name").notNull(),
+      description: text("description"),
+      ...recordMeta,
+    },
+    (table) => [primaryKey({ columns: [table.environmentId, table.id] })],
+  );
+
+export const subAreas = referenceTable("sub_areas");
+export const assetTypes = referenceTable("asset_types");
+export const assetCategories = referenceTable("asset_categories");
+
+export const assets = pgTable(
+  "assets",
+  {
+    ...recordKey,
+    subAreaId: text("sub_area_id").notNull(),
+    name: text("name").notNull(),
+    description: text("description"),
+    status: text("status").notNull(),
+    assetCategoryId: text("asset_category_id").notNull(),
+    assetTypeId: text("asset_type_id").notNull(),
+    shapeType: text("shape_type").notNull(),
+    startPoint: doublePrecision("start_point"),
+    endPoint: doublePrecision("end_point"),
+    linearReferenceStart: text("linear_reference_start"),
+    linearReferenceEnd: text("linear_reference_end"),
+    locationStart: doublePrecision("location_start"),
+    locationEnd: doublePrecision("location_end"),
+    locationUnit: text("location_unit"),
+    ...recordMeta,
+  },
+  (table) => [primaryKey({ columns: [table.environmentId, table.id] })],
+);
+
+/** Each import resource's table, by the resource's path. */
+export const recordTables: Readonly<Record<string, typeof subAreas | typeof assets>> = {
+  subareas: subAreas,
+  assettypes: assetTypes,
+  assetcategories: assetCategories,
+  assets,
+};
