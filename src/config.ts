@@ -66,12 +66,35 @@ const cidrList = (text: string, name: string): readonly string[] => {
   return Object.freeze(cidrs);
 };
 
+// Checked here, so that a mistyped URL is one clear line; the password is never repeated back.
+const databaseUrl = (text: string, name: string): string | undefined => {
+  if (text.trim() === "") return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(text);
+  } catch {
+    // Shown below without the text, which may hold a password.
+  }
+  if (!url || !["postgres:", "postgresql:"].includes(url.protocol) || url.hostname === "") {
+    throw new ConfigError(`${name} must be a PostgreSQL URL, postgres://user:password@host:port/database`);
+  }
+  return text;
+};
+
 const megabyte = 1024 * 1024;
 
 export const options = {
   port: { flag: "port", env: "IMPORTD_PORT", description: "TCP port to listen on (0 picks a free one)", default: 8080, parse: integer(0, 65535) },
   host: { flag: "host", env: "IMPORTD_HOST", description: "address to listen on", default: "0.0.0.0", parse: nonEmpty },
   dataDir: { flag: "data-dir", env: "IMPORTD_DATA_DIR", description: "directory of the SQLite database", default: "./data", parse: nonEmpty, check: usableDirectory },
+  databaseUrl: {
+    flag: "database-url",
+    env: "IMPORTD_DATABASE_URL",
+    description: "PostgreSQL database to use instead of SQLite in --data-dir, postgres://user:password@host:port/database; several instances may share it",
+    default: undefined as string | undefined,
+    shownDefault: "none: SQLite in --data-dir",
+    parse: databaseUrl,
+  },
   workers: { flag: "workers", env: "IMPORTD_WORKERS", description: "worker threads for parsing, validation and upserts", default: Math.max(2, availableParallelism()), parse: integer(1, 64) },
   maxBodyBytes: { flag: "max-body-bytes", env: "IMPORTD_MAX_BODY_BYTES", description: "request body hard limit in bytes (larger: 413)", default: 100 * megabyte, parse: integer(1, 1024 * megabyte) },
   jobRetentionDays: { flag: "job-retention-days", env: "IMPORTD_JOB_RETENTION_DAYS", description: "days a finished job's document is kept", default: 30, parse: integer(1, 3650) },

@@ -42,7 +42,7 @@ const purgeIntervalMs = 60 * 60 * 1000;
 export async function startServer(config: Config, log: Log): Promise<RunningServer> {
   // Before anything else touches the database: on SQLite, a second server must not requeue the first one's
   // running jobs, so opening the store as a server takes the data directory for this process.
-  const store = openStore(config, { server: true });
+  const store = await openStore(config, { server: true });
   const access = new Access(store.access);
 
   const requeued = await store.queue.recoverInterrupted();
@@ -75,6 +75,8 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
       log({ msg: "job finished", jobId, type: job.type, outcome: job.status, records: job.total, applied: job.applied, rejected: job.rejected, durationMs: Math.round(seconds * 1000) });
     },
   });
+  // Other instances on a shared store queue work here too, and leave runs behind when they die.
+  store.watch(() => scheduler.wake());
   let stopping: Promise<void> | undefined;
   const readiness = () => checkReadiness(store, pool, () => stopping !== undefined);
   const failedAuthentications = new FailureLimiter(config.authFailuresPerMinute);

@@ -8,7 +8,7 @@ export type Output = { out: (line: string) => void; err: (line: string) => void 
 
 /** Runs `fn` against the store (migrated, so the CLI works before a first serve). */
 async function withAccess<T>(config: Config, fn: (access: Access) => Promise<T>): Promise<T> {
-  const store = openStore(config);
+  const store = await openStore(config);
   try {
     return await fn(new Access(store.access));
   } finally {

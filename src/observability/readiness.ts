@@ -5,6 +5,8 @@ export type ReadinessReport = {
   ready: boolean;
   checks: { database: boolean; migrations: boolean; workers: boolean; accepting: boolean };
   detail?: string;
+  /** Something degraded that does not make the server unready. */
+  warning?: string;
 };
 
 /** Whether this server can take imports now: what /readyz answers, and why not when it cannot. */
@@ -12,11 +14,15 @@ export async function checkReadiness(store: Pick<Store, "health">, pool: Pick<Wo
   let database = false;
   let migrations = false;
   let detail: string | undefined;
+  let wakeUps: string | undefined;
   try {
     const health = await store.health();
     database = health.reachable;
     migrations = health.migrated;
     if (!migrations) detail = "the database has migrations left to apply";
+    // Reported, not a reason to leave the load balancer: without notifications this instance still serves, and
+    // finds queued work by its periodic scan, only later.
+    if (health.wakeUps === false) wakeUps = "the connection that listens for other instances' notifications is down; queued work is found by the periodic scan until it is back";
   } catch (error) {
     detail = `the database cannot be read: ${(error as Error).message}`;
   }
@@ -25,5 +31,5 @@ export async function checkReadiness(store: Pick<Store, "health">, pool: Pick<Wo
   const accepting = !stopping();
   if (!accepting) detail ??= "the server is shutting down";
   const checks = { database, migrations, workers, accepting };
-  return { ready: Object.values(checks).every(Boolean), checks, ...(detail ? { detail } : {}) };
+  return { ready: Object.values(checks).every(Boolean), checks, ...(detail ? { detail } : {}), ...(wakeUps ? { warning: wakeUps } : {}) };
 }

@@ -244,7 +244,7 @@ describe("--help and --version", () => {
       const line = lines.find((text) => text.trimStart().startsWith(`--${option.flag} `));
       expect(line, `--${option.flag}`).toBeDefined();
       expect(line).toContain(option.env);
-      expect(line).toContain(`default ${option.default}`);
+      expect(line).toContain(`default ${"shownDefault" in option ? option.shownDefault : option.default}`);
     }
     expect(await ok(["serve", "--help"])).toBe(stdout);
   }, timeoutMs);

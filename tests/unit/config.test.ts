@@ -12,6 +12,7 @@ const samples: Record<keyof typeof options, [string, string | number | readonly 
   port: ["9090", 9090],
   host: ["127.0.0.1", "127.0.0.1"],
   dataDir: [join(dir, "data"), join(dir, "data")],
+  databaseUrl: ["postgres://importd:pw@db.example:5432/importd", "postgres://importd:pw@db.example:5432/importd"],
   workers: ["3", 3],
   maxBodyBytes: ["1048576", 1048576],
   jobRetentionDays: ["7", 7],
@@ -25,6 +26,7 @@ const otherSamples: Record<keyof typeof options, string> = {
   port: "9191",
   host: "::1",
   dataDir: join(dir, "other"),
+  databaseUrl: "postgresql://other@localhost/other",
   workers: "5",
   maxBodyBytes: "2048",
   jobRetentionDays: "9",
@@ -82,6 +84,24 @@ describe("bad values are a ConfigError that names the option and the value", () 
       expect(() => loadConfig(flags, env)).toThrow(message);
     });
   }
+
+  test("a database URL that is not PostgreSQL's is refused, and the message never repeats it (it may hold a password)", () => {
+    for (const [flags, env, name] of [
+      [{ "database-url": "mysql://root:hunter2@db/x" }, {}, "--database-url"],
+      [{}, { IMPORTD_DATABASE_URL: "hunter2@db/x" }, "IMPORTD_DATABASE_URL"],
+      [{ "database-url": "postgres://:hunter2@/x" }, {}, "--database-url"],
+    ] as const) {
+      let message = "";
+      try {
+        loadConfig(flags, env);
+      } catch (error) {
+        expect(error).toBeInstanceOf(ConfigError);
+        message = (error as Error).message;
+      }
+      expect(message).toBe(`${name} must be a PostgreSQL URL, postgres://user:password@host:port/database`);
+      expect(message).not.toContain("hunter2");
+    }
+  });
 
   test("a data directory that is a file", () => {
     const file = join(dir, "a-file");
