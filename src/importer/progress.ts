@@ -36,9 +36,12 @@ function fraction(p: Progress): number {
   return p.totalKnown && done(p) >= p.total ? 1 : Math.min(share, 0.99);
 }
 
-/** Seconds left at the rate records have been done so far; undefined until there is a rate to go by. */
+/**
+ * Seconds left at the rate records have been done so far; undefined until there is a rate to go by: 3 s and
+ * 1% of the records in (the first seconds are the server's start on the first job, not its pace).
+ */
 function secondsLeft(p: Progress): number | undefined {
-  if (done(p) === 0 || p.elapsedMs <= 0) return undefined;
+  if (p.elapsedMs < 3_000 || done(p) < p.total / 100 || done(p) === 0) return undefined;
   const left = Math.max(0, p.total - done(p));
   return left === 0 ? undefined : (left * p.elapsedMs) / 1000 / done(p);
 }

@@ -29,6 +29,13 @@ describe("the progress line on a terminal", () => {
     expect(line).toBe("[##########.........]  50%  150,877 applied  31 rejected  of ~300,224  9 s left");
   });
 
+  test("no time left until there is a pace to go by: 3 s and 1% of the records in (a walk-through saw '4 h 4 min left' at first)", () => {
+    const early = { ...midway, applied: 0, rejected: 34, total: 192_038, totalKnown: false, elapsedMs: 2_500 };
+    expect(progressLine(early, 200)).not.toContain("left");
+    expect(progressLine({ ...early, elapsedMs: 4_000 }, 200)).not.toContain("left");
+    expect(progressLine({ ...early, applied: 2_000, elapsedMs: 4_000 }, 200)).toContain("6 min left");
+  });
+
   test("at 40 columns it keeps the percentage, the counts and the time left", () => {
     expect(progressLine(midway, 40)).toBe(" 24%  49,980 applied  12 rejected");
     expect(progressLine({ ...midway, rejected: 0 }, 40)).toBe(" 24%  49,980 applied  19 s left");
