@@ -1,5 +1,5 @@
 import { Access } from "./access/access";
-import { FailureLimiter } from "./access/failure-limiter";
+import { FailureLimiter, MemoryFailureLog } from "./access/failure-limiter";
 import type { Config } from "./config";
 import type { Server } from "bun";
 import { buildApp } from "./http/app";
@@ -79,7 +79,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   store.watch(() => scheduler.wake());
   let stopping: Promise<void> | undefined;
   const readiness = () => checkReadiness(store, pool, () => stopping !== undefined);
-  const failedAuthentications = new FailureLimiter(config.authFailuresPerMinute);
+  const failedAuthentications = new FailureLimiter(config.authFailuresPerMinute, store.failures ?? new MemoryFailureLog());
   const intake = new IntakeService({ pool, scheduler, log });
   const services: Services = { config, log, access, failedAuthentications, intake, jobs: store.jobs, records: store.records, metrics, readiness };
 

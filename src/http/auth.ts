@@ -10,12 +10,12 @@ import type { Services } from "./services";
  */
 export const authentication = ({ access, failedAuthentications }: Pick<Services, "access" | "failedAuthentications">) =>
   new Elysia({ name: "authentication" }).derive({ as: "scoped" }, async ({ params, request }) => {
-    const wait = failedAuthentications.empty ? undefined : failedAuthentications.retryAfter(clientAddress(request));
+    const wait = await failedAuthentications.retryAfter(clientAddress(request));
     if (wait !== undefined) throw tooManyFailedAttempts(wait);
     const slug = (params as Record<string, string | undefined>).env ?? "";
     const environmentId = await access.authenticate(slug, request.headers.get("api-key"));
     if (environmentId === undefined) {
-      failedAuthentications.recordFailure(clientAddress(request));
+      await failedAuthentications.recordFailure(clientAddress(request));
       throw unauthorized();
     }
     return { environmentId };

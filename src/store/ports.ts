@@ -9,6 +9,7 @@
  *
  * Storage faults reach the rest of importd as the named errors of store/errors.ts, never as a driver's codes.
  */
+import type { FailureLog } from "../access/failure-limiter";
 import type { JobOutput } from "../jobs/outcome";
 import type { JobStatus } from "../jobs/states";
 import type { ResourceDefinition } from "../resources/definition";
@@ -170,6 +171,11 @@ export interface Store {
   readonly jobs: JobReads;
   readonly records: RecordReads;
   readonly access: AccessStore;
+  /**
+   * Where failed authentications are counted on a store several processes share, so that the limit holds
+   * across them; absent where one process owns the store (it counts them in memory).
+   */
+  readonly failures?: FailureLog;
   /**
    * For /readyz: whether the store answers, and is migrated; on a store shared by several processes, also
    * whether wake-ups from the others reach this one (`wakeUps`, once watching).

@@ -6,12 +6,20 @@ import { groupLimits } from "../../src/jobs/apply";
 import { embeddedMigrations, embeddedMigrationTags } from "../../src/store/sqlite/migrations";
 import { SqliteStore } from "../../src/store/sqlite/store";
 import journal from "../../drizzle/meta/_journal.json";
+import postgresJournal from "../../drizzle-pg/meta/_journal.json";
+import { embeddedMigrationTags as postgresMigrationTags } from "../../src/store/postgres/migrations";
 import { tempDir } from "../helpers/server";
 
 test("every drizzle-kit migration is embedded, in journal order", () => {
   const files = readdirSync(join(import.meta.dir, "../../drizzle")).filter((name) => name.endsWith(".sql")).map((name) => name.replace(/\.sql$/, "")).sort();
   expect(embeddedMigrationTags().sort()).toEqual(files);
   expect(journal.entries.map((entry) => entry.tag)).toEqual(files);
+});
+
+test("every drizzle-kit migration for PostgreSQL is embedded, in journal order", () => {
+  const files = readdirSync(join(import.meta.dir, "../../drizzle-pg")).filter((name) => name.endsWith(".sql")).map((name) => name.replace(/\.sql$/, "")).sort();
+  expect(postgresMigrationTags().sort()).toEqual(files);
+  expect(postgresJournal.entries.map((entry) => entry.tag)).toEqual(files);
 });
 
 test("migrating creates every table and is idempotent", () => {

@@ -64,6 +64,31 @@ if (requirePostgres("importd serve on PostgreSQL")) {
     }
   }, 60_000);
 
+  test("the failed-key limit holds across instances: wrong keys sent to one count on the other", async () => {
+    const database = await freshPostgresDatabase();
+    cleanups.push(database.drop);
+    const start = async () => {
+      const server = await spawnServer(dataDir(), ["--database-url", database.url, "--auth-failures-per-minute", "3"]);
+      servers.push(server);
+      return server;
+    };
+    const a = await start();
+    const b = await start();
+    const key = a.firstRunKey!;
+    const jobs = (server: ServerProcess, apiKey: string) => fetch(`${server.url}/default/v2/jobs`, { headers: { "api-key": apiKey } });
+    const wrong = `${"0".repeat(64)}_1`;
+    expect((await jobs(a, wrong)).status).toBe(401);
+    expect((await jobs(b, wrong)).status).toBe(401);
+    expect((await jobs(a, key)).status).toBe(200);
+    expect((await jobs(a, wrong)).status).toBe(401);
+    // Three wrong keys from 127.0.0.1, on two instances: the next request is refused on either, right key or not.
+    for (const server of [b, a]) {
+      const refused = await jobs(server, key);
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    }
+  }, 60_000);
+
   test("a database that cannot be reached, or refuses the password, is one line without the password, exit 1", async () => {
     const database = await freshPostgresDatabase();
     cleanups.push(database.drop);

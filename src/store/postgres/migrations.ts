@@ -2,10 +2,12 @@
 // Adding one: run `npm run db:generate`, then add its file here (a test checks none is missing).
 import journal from "../../../drizzle-pg/meta/_journal.json" with { type: "json" };
 import initial from "../../../drizzle-pg/0000_initial.sql" with { type: "text" };
+import authFailures from "../../../drizzle-pg/0001_auth_failures.sql" with { type: "text" };
 import { embeddedMigrations as embed, type EmbeddedMigration } from "../embedded-migrations";
 
 const sqlByTag: Record<string, string> = {
   "0000_initial": initial,
+  "0001_auth_failures": authFailures,
 };
 
 export const embeddedMigrations = (): EmbeddedMigration[] => embed(journal, sqlByTag, "src/store/postgres/migrations.ts");

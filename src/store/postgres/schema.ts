@@ -108,6 +108,19 @@ export const idempotencyKeys = pgTable(
   (table) => [primaryKey({ columns: [table.environmentId, table.key] }), index("idempotency_keys_created_idx").on(table.createdAt)],
 );
 
+// Failed authentications of the last minute, per client address, so that the limit holds across instances
+// (see access/failure-limiter.ts). PostgreSQL only: on SQLite one process counts them in memory. Unlogged (the
+// migration says so): a crash may lose them, which costs nothing but a minute's count.
+export const authFailures = pgTable(
+  "auth_failures",
+  {
+    client: text("client").notNull(),
+    // Milliseconds since the epoch.
+    failedAt: bigint("failed_at", { mode: "number" }).notNull(),
+  },
+  (table) => [index("auth_failures_client_idx").on(table.client, table.failedAt), index("auth_failures_failed_idx").on(table.failedAt)],
+);
+
 const recordKey = {
   environmentId: integer("environment_id").notNull(),
   id: text("id").notNull(),

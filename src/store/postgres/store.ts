@@ -1,6 +1,7 @@
 import { DatabaseError } from "../errors";
 import type { Store, StoreHandle } from "../ports";
 import { PostgresAccessStore } from "./access";
+import { PostgresFailureLog } from "./failure-log";
 import { connect, redactedUrl, type Db, type Sql } from "./connection";
 import { connectionProblem } from "./faults";
 import { PostgresJobQueue, PostgresJobReads } from "./jobs";
@@ -32,6 +33,7 @@ export class PostgresStore implements Store {
   readonly jobs: PostgresJobReads;
   readonly records: PostgresRecords;
   readonly access: PostgresAccessStore;
+  readonly failures: PostgresFailureLog;
   private wakeUps?: WakeUps;
   private readonly transactions: TransactionConnections;
 
@@ -45,6 +47,7 @@ export class PostgresStore implements Store {
     this.queue = new PostgresJobQueue(sql, this.records, this.transactions);
     this.jobs = new PostgresJobReads(db);
     this.access = new PostgresAccessStore(db);
+    this.failures = new PostgresFailureLog(sql);
   }
 
   /** Connects and migrates (one instance at a time: the others wait, then find nothing left to do). */
