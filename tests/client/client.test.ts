@@ -59,7 +59,7 @@ describe("against a running importd", () => {
   });
 
   test("waitForJob waits as Retry-After says between polls, and stops when its signal aborts", async () => {
-    const parked = server.parkJob("default");
+    const parked = await server.parkJob("default");
     const polls: number[] = [];
     const started = performance.now();
     const error = await client

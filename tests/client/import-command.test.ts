@@ -23,8 +23,8 @@ const write = (name: string, text: string) => {
   writeFileSync(path, text);
   return path;
 };
-const jobCount = () => (server.db().$client.query("SELECT count(*) AS n FROM jobs").get() as { n: number }).n;
-const stored = (id: string) => server.db().$client.query("SELECT name, start_point AS startPoint, location_start AS locationStart FROM assets WHERE id = ?").get(id) as Record<string, unknown> | null;
+const jobCount = async () => Number((await server.query<{ n: number }>("SELECT count(*) AS n FROM jobs"))[0]!.n);
+const stored = async (id: string) => (await server.query('SELECT name, start_point AS "startPoint", location_start AS "locationStart" FROM assets WHERE id = ?', id))[0] ?? null;
 
 const header = "id,subAreaId,name,status,assetCategoryId,assetTypeId,shapeType,startPoint,endPoint,geolocation.linearReferenceStart,geolocation.linearReferenceEnd,geolocation.locationStart,geolocation.locationEnd,geolocation.locationUnit";
 
@@ -44,7 +44,7 @@ describe("importd import", () => {
     const first = await run(file);
     expect(first.code).toBe(1);
     expect(first.stdout).toContain("5 records, 1 applied, 4 rejected, in 1 job");
-    expect(stored("CSV-1")).toEqual({ name: "Main St, east", startPoint: 0, locationStart: 0 });
+    expect(await stored("CSV-1")).toEqual({ name: "Main St, east", startPoint: 0, locationStart: 0 });
 
     const rejectedPath = join(dir, "assets.rejected.csv");
     const lines = readFileSync(rejectedPath, "utf8").trim().split("\n");
@@ -65,8 +65,8 @@ describe("importd import", () => {
     const second = await run(rejectedPath);
     expect({ code: second.code, stdout: second.stdout }).toMatchObject({ code: 0 });
     expect(second.stdout).toContain("4 records, 4 applied, 0 rejected");
-    expect(stored("CSV-4")).toMatchObject({ startPoint: 2 });
-    expect(stored("CSV-5")).toMatchObject({ name: 'Ash "the old"' });
+    expect(await stored("CSV-4")).toMatchObject({ startPoint: 2 });
+    expect(await stored("CSV-5")).toMatchObject({ name: 'Ash "the old"' });
   }, 60_000);
 
   test("NDJSON and JSON arrays, with the rejected records written back in the same format", async () => {
@@ -88,20 +88,20 @@ describe("importd import", () => {
   test("splits a file into requests under --chunk-bytes, in order, so a later record wins over an earlier one with the same id", async () => {
     const records = [...Array.from({ length: 300 }, (_, i) => asset(1000 + i)), { ...asset(1000), name: "the later one" }];
     const file = write("ordered.ndjson", records.map((record) => JSON.stringify(record)).join("\n"));
-    const before = jobCount();
+    const before = (await jobCount());
     const result = await run(file, ["--chunk-bytes", "20000"]);
     expect(result.code).toBe(0);
-    const jobs = jobCount() - before;
+    const jobs = (await jobCount()) - before;
     expect(jobs).toBeGreaterThan(3);
     expect(result.stdout).toContain(`301 records, 301 applied, 0 rejected, in ${jobs} jobs`);
-    expect(stored(asset(1000).id as string)).toMatchObject({ name: "the later one" });
+    expect(await stored(asset(1000).id as string)).toMatchObject({ name: "the later one" });
     // Plain progress lines when not on a terminal, one per request.
     expect(result.stderr.trim().split("\n").filter((line) => line.includes("records sent"))).toHaveLength(jobs);
   }, 60_000);
 
   test("an import interrupted with Ctrl-C says how to go on, exits 2, and resumes where it stopped, applying no request twice", async () => {
     const file = write("resume.ndjson", Array.from({ length: 2000 }, (_, i) => JSON.stringify(asset(5000 + i))).join("\n"));
-    const before = jobCount();
+    const before = (await jobCount());
     const proc = Bun.spawn([process.execPath, "src/main.ts", "import", file, "--resource", "assets", "--base-url", server.base, "--chunk-bytes", "40000"], {
       cwd: projectRoot,
       env: { ...process.env, IMPORTD_API_KEY: server.key },
@@ -109,11 +109,11 @@ describe("importd import", () => {
       stderr: "pipe",
     });
     // Ctrl-C once a few requests have gone through: it says how to go on, and exits 2.
-    for (let i = 0; i < 600 && jobCount() - before < 3; i++) await Bun.sleep(10);
+    for (let i = 0; i < 600 && (await jobCount()) - before < 3; i++) await Bun.sleep(10);
     proc.kill("SIGINT");
     expect(await proc.exited).toBe(2);
     expect(await new Response(proc.stderr).text()).toContain("importd: interrupted. Run the same command again to resume where it stopped");
-    const partial = jobCount() - before;
+    const partial = (await jobCount()) - before;
     expect(partial).toBeGreaterThanOrEqual(3);
 
     const resumed = await run(file, ["--chunk-bytes", "40000"]);
@@ -121,7 +121,7 @@ describe("importd import", () => {
     expect(resumed.stdout).toContain("2000 records, 2000 applied, 0 rejected");
     const chunks = Number(/in (\d+) jobs/.exec(resumed.stdout)![1]);
     // Every chunk is one job: those sent before the interruption were answered again, not queued again.
-    expect(jobCount() - before).toBe(chunks);
+    expect((await jobCount()) - before).toBe(chunks);
     expect(partial).toBeLessThan(chunks);
     // It says so: which jobs were the interrupted run's, and that it resumed.
     expect(resumed.stdout).toMatch(/(\d+) of the \d+ jobs had been queued by the interrupted run started \S+ and were not sent again/);
@@ -142,16 +142,16 @@ describe("importd import", () => {
       `${file}.importd-progress`,
       `${JSON.stringify({ resource: "assets", baseUrl: server.base, fileBytes: stat.size, fileModifiedMs: stat.mtimeMs, runId: "0123456789abcdef", startedAt: "2026-11-22T10:00:00.000Z", chunkBytes: 40000 })}\n`,
     );
-    const before = jobCount();
+    const before = (await jobCount());
     const restarted = await run(file, ["--chunk-bytes", "40000", "--restart"]);
     expect(restarted.code).toBe(0);
     expect(restarted.stderr).toContain("--restart: the import of this file interrupted on 2026-11-22T10:00:00.000Z is not resumed");
-    expect(jobCount() - before).toBe(jobsOfFirst);
+    expect((await jobCount()) - before).toBe(jobsOfFirst);
     expect(restarted.stdout).not.toContain("interrupted run");
   }, 60_000);
 
   test("running a finished import again sends it again: rows rejected for missing reference data are applied once it exists", async () => {
-    const env = server.addEnvironment("rerun");
+    const env = await server.addEnvironment("rerun");
     const rows = [
       "RR-1,north,Main St,ACT,water,pipe,Point,,,,,,,",
       "RR-2,west,Elm St,ACT,water,pipe,Point,,,,,,,",
@@ -178,12 +178,12 @@ describe("importd import", () => {
     // What the message says to do: import the missing reference data, then run the same command.
     expect((await reference("subareas", [{ id: "west", name: "West" }])).code).toBe(0);
     expect((await reference("assetcategories", [{ id: "gas", name: "Gas" }])).code).toBe(0);
-    const jobsBefore = jobCount();
+    const jobsBefore = (await jobCount());
     const second = await again();
     expect({ code: second.code, stdout: second.stdout }).toMatchObject({ code: 0 });
     expect(second.stdout).toContain("7 records, 7 applied, 0 rejected, in 1 job");
     expect(second.stdout).not.toContain("interrupted run");
-    expect(jobCount() - jobsBefore).toBe(1);
+    expect((await jobCount()) - jobsBefore).toBe(1);
     // The five rows the first run rejected are applied now.
     for (const id of ["RR-2", "RR-3", "RR-4", "RR-5", "RR-6"]) {
       const response = await fetch(`${env.base}/v2/assets/${id}`, { headers: { "api-key": env.key } });

@@ -1,15 +1,14 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { formatKey, hashSecret, newSecret } from "../../src/access/api-key";
 import { loadConfig, type Config } from "../../src/config";
 import { startServer, type RunningServer } from "../../src/server";
-import type { Job, JobQueue } from "../../src/store/ports";
+import postgres from "postgres";
+import { Access } from "../../src/access/access";
+import { openStore } from "../../src/store/open";
+import type { Job, JobQueue, Store } from "../../src/store/ports";
 import { closeDatabase, openDatabase, type Db } from "../../src/store/sqlite/database";
-import { toJob } from "../../src/store/job-row";
-import { sql } from "drizzle-orm";
-import { apiKeys, environments, jobPayloads, jobs, jobSequences } from "../../src/store/sqlite/schema";
-import { SqliteStore } from "../../src/store/sqlite/store";
+import { freshPostgresDatabase } from "./postgres-store";
 import { asset } from "./records";
 
 /** Queues a job straight into the store, without an idempotency key (so it is always a new job). */
@@ -21,67 +20,100 @@ export async function enqueueJob(queue: JobQueue, environmentId: number, type: s
 
 export const tempDir = (prefix = "importd-test-") => mkdtempSync(join(tmpdir(), prefix));
 
+/** Which backend the test servers use: SQLite, or PostgreSQL when TEST_BACKEND=postgres (see tests/on-postgres.ts). */
+export const testBackend: "sqlite" | "postgres" = process.env.TEST_BACKEND === "postgres" ? "postgres" : "sqlite";
+
 export type TestServer = RunningServer & {
   dataDir: string;
+  /** The server's PostgreSQL database, when on PostgreSQL (for the CLI's --database-url). */
+  databaseUrl?: string;
   /** The first-run key of the `default` environment. */
   key: string;
   /** Base URL of the `default` environment, e.g. http://127.0.0.1:1234/default */
   base: string;
   logs: Array<Record<string, unknown>>;
-  /** A second connection to the same database file, as the CLI would have. */
-  db(): Db;
-  /** A second store on the same data directory, as the CLI would have. */
-  store(): SqliteStore;
+  /** Runs SQL on the server's database from the side, as an operator would (`?` placeholders on both backends). */
+  query<T = Record<string, unknown>>(text: string, ...params: unknown[]): Promise<T[]>;
+  /** A second store on the same database, as the CLI would have. */
+  store(): Promise<Store>;
   /** Creates an environment with one key, through the same code as the CLI. */
-  addEnvironment(slug: string): { slug: string; key: string; base: string };
-  /** A job put straight into the queue without waking the scheduler, so it stays Pending while we look. */
-  parkJob(environmentSlug: string): Job;
+  addEnvironment(slug: string): Promise<{ slug: string; key: string; base: string }>;
+  /**
+   * A job put straight into the queue without waking the scheduler, so that it stays Pending while we look: on
+   * PostgreSQL, where every instance rescans the queue, the test also holds the environment's lock for a few
+   * seconds (as a run in progress elsewhere would).
+   */
+  parkJob(environmentSlug: string): Promise<Job>;
   close(): Promise<void>;
 };
 
-/** A real server on a free port, with its own temp data directory. */
+const parkedForMs = 3_000;
+
+/** A real server on a free port, with its own temp data directory (and on PostgreSQL, its own database). */
 export async function startTestServer(overrides: Partial<Config> = {}): Promise<TestServer> {
   const dataDir = overrides.dataDir ?? tempDir();
+  // A database of its own, unless the test brings one (to start a server on what an earlier one left).
+  const database = testBackend === "postgres" && !overrides.databaseUrl ? await freshPostgresDatabase() : undefined;
+  const databaseUrl = overrides.databaseUrl ?? database?.url;
   // No limit on wrong keys unless a test asks for one: many tests send wrong keys on purpose, all from 127.0.0.1.
-  const config = { ...loadConfig({}, {}), port: 0, host: "127.0.0.1", workers: 2, authFailuresPerMinute: 0, ...overrides, dataDir } as Config;
+  const config = { ...loadConfig({}, {}), port: 0, host: "127.0.0.1", workers: 2, authFailuresPerMinute: 0, ...overrides, dataDir, databaseUrl } as Config;
   const logs: Array<Record<string, unknown>> = [];
   const server = await startServer(Object.freeze(config), (entry) => logs.push(entry));
   let side: Db | undefined;
-  let sideStore: SqliteStore | undefined;
-  const db = () => (side ??= openDatabase(dataDir));
+  let sidePostgres: postgres.Sql | undefined;
+  let sideStore: Promise<Store> | undefined;
+  const held: Array<Promise<unknown>> = [];
+  const query = async <T>(text: string, ...params: unknown[]): Promise<T[]> => {
+    if (databaseUrl) {
+      sidePostgres ??= postgres(databaseUrl, { max: 2, onnotice: () => {} });
+      let n = 0;
+      return (await sidePostgres.unsafe(text.replace(/\?/g, () => `$${++n}`), params as never[])) as unknown as T[];
+    }
+    side ??= openDatabase(dataDir);
+    return side.$client.query(text).all(...(params as never[])) as T[];
+  };
+  const store = () => (sideStore ??= openStore(config));
   return {
     ...server,
     dataDir,
+    databaseUrl,
     key: server.firstRunKey!,
     base: `${server.url}/default`,
     logs,
-    db,
-    store: () => (sideStore ??= SqliteStore.open(dataDir)),
-    // Written straight into the database (synchronously, for the tests' convenience), as the CLI would store them.
-    addEnvironment(slug) {
-      const createdAt = new Date().toISOString();
-      const environment = db().insert(environments).values({ slug, createdAt }).returning().get();
-      const secret = newSecret();
-      const { id } = db().insert(apiKeys).values({ environmentId: environment.id, secretHash: hashSecret(secret), createdAt }).returning({ id: apiKeys.id }).get();
-      return { slug, key: formatKey(secret, id), base: `${server.url}/${slug}` };
+    query,
+    store,
+    async addEnvironment(slug) {
+      const access = new Access((await store()).access);
+      await access.createEnvironment(slug);
+      const key = await access.createKey(slug);
+      return { slug, key, base: `${server.url}/${slug}` };
     },
-    parkJob(environmentSlug) {
-      const environment = db().query.environments.findFirst({ where: (e, { eq }) => eq(e.slug, environmentSlug) }).sync()!;
+    async parkJob(environmentSlug) {
+      const environmentId = (await query<{ id: number }>("SELECT id FROM environments WHERE slug = ?", environmentSlug))[0]!.id;
+      if (databaseUrl) {
+        sidePostgres ??= postgres(databaseUrl, { max: 2, onnotice: () => {} });
+        let locked!: () => void;
+        const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+        held.push(
+          sidePostgres.begin(async (tx) => {
+            await tx`SELECT id FROM environments WHERE id = ${environmentId!} FOR NO KEY UPDATE`;
+            locked();
+            await Bun.sleep(parkedForMs);
+          }),
+        );
+        await lockTaken;
+      }
       const body = new TextEncoder().encode(JSON.stringify([asset(1)]));
-      const { sequence } = db()
-        .insert(jobSequences)
-        .values({ environmentId: environment.id, lastSequence: 1 })
-        .onConflictDoUpdate({ target: jobSequences.environmentId, set: { lastSequence: sql`${jobSequences.lastSequence} + 1` } })
-        .returning({ sequence: jobSequences.lastSequence })
-        .get();
-      const job = db().insert(jobs).values({ environmentId: environment.id, type: "Asset", status: "Pending", recordCount: 1, createdAt: new Date().toISOString(), sequence }).returning().get();
-      db().insert(jobPayloads).values({ jobId: job.id, body: Buffer.from(body) }).run();
-      return toJob(job);
+      // Straight into the store, as another process would: nothing wakes this server's scheduler.
+      return enqueueJob((await store()).queue, environmentId!, "Asset", 1, body);
     },
     async close() {
       await server.stop();
-      await sideStore?.close({ interrupted: true });
+      await Promise.allSettled(held);
+      await (await sideStore)?.close({ interrupted: true });
       if (side) closeDatabase(side);
+      await sidePostgres?.end();
+      await database?.drop();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

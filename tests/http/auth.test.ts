@@ -20,8 +20,8 @@ let reference401: string;
 
 beforeAll(async () => {
   server = await startTestServer();
-  other = server.addEnvironment("other");
-  const access = new Access(server.store().access);
+  other = await server.addEnvironment("other");
+  const access = new Access((await server.store()).access);
   revokedKey = await access.createKey("default");
   await access.revokeKey(parseKey(revokedKey)!.keyId);
   await seedReferenceData(server.base, server.key);
@@ -30,9 +30,10 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-/** Runs the CLI against the test server's data directory, as an operator on the appliance would. */
+/** Runs the CLI against the test server's store, as an operator would. */
 async function cli(...args: string[]) {
-  const proc = Bun.spawn([process.execPath, "src/main.ts", ...args, "--data-dir", server.dataDir], { cwd: projectRoot, stdout: "pipe", stderr: "pipe" });
+  const where = server.databaseUrl ? ["--database-url", server.databaseUrl] : ["--data-dir", server.dataDir];
+  const proc = Bun.spawn([process.execPath, "src/main.ts", ...args, ...where], { cwd: projectRoot, stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   if (code !== 0) throw new Error(`importd ${args.join(" ")} exited ${code}: ${stderr}`);
   return stdout.trim();
@@ -170,10 +171,13 @@ describe("keys managed with the CLI", () => {
   }, 20_000);
 });
 
-test("the database files store no secret, only its hash", async () => {
-  const keys = [server.key, other.key, revokedKey, await cli("key", "create", "default"), server.addEnvironment("stored").key];
+test("the database stores no secret, only its hash", async () => {
+  const keys = [server.key, other.key, revokedKey, await cli("key", "create", "default"), (await server.addEnvironment("stored")).key];
+  // On SQLite the files themselves; on PostgreSQL every column of every key row, as its bytes.
   const file = databaseFile(server.dataDir);
-  const bytes = Buffer.concat([file, `${file}-wal`].filter(existsSync).map((path) => readFileSync(path)));
+  const bytes = server.databaseUrl
+    ? Buffer.concat((await server.query<Record<string, unknown>>("SELECT * FROM api_keys")).flatMap((row) => Object.values(row).map((value) => (Buffer.isBuffer(value) ? value : Buffer.from(String(value))))))
+    : Buffer.concat([file, `${file}-wal`].filter(existsSync).map((path) => readFileSync(path)));
   for (const key of keys) {
     const secret = secretOf(key);
     expect(bytes.includes(secret)).toBe(false);

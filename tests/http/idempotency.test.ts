@@ -12,7 +12,7 @@ afterAll(() => server.close());
 
 const post = (key: string, body: unknown, resource = "assets", base = server.base, apiKey = server.key) =>
   postJson(base, resource, apiKey, JSON.stringify(body), { "idempotency-key": key });
-const jobCount = () => (server.db().$client.query("SELECT count(*) AS n FROM jobs").get() as { n: number }).n;
+const jobCount = async () => Number((await server.query<{ n: number }>("SELECT count(*) AS n FROM jobs"))[0]!.n);
 
 describe("Idempotency-Key on import POSTs", () => {
   test("the same key and body again: 202 with the original job, marked Idempotent-Replayed, and no second job", async () => {
@@ -22,7 +22,7 @@ describe("Idempotency-Key on import POSTs", () => {
     expect(first.headers.get("idempotent-replayed")).toBeNull();
     const job = (await first.json()) as JobDocument;
     await waitForJob(server.base, server.key, job.id);
-    const before = jobCount();
+    const before = (await jobCount());
 
     const again = await post("order-1", body);
     expect(again.status).toBe(202);
@@ -32,12 +32,12 @@ describe("Idempotency-Key on import POSTs", () => {
     expect(replayed.id).toBe(job.id);
     // The job as it is now.
     expect(replayed.importJobStatus).toBe("Succeeded");
-    expect(jobCount()).toBe(before);
+    expect((await jobCount())).toBe(before);
   });
 
   test("the same key with another body, or for another resource, is a 422 Problem Details and queues nothing", async () => {
     expect((await post("order-2", [asset(3)])).status).toBe(202);
-    const before = jobCount();
+    const before = (await jobCount());
     for (const response of [await post("order-2", [asset(4)]), await post("order-2", [asset(3)], "subareas")]) {
       expect(response.status).toBe(422);
       expect(response.headers.get("content-type")).toBe("application/problem+json");
@@ -49,11 +49,11 @@ describe("Idempotency-Key on import POSTs", () => {
           "This Idempotency-Key was used in the last 24 hours for a different request (another body or resource). Send a new key for a new request, or the same request with this key.",
       });
     }
-    expect(jobCount()).toBe(before);
+    expect((await jobCount())).toBe(before);
   });
 
   test("keys belong to their environment", async () => {
-    const other = server.addEnvironment("idem-other");
+    const other = await server.addEnvironment("idem-other");
     await seedReferenceData(other.base, other.key);
     const here = (await (await post("shared-key", [asset(5)])).json()) as JobDocument;
     const there = await post("shared-key", [asset(5)], "assets", other.base, other.key);
@@ -63,12 +63,12 @@ describe("Idempotency-Key on import POSTs", () => {
   });
 
   test("ten identical requests at once queue exactly one job", async () => {
-    const before = jobCount();
+    const before = (await jobCount());
     const answers = await Promise.all(Array.from({ length: 10 }, () => post("burst-1", [asset(6), asset(7)])));
     expect(answers.map((answer) => answer.status)).toEqual(Array(10).fill(202));
     const ids = new Set(await Promise.all(answers.map(async (answer) => ((await answer.json()) as JobDocument).id)));
     expect(ids.size).toBe(1);
-    expect(jobCount()).toBe(before + 1);
+    expect((await jobCount())).toBe(before + 1);
     expect(answers.filter((answer) => answer.headers.get("idempotent-replayed") === "true")).toHaveLength(9);
   });
 
@@ -92,16 +92,15 @@ describe("Idempotency-Key on import POSTs", () => {
 
   test("after 24 hours a key is forgotten: it queues a new job, and the purge drops it", async () => {
     const first = (await (await post("order-4", [asset(10)])).json()) as JobDocument;
-    const db = server.db();
-    const age = (hours: number) => db.$client.query("UPDATE idempotency_keys SET created_at = ? WHERE key = ?").run(new Date(Date.now() - hours * 3_600_000).toISOString(), "order-4");
-    age(25);
+    const age = (hours: number) => server.query("UPDATE idempotency_keys SET created_at = ? WHERE key = ?", new Date(Date.now() - hours * 3_600_000).toISOString(), "order-4");
+    await age(25);
     const second = await post("order-4", [asset(10)]);
     expect(second.status).toBe(202);
     expect(second.headers.get("idempotent-replayed")).toBeNull();
     expect(((await second.json()) as JobDocument).id).not.toBe(first.id);
 
-    age(25);
-    await server.store().queue.purge("2000-01-01T00:00:00.000Z");
-    expect(db.$client.query("SELECT count(*) AS n FROM idempotency_keys WHERE key = 'order-4'").get()).toEqual({ n: 0 });
+    await age(25);
+    await (await server.store()).queue.purge("2000-01-01T00:00:00.000Z");
+    expect(Number((await server.query<{ n: number }>("SELECT count(*) AS n FROM idempotency_keys WHERE key = 'order-4'"))[0]!.n)).toBe(0);
   });
 });

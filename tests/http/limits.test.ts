@@ -150,7 +150,7 @@ describe("authentication comes first", () => {
   });
 
   test("answers 401, not 415, to another environment's key", async () => {
-    const other = server.addEnvironment("limits-other");
+    const other = await server.addEnvironment("limits-other");
     const response = await post(body(), { "content-type": "application/xml" }, other.key);
     expect(response.status).toBe(401);
   });

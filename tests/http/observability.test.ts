@@ -87,8 +87,8 @@ describe("/metrics", () => {
   test("Prometheus text without a key: jobs by state, records applied and rejected, job durations, requests by status, queue depth", async () => {
     await importAndWait(server.base, "assets", server.key, [asset(20), asset(21, { assetTypeId: "nothing" }), asset(22)]);
     // Parked after the last import: nothing wakes the scheduler for it before the scrape.
-    const other = server.addEnvironment("metrics-env");
-    server.parkJob(other.slug);
+    const other = await server.addEnvironment("metrics-env");
+    await server.parkJob(other.slug);
 
     const response = await fetch(`${server.url}/metrics`);
     expect(response.status).toBe(200);

@@ -36,7 +36,7 @@ describe("reading records back", () => {
   });
 
   test("lists page through every record in id order with a cursor", async () => {
-    const env = server.addEnvironment("paging");
+    const env = await server.addEnvironment("paging");
     const ids = Array.from({ length: 25 }, (_, i) => `SA-${String(i).padStart(2, "0")}`);
     await importAndWait(env.base, "subareas", env.key, [...ids].reverse().map((id) => ({ id, name: id })));
     const seen: string[] = [];
@@ -58,7 +58,7 @@ describe("reading records back", () => {
   });
 
   test("another environment's records are invisible", async () => {
-    const other = server.addEnvironment("reads-other");
+    const other = await server.addEnvironment("reads-other");
     expect((await get(other.base, other.key, `assets/${asset(1).id}`)).status).toBe(404);
     expect((await (await get(other.base, other.key, "assets")).json()).items).toEqual([]);
   });
@@ -66,7 +66,7 @@ describe("reading records back", () => {
 
 describe("GET /{env}/v2/jobs", () => {
   test("lists the environment's jobs newest first, filtered by status, with a cursor", async () => {
-    const env = server.addEnvironment("job-list");
+    const env = await server.addEnvironment("job-list");
     const ok = await importAndWait(env.base, "subareas", env.key, [{ id: "a", name: "A" }]);
     const failed = await importAndWait(env.base, "subareas", env.key, [{ id: "b", name: "B" }, { id: "b", name: "B" }]);
     const last = await waitForJob(env.base, env.key, (await importBatch(env.base, "subareas", env.key, [{ id: "c", name: "C" }])).id);
@@ -91,7 +91,7 @@ describe("GET /{env}/v2/jobs", () => {
   });
 
   test("jobs of another environment are not listed", async () => {
-    const other = server.addEnvironment("jobs-other");
+    const other = await server.addEnvironment("jobs-other");
     expect((await (await get(other.base, other.key, "jobs")).json()).items).toEqual([]);
   });
 });

@@ -70,7 +70,7 @@ describe("GET /{env}/v2/status/{id}/rejected", () => {
   });
 
   test("409 with Retry-After while the job has not finished", async () => {
-    const parked = server.parkJob("default");
+    const parked = await server.parkJob("default");
     const response = await rejected(parked.id);
     expect(response.status).toBe(409);
     expect(Number(response.headers.get("retry-after"))).toBeGreaterThan(0);
@@ -82,7 +82,7 @@ describe("GET /{env}/v2/status/{id}/rejected", () => {
     const job = await importAndWait(server.base, "assets", server.key, [asset(30, { subAreaId: "west" })]);
     expect((await rejected(999_999)).status).toBe(404);
     expect((await rejected("abc")).status).toBe(404);
-    const other = server.addEnvironment("rejected-other");
+    const other = await server.addEnvironment("rejected-other");
     expect((await rejected(job.id, "", other.key, other.base)).status).toBe(404);
     const bad = await rejected(job.id, "?after=-1");
     expect(bad.status).toBe(400);
@@ -92,11 +92,10 @@ describe("GET /{env}/v2/status/{id}/rejected", () => {
 
   test("the rejected records go when the job document is purged", async () => {
     const job = await importAndWait(server.base, "assets", server.key, [asset(40, { subAreaId: "west" })]);
-    const db = server.db();
-    const count = () => (db.$client.query("SELECT count(*) AS n FROM job_rejections WHERE job_id = ?").get(job.id) as { n: number }).n;
-    expect(count()).toBe(1);
-    await server.store().queue.purge(new Date(Date.now() + 60_000).toISOString());
-    expect(count()).toBe(0);
+    const count = async () => Number((await server.query<{ n: number }>("SELECT count(*) AS n FROM job_rejections WHERE job_id = ?", job.id))[0]!.n);
+    expect(await count()).toBe(1);
+    await (await server.store()).queue.purge(new Date(Date.now() + 60_000).toISOString());
+    expect(await count()).toBe(0);
     expect((await rejected(job.id)).status).toBe(404);
   });
 });

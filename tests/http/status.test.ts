@@ -1,6 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { eq } from "drizzle-orm";
-import { jobs } from "../../src/store/sqlite/schema";
 import { importAndWait } from "../helpers/api";
 import { asset, seedReferenceData } from "../helpers/records";
 import { startTestServer, type TestServer } from "../helpers/server";
@@ -24,8 +22,8 @@ describe("GET /{env}/v2/status/{id}", () => {
   });
 
   test("a Pending job carries Retry-After and null startedAt/completedAt/output", async () => {
-    const env = server.addEnvironment("parked-pending");
-    const job = server.parkJob(env.slug);
+    const env = await server.addEnvironment("parked-pending");
+    const job = await server.parkJob(env.slug);
     const response = await status(env.base, env.key, job.id);
     expect(response.status).toBe(200);
     expect(Number(response.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
@@ -33,9 +31,9 @@ describe("GET /{env}/v2/status/{id}", () => {
   });
 
   test("a Processing job carries Retry-After and its startedAt", async () => {
-    const env = server.addEnvironment("parked-processing");
-    const job = server.parkJob(env.slug);
-    server.db().update(jobs).set({ status: "Processing", startedAt: new Date().toISOString() }).where(eq(jobs.id, job.id)).run();
+    const env = await server.addEnvironment("parked-processing");
+    const job = await server.parkJob(env.slug);
+    await server.query("UPDATE jobs SET status = 'Processing', started_at = ? WHERE id = ?", new Date().toISOString(), job.id);
     const response = await status(env.base, env.key, job.id);
     expect(response.headers.get("retry-after")).not.toBeNull();
     const body = await response.json();
@@ -57,7 +55,7 @@ describe("GET /{env}/v2/status/{id}", () => {
 
   test("another environment's job is a 404 that looks exactly like an unknown id", async () => {
     const mine = await importAndWait(server.base, "subareas", server.key, [{ id: "x", name: "X" }]);
-    const other = server.addEnvironment("status-other");
+    const other = await server.addEnvironment("status-other");
     const foreign = await status(other.base, other.key, mine.id);
     const unknown = await status(other.base, other.key, 987655);
     expect(foreign.status).toBe(404);
@@ -66,7 +64,7 @@ describe("GET /{env}/v2/status/{id}", () => {
 
   test("a job document past its retention is gone (404)", async () => {
     const job = await importAndWait(server.base, "subareas", server.key, [{ id: "old", name: "Old" }]);
-    server.db().update(jobs).set({ completedAt: "2000-01-01T00:00:00.000Z" }).where(eq(jobs.id, job.id)).run();
+    await server.query("UPDATE jobs SET completed_at = '2000-01-01T00:00:00.000Z' WHERE id = ?", job.id);
     expect((await status(server.base, server.key, job.id)).status).toBe(404);
   });
 });

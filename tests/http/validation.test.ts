@@ -112,7 +112,7 @@ describe("400 Problem Details", () => {
 
 describe("a 400 is answered before queueing", () => {
   test("creates no job", async () => {
-    const environment = server.addEnvironment("validation-no-jobs");
+    const environment = await server.addEnvironment("validation-no-jobs");
     const listJobs = async () => {
       const response = await fetch(`${environment.base}/v2/jobs`, { headers: { "api-key": environment.key } });
       expect(response.status).toBe(200);
