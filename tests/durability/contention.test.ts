@@ -13,7 +13,7 @@ let server: TestServer;
 const environments: Array<{ slug: string; key: string; base: string }> = [];
 beforeAll(async () => {
   server = await startTestServer({ workers: 3 });
-  for (let i = 0; i < 5; i++) environments.push(server.addEnvironment(`load-${i}`));
+  for (let i = 0; i < 5; i++) environments.push(await server.addEnvironment(`load-${i}`));
   for (const environment of environments) await seedReferenceData(environment.base, environment.key);
 });
 afterAll(() => server.close());
