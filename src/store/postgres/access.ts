@@ -1,13 +1,13 @@
 import { and, asc, eq, isNull } from "drizzle-orm";
 import type { AccessStore, Environment, KeyListing, StoredKey } from "../ports";
 import type { Db } from "./connection";
-import { answer } from "./faults";
+import { answer, withCode } from "./faults";
 import { apiKeys, environments, jobSequences } from "./schema";
 
 const now = () => new Date().toISOString();
 // api_keys.id is an integer column: a larger id (from a forged key, or a typo) names no key, rather than an error.
 const maxKeyId = 2_147_483_647;
-const uniqueViolation = (error: unknown) => (error as { code?: string })?.code === "23505";
+const uniqueViolation = (error: unknown) => withCode(error)?.code === "23505";
 
 /** Environments and their API keys on PostgreSQL. Every read goes to the database: no instance caches a key. */
 export class PostgresAccessStore implements AccessStore {

@@ -6,14 +6,26 @@ import { redactedUrl } from "./connection";
  * the store's named faults. Anything else is a bug and stays as it is.
  */
 export function translateFault(error: unknown): unknown {
-  const code = (error as { code?: unknown })?.code;
-  if (typeof code !== "string") return error;
-  const message = (error as Error).message ?? code;
+  const driverError = withCode(error);
+  if (!driverError) return error;
+  const { code } = driverError;
+  const message = driverError.message ?? code;
   if (code === "53100") return new StorageFull(`the database server's disk is full: ${message}`, { cause: error });
   if (retryable(code)) return new StorageConflict(message, { cause: error });
   if (unavailable(code)) return new StorageUnavailable(`the database cannot be used just now: ${message}`, { cause: error });
   if (code.startsWith("23")) return new StorageConflict(message, { cause: error });
   return error;
+}
+
+/**
+ * The driver's error, with its SQLSTATE or connection error code: Drizzle wraps it ("Failed query: …") and
+ * keeps it as the cause.
+ */
+export function withCode(error: unknown): (Error & { code: string }) | undefined {
+  for (let current = error, depth = 0; current && depth < 5; current = (current as Error).cause, depth++) {
+    if (typeof (current as { code?: unknown }).code === "string") return current as Error & { code: string };
+  }
+  return undefined;
 }
 
 /** A deadlock or a serialization failure: the transaction may simply be run again. */
@@ -47,8 +59,8 @@ export async function retried<T>(fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (error) {
-      const code = (error as { code?: unknown })?.code;
-      if (typeof code === "string" && retryable(code) && attempt < 3) continue;
+      const code = withCode(error)?.code;
+      if (code && retryable(code) && attempt < 3) continue;
       throw translateFault(error);
     }
   }
@@ -56,7 +68,7 @@ export async function retried<T>(fn: () => Promise<T>): Promise<T> {
 
 /** A start-up failure as one line an operator can act on, never with the password. */
 export function connectionProblem(error: unknown, url: string): Error {
-  const code = (error as { code?: unknown })?.code;
+  const code = withCode(error)?.code;
   const where = redactedUrl(url);
   const message = (error as Error)?.message ?? String(error);
   if (code === "28P01" || code === "28000") return new DatabaseError(`cannot log in to ${where}: ${message}. Check the user and password in --database-url (IMPORTD_DATABASE_URL).`);

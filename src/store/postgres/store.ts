@@ -7,6 +7,7 @@ import { connectionProblem } from "./faults";
 import { PostgresJobQueue, PostgresJobReads } from "./jobs";
 import { embeddedMigrations } from "./migrations";
 import { PostgresRecords } from "./records";
+import { dropDriverStrays } from "./strays";
 import { TransactionConnections } from "./transactions";
 import { WakeUps } from "./wake-ups";
 
@@ -52,6 +53,7 @@ export class PostgresStore implements Store {
 
   /** Connects and migrates (one instance at a time: the others wait, then find nothing left to do). */
   static async open(url: string): Promise<PostgresStore> {
+    dropDriverStrays();
     const { sql, db } = connect(url, { max: serverConnections });
     try {
       await migrate(sql, db);
@@ -64,6 +66,7 @@ export class PostgresStore implements Store {
 
   /** A worker thread's own pool; the server has migrated. */
   static openInThread(handle: PostgresHandle): PostgresStore {
+    dropDriverStrays();
     const { sql, db } = connect(handle.url, { max: workerConnections });
     return new PostgresStore(handle.url, sql, db);
   }
