@@ -29,7 +29,7 @@ export function withCode(error: unknown): (Error & { code: string }) | undefined
 }
 
 /** A deadlock or a serialization failure: the transaction may simply be run again. */
-export const retryable = (code: string) => code === "40P01" || code === "40001";
+const retryable = (code: string) => code === "40P01" || code === "40001";
 
 // Connection exceptions (08), insufficient resources other than a full disk (53), an administrator's or a
 // crash's shutdown (57P01–57P03), a session ended for idling in a transaction (25P03), and the driver's own

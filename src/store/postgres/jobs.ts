@@ -1,6 +1,7 @@
 import { and, asc, desc, eq, gt, lt, sql as drizzleSql } from "drizzle-orm";
 import { JobStatus } from "../../jobs/states";
 import { StaleClaim } from "../errors";
+import { idempotencyWindowStart } from "../idempotency";
 import { toJob, type JobRow } from "../job-row";
 import type {
   ClaimedRun,
@@ -22,9 +23,6 @@ import type { PostgresRecords } from "./records";
 import type { Transaction, TransactionConnections } from "./transactions";
 import { environments, jobRejections, jobs } from "./schema";
 
-/** How long an Idempotency-Key is remembered. */
-const idempotencyWindowMs = 24 * 60 * 60 * 1000;
-const idempotencyWindowStart = () => new Date(Date.now() - idempotencyWindowMs).toISOString();
 const now = () => new Date().toISOString();
 
 /** The NOTIFY channel that tells every instance that work was queued. */

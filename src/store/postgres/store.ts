@@ -2,7 +2,7 @@ import { DatabaseError } from "../errors";
 import type { Store, StoreHandle } from "../ports";
 import { PostgresAccessStore } from "./access";
 import { PostgresFailureLog } from "./failure-log";
-import { connect, redactedUrl, type Db, type Sql } from "./connection";
+import { connect, type Db, type Sql } from "./connection";
 import { connectionProblem } from "./faults";
 import { PostgresJobQueue, PostgresJobReads } from "./jobs";
 import { embeddedMigrations } from "./migrations";
@@ -92,11 +92,6 @@ export class PostgresStore implements Store {
     await this.queue.abandonAll();
     await this.transactions.close();
     await this.sql.end({ timeout: 5 });
-  }
-
-  /** For messages: where the store is, without the password. */
-  get where(): string {
-    return redactedUrl(this.url);
   }
 }
 

@@ -1,6 +1,7 @@
 import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
 import { JobStatus } from "../../jobs/states";
 import { StaleClaim } from "../errors";
+import { idempotencyWindowStart } from "../idempotency";
 import { toJob } from "../job-row";
 import type {
   ClaimedRun,
@@ -21,9 +22,6 @@ import { answer, translateFault } from "./faults";
 import { RecordTables } from "./records";
 import { environments, idempotencyKeys, jobPayloads, jobRejections, jobs, jobSequences } from "./schema";
 
-/** How long an Idempotency-Key is remembered. */
-export const idempotencyWindowMs = 24 * 60 * 60 * 1000;
-const idempotencyWindowStart = () => new Date(Date.now() - idempotencyWindowMs).toISOString();
 
 // Rows per INSERT: 5 columns each, well under SQLite's 32,766 bound parameters.
 const rejectionChunk = 1000;
