@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Subprocess } from "bun";
 import { request } from "node:http";
-import { connect, createServer } from "node:net";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { importBatch, postJson, waitForJob } from "../helpers/api";
+import { haproxyBinary, serverStates } from "../helpers/haproxy";
+import { freePort } from "../helpers/net";
 import { projectRoot, spawnServer, type ServerProcess } from "../helpers/process";
 import { tempDir } from "../helpers/server";
 
@@ -13,8 +14,7 @@ import { tempDir } from "../helpers/server";
 // from 127.0.0.1 (the only trusted proxy); the clients that must be told apart connect from 127.0.0.2
 // and 127.0.0.3 (all of 127.0.0.0/8 is loopback on Linux).
 
-// Debian installs it in /usr/sbin, which is not on a regular user's PATH.
-const haproxy = Bun.which("haproxy", { PATH: `${process.env.PATH ?? ""}:/usr/sbin:/sbin` });
+const haproxy = haproxyBinary;
 const authFailuresPerMinute = 3;
 
 if (!haproxy) {
@@ -26,36 +26,6 @@ if (!haproxy) {
   } else {
     console.log("tests/deploy/haproxy.test.ts SKIPPED: haproxy is not installed (apt-get install haproxy); CI runs it.");
   }
-}
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const probe = createServer();
-    probe.on("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-
-/** One command on HAProxy's admin socket, its whole answer. */
-const adminCommand = (socketPath: string, command: string) =>
-  new Promise<string>((resolve, reject) => {
-    const socket = connect(socketPath);
-    let answer = "";
-    socket.on("data", (data) => (answer += data.toString()));
-    socket.on("end", () => resolve(answer));
-    socket.on("error", reject);
-    socket.end(`${command}\n`);
-  });
-
-/** The backend server's state in HAProxy's statistics: status (UP, DOWN…) and last check (L7OK…). */
-async function serverState(socketPath: string) {
-  const [header, ...rows] = (await adminCommand(socketPath, "show stat")).trim().split("\n");
-  const columns = header!.replace(/^# /, "").split(",");
-  const row = rows.map((line) => line.split(",")).find((fields) => fields[0] === "importd" && fields[1] === "importd1");
-  if (!row) return undefined;
-  return { status: row[columns.indexOf("status")], check: row[columns.indexOf("check_status")] };
 }
 
 type Answer = { status: number; contentType: string | undefined; body: string };
@@ -107,7 +77,7 @@ describe.skipIf(!haproxy)("importd behind deploy/haproxy.cfg", () => {
     // UP with a passing last check means HAProxy's own GET /readyz got its 200.
     const deadline = Date.now() + 20_000;
     for (;;) {
-      const state = await serverState(statsSocket).catch(() => undefined);
+      const state = await serverStates(statsSocket).then((states) => states.importd1, () => undefined);
       if (state?.status === "UP" && state.check === "L7OK") break;
       if (proxy.exitCode !== null || Date.now() > deadline) {
         proxy.kill("SIGKILL");

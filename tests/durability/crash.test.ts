@@ -5,7 +5,7 @@ import { Access } from "../../src/access/access";
 import { databaseFile } from "../../src/store/sqlite/database";
 import { SqliteStore } from "../../src/store/sqlite/store";
 import { importAndWait, terminal, type JobDocument } from "../helpers/api";
-import { projectRoot, spawnServer, type ServerProcess } from "../helpers/process";
+import { fromSourceWith, spawnServer, type ServerProcess } from "../helpers/process";
 import { seededRandom } from "../helpers/random";
 import { asset, assetCategories, assetTypes, subAreas } from "../helpers/records";
 import { tempDir } from "../helpers/server";
@@ -32,11 +32,7 @@ const dataDir = tempDir("importd-crash-");
 // These kills are an operator's, at random moments, not a job's doing; but they can cut the same job's run
 // short three times, and a job is given up after three (tests/durability/poison.test.ts). So this test gives
 // jobs more attempts: what it checks is that nothing accepted is lost.
-const launch = {
-  command: [process.execPath, "src/main.ts"],
-  cwd: projectRoot,
-  env: { ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("IMPORTD_"))), IMPORTD_TEST_MAX_ATTEMPTS: "1000000" } as Record<string, string>,
-};
+const launch = fromSourceWith({ IMPORTD_TEST_MAX_ATTEMPTS: "1000000" });
 const spawn = (dir: string, args: string[]) => spawnServer(dir, args, 30_000, launch);
 let server: ServerProcess | undefined;
 afterAll(() => {

@@ -1,9 +1,9 @@
 import { spawn, type Subprocess } from "bun";
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
+import { freePort } from "./net";
 
 /**
  * A real PostgreSQL server for the tests: started once per test process, on a free port, in a temp
@@ -39,17 +39,6 @@ export function requirePostgres(what: string): boolean {
   if (process.env.CI) throw new Error(`${what}: no PostgreSQL server binaries found, and under CI they are required (apt-get install postgresql)`);
   console.warn(`SKIPPED ${what}: no PostgreSQL server binaries found (apt-get install postgresql, then run the tests again)`);
   return false;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 // initdb and postgres refuse to run as root; CI runs as root, so they run as the package's postgres user.

@@ -1,9 +1,10 @@
 import { afterAll, expect, test } from "bun:test";
 import type { Subprocess } from "bun";
 import { rmSync } from "node:fs";
-import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import { postJson, waitForJob } from "../helpers/api";
+import { adminCommand, haproxyBinary, serverStates } from "../helpers/haproxy";
+import { freePort } from "../helpers/net";
 import { requirePostgres } from "../helpers/postgres";
 import { freshPostgresDatabase } from "../helpers/postgres-store";
 import { projectRoot, spawnServer, type ServerProcess } from "../helpers/process";
@@ -13,36 +14,8 @@ import { tempDir } from "../helpers/server";
 // "Several instances on PostgreSQL"): HAProxy checks each on /readyz and sends requests round-robin; an
 // instance that is stopped is taken out, and the imports go on through the others.
 
-const haproxy = Bun.which("haproxy", { PATH: `${process.env.PATH ?? ""}:/usr/sbin:/sbin` });
+const haproxy = haproxyBinary;
 if (!haproxy && process.env.CI) throw new Error("haproxy is not installed (looked on PATH and in /usr/sbin): apt-get install haproxy");
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const probe = createServer();
-    probe.on("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-
-const adminCommand = (socketPath: string, command: string) =>
-  new Promise<string>((resolve, reject) => {
-    const socket = connect(socketPath);
-    let answer = "";
-    socket.on("data", (data) => (answer += data.toString()));
-    socket.on("end", () => resolve(answer));
-    socket.on("error", reject);
-    socket.end(`${command}\n`);
-  });
-
-/** Each importd server's status in HAProxy's statistics (UP, DOWN…), by name. */
-async function states(socketPath: string): Promise<Record<string, string>> {
-  const [header, ...rows] = (await adminCommand(socketPath, "show stat")).trim().split("\n");
-  const columns = header!.replace(/^# /, "").split(",");
-  const status = columns.indexOf("status");
-  return Object.fromEntries(rows.map((line) => line.split(",")).filter((fields) => fields[0] === "importd" && fields[1]!.startsWith("importd")).map((fields) => [fields[1]!, fields[status]!]));
-}
 
 if (haproxy && requirePostgres("three instances behind HAProxy")) {
   const cleanups: Array<() => Promise<void> | void> = [];
@@ -84,8 +57,8 @@ if (haproxy && requirePostgres("three instances behind HAProxy")) {
     const waitFor = async (wanted: Record<string, string>) => {
       const deadline = Date.now() + 30_000;
       for (;;) {
-        const now = await states(socket).catch(() => ({}));
-        if (Object.entries(wanted).every(([name, status]) => (now as Record<string, string>)[name] === status)) return;
+        const now = await serverStates(socket).catch(() => ({}) as Awaited<ReturnType<typeof serverStates>>);
+        if (Object.entries(wanted).every(([name, status]) => now[name]?.status === status)) return;
         if (Date.now() > deadline) throw new Error(`HAProxy's servers are ${JSON.stringify(now)}, not ${JSON.stringify(wanted)}`);
         await Bun.sleep(100);
       }

@@ -4,7 +4,7 @@ import postgres from "postgres";
 import type { JobDocument } from "../helpers/api";
 import { requirePostgres } from "../helpers/postgres";
 import { freshPostgresDatabase } from "../helpers/postgres-store";
-import { importd, projectRoot, spawnServer, type ServerProcess } from "../helpers/process";
+import { fromSourceWith, importd, spawnServer, type ServerProcess } from "../helpers/process";
 import { seededRandom } from "../helpers/random";
 import { tempDir } from "../helpers/server";
 
@@ -26,11 +26,7 @@ const pick = (n: number) => Math.floor(random() * n);
 
 // Kills at random moments are an operator's doing, not a job's; they may cut one job's runs short more than
 // three times, so jobs get more attempts here: what is checked is that nothing accepted is lost or misordered.
-const launch = {
-  command: [process.execPath, "src/main.ts"],
-  cwd: projectRoot,
-  env: { ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("IMPORTD_"))), IMPORTD_TEST_MAX_ATTEMPTS: "1000000" } as Record<string, string>,
-};
+const launch = fromSourceWith({ IMPORTD_TEST_MAX_ATTEMPTS: "1000000" });
 
 type Accepted = { environment: string; index: number; jobId: number; ids: string[] };
 
