@@ -4,6 +4,7 @@ import { parseArgs } from "node:util";
 import pkg from "../package.json" with { type: "json" };
 import { AccessError, envCommand, keyCommand, UsageError, type Output } from "./cli/commands";
 import { importCommand } from "./cli/import-command";
+import { storageCommand } from "./cli/storage-command";
 import { ConfigError, loadConfig, options, optionsHelp } from "./config";
 import { DatabaseError, StoreInUse } from "./store/errors";
 import { describeLocation } from "./store/open";
@@ -21,6 +22,9 @@ Usage:
   importd key revoke <keyId>       revoke a key; takes effect at once, also on a running server
   importd import <file> --resource <resource> --base-url <url>
                                    import a CSV, NDJSON or JSON file in chunks (importd import --help)
+  importd storage copy --data-dir <dir> --to <postgres-url>
+                                   copy a stopped appliance's data into an empty PostgreSQL database
+                                   (importd storage --help)
   importd --help | --version
 
 Options (flags beat environment variables, which beat defaults):
@@ -48,6 +52,7 @@ async function main(argv: string[]): Promise<number> {
     });
     return importCommand(argv.slice(1), process.env, io, process.stderr.isTTY === true);
   }
+  if (argv[0] === "storage") return storageCommand(argv.slice(1), process.env, io);
   const flagOptions = Object.fromEntries(Object.values(options).map((option) => [option.flag, { type: "string" as const }]));
   const { values, positionals } = parseArgs({
     args: negativeValuesJoined(argv),

@@ -1,9 +1,11 @@
+import type { CopyReport, CopySource } from "../copy";
 import { DatabaseError } from "../errors";
 import type { Store, StoreHandle } from "../ports";
 import { PostgresAccessStore } from "./access";
 import { PostgresFailureLog } from "./failure-log";
 import { connect, type Db, type Sql } from "./connection";
 import { connectionProblem } from "./faults";
+import { fillEmptyDatabase } from "./fill";
 import { PostgresJobQueue, PostgresJobReads } from "./jobs";
 import { embeddedMigrations } from "./migrations";
 import { PostgresRecords } from "./records";
@@ -80,6 +82,11 @@ export class PostgresStore implements Store {
 
   watch(wake: () => void): void {
     this.wakeUps ??= new WakeUps(this.url, wake);
+  }
+
+  /** Fills this database, which must hold no importd data yet, with `source` (storage copy; see fill.ts). */
+  fill(source: CopySource, onTable: (name: string, rows: number) => void): Promise<CopyReport> {
+    return fillEmptyDatabase(this.transactions, source, onTable);
   }
 
   async health(): Promise<{ reachable: boolean; migrated: boolean; wakeUps?: boolean }> {

@@ -17,7 +17,8 @@ import { StoreInUse } from "../errors";
 
 export type ServerLock = { release(): void };
 
-export function lockDataDirectory(dataDir: string): ServerLock {
+/** `hint`: what the person should do about a running server, said after the refusal. */
+export function lockDataDirectory(dataDir: string, hint = "stop it first, or start this one with another --data-dir (the env and key commands work beside a running server)"): ServerLock {
   mkdirSync(dataDir, { recursive: true });
   const lockFile = join(dataDir, "server.lock");
   const pidFile = join(dataDir, "server.pid");
@@ -29,7 +30,7 @@ export function lockDataDirectory(dataDir: string): ServerLock {
     lock.close();
     if ((error as { code?: string }).code !== "SQLITE_BUSY") throw error;
     throw new StoreInUse(
-      `another importd server${runningPid(pidFile)} is already running on the data directory ${dataDir}; stop it first, or start this one with another --data-dir (the env and key commands work beside a running server)`,
+      `another importd server${runningPid(pidFile)} is already running on the data directory ${dataDir}; ${hint}`,
     );
   }
   writeFileSync(pidFile, `${process.pid}\n`);

@@ -1,6 +1,8 @@
+import type { CopySource } from "../copy";
 import type { Store, StoreHandle } from "../ports";
 import { SqliteAccessStore } from "./access";
 import { closeDatabase, migrate, migrationsApplied, openDatabase, type Db } from "./database";
+import { withSnapshot } from "./dump";
 import { SqliteJobQueue, SqliteJobReads } from "./jobs";
 import { RecordTables } from "./records";
 import { lockDataDirectory, type ServerLock } from "./server-lock";
@@ -40,7 +42,18 @@ export class SqliteStore implements Store {
    * directory for this process, before anything is read or written (StoreInUse if another server has it).
    */
   static open(dataDir: string, { server = false } = {}): SqliteStore {
-    const lock = server ? lockDataDirectory(dataDir) : undefined;
+    return SqliteStore.openLocked(dataDir, server ? lockDataDirectory(dataDir) : undefined);
+  }
+
+  /**
+   * The data directory of a stopped appliance, held like a server holds it, so that none starts while it is
+   * read (for storage copy; StoreInUse if a server runs on it).
+   */
+  static openStopped(dataDir: string): SqliteStore {
+    return SqliteStore.openLocked(dataDir, lockDataDirectory(dataDir, "stop it first: storage copy reads a stopped appliance's data, and its pending jobs are finished on PostgreSQL"));
+  }
+
+  private static openLocked(dataDir: string, lock: ServerLock | undefined): SqliteStore {
     let db: Db | undefined;
     try {
       db = openDatabase(dataDir);
@@ -65,6 +78,11 @@ export class SqliteStore implements Store {
   threadDied(threadNumber: number): void {
     // It may have died mid-transaction: SQLite rolls that back, and the other threads must not wait for its turn.
     WriteLock.releaseFor(this.writeLock, threadNumber);
+  }
+
+  /** Runs `copy` on one snapshot of the whole database (see dump.ts). */
+  snapshot<T>(copy: (source: CopySource) => Promise<T>): Promise<T> {
+    return withSnapshot(this.db.$client, copy);
   }
 
   // One process owns the database: nobody else queues work in it.
