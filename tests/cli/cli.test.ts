@@ -4,7 +4,7 @@ import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { options } from "../../src/config";
 import { importd, spawnServer } from "../helpers/process";
-import { tempDir } from "../helpers/server";
+import { tempDir, testBackend } from "../helpers/server";
 
 // Spawning Bun and opening a database takes a moment; a test here runs a few commands.
 const timeoutMs = 30_000;
@@ -255,13 +255,15 @@ describe("--help and --version", () => {
 });
 
 describe("configuration sources", () => {
-  test("IMPORTD_DATA_DIR is used when there is no --data-dir flag", async () => {
+  // Where SQLite's file is: on PostgreSQL (TEST_BACKEND=postgres) the database URL says where the data is.
+  const sqliteTest = testBackend === "sqlite" ? test : () => {};
+  sqliteTest("IMPORTD_DATA_DIR is used when there is no --data-dir flag", async () => {
     const dir = dataDir();
     await ok(["env", "create", "from-env"], { IMPORTD_DATA_DIR: dir });
     expect(environmentsIn(await ok(["env", "list", "--data-dir", dir]))).toEqual(["from-env"]);
   }, timeoutMs);
 
-  test("--data-dir beats IMPORTD_DATA_DIR", async () => {
+  sqliteTest("--data-dir beats IMPORTD_DATA_DIR", async () => {
     const [fromEnv, fromFlag] = [dataDir(), dataDir()];
     await ok(["env", "create", "from-flag", "--data-dir", fromFlag], { IMPORTD_DATA_DIR: fromEnv });
     expect(environmentsIn(await ok(["env", "list", "--data-dir", fromFlag]))).toEqual(["from-flag"]);

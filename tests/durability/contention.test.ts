@@ -17,6 +17,8 @@ beforeAll(async () => {
   for (const environment of environments) await seedReferenceData(environment.base, environment.key);
 });
 afterAll(() => server.close());
+// The CLI works on the server's store: its data directory, or its PostgreSQL database.
+const storeArgs = () => (server.databaseUrl ? ["--database-url", server.databaseUrl] : ["--data-dir", server.dataDir]);
 
 test(`${clientCount} clients posting and polling across 5 environments, with CLI writes meanwhile: no 5xx, every job completes`, async () => {
   const statuses = new Map<number, number>();
@@ -56,10 +58,10 @@ test(`${clientCount} clients posting and polling across 5 environments, with CLI
   const cli = async () => {
     for (let i = 0; i < 8; i++) {
       const steps = [["env", "create", `cli-${i}`], ["key", "create", `cli-${i}`], ["key", "create", environments[i % 5]!.slug], ["key", "list", environments[i % 5]!.slug], ["env", "list"]];
-      for (const args of steps) cliRuns.push({ args, run: await importd([...args, "--data-dir", server.dataDir]) });
+      for (const args of steps) cliRuns.push({ args, run: await importd([...args, ...storeArgs()]) });
       const created = cliRuns[cliRuns.length - 3]!.run.stdout.trim();
       const keyId = created.slice(created.lastIndexOf("_") + 1);
-      cliRuns.push({ args: ["key", "revoke", keyId], run: await importd(["key", "revoke", keyId, "--data-dir", server.dataDir]) });
+      cliRuns.push({ args: ["key", "revoke", keyId], run: await importd(["key", "revoke", keyId, ...storeArgs()]) });
     }
   };
 

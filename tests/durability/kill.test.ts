@@ -1,11 +1,9 @@
-import { Database } from "bun:sqlite";
 import { afterAll, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
-import { databaseFile } from "../../src/store/sqlite/database";
 import { postJson, waitForJob } from "../helpers/api";
-import { spawnServer, type ServerProcess } from "../helpers/process";
+import { queryStore, spawnServer, type ServerProcess } from "../helpers/process";
 import { assetsBody, seedReferenceData } from "../helpers/records";
-import { tempDir } from "../helpers/server";
+import { tempDir, testBackend } from "../helpers/server";
 
 const dataDir = tempDir("importd-kill-");
 let running: ServerProcess | undefined;
@@ -36,9 +34,7 @@ test("a server SIGKILLed right after the 202 of a large batch applies every reco
   await running.proc.exited;
   running = undefined;
 
-  const db = new Database(databaseFile(dataDir));
-  expect(db.query("PRAGMA integrity_check").get()).toEqual({ integrity_check: "ok" });
-  expect(db.query("SELECT count(*) AS n FROM assets").get()).toEqual({ n: count });
-  expect(db.query("SELECT count(*) AS n FROM job_payloads").get()).toEqual({ n: 0 });
-  db.close();
+  if (testBackend === "sqlite") expect(await queryStore(dataDir, "PRAGMA integrity_check")).toEqual([{ integrity_check: "ok" }]);
+  expect(await queryStore(dataDir, "SELECT count(*) AS n FROM assets")).toEqual([{ n: count }]);
+  expect(await queryStore(dataDir, "SELECT count(*) AS n FROM job_payloads")).toEqual([{ n: 0 }]);
 }, 180_000);

@@ -1,5 +1,10 @@
 import type { Subprocess } from "bun";
-import { join } from "node:path";
+import { Database } from "bun:sqlite";
+import postgres from "postgres";
+import { databaseFile } from "../../src/store/sqlite/database";
+import { join, resolve } from "node:path";
+import { testBackend } from "./backend";
+import { freshPostgresDatabase } from "./postgres-store";
 
 export const projectRoot = join(import.meta.dir, "..", "..");
 
@@ -18,9 +23,47 @@ const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) 
 
 export type Run = { code: number; stdout: string; stderr: string };
 
-/** Runs one importd command from source to its end. */
+// On PostgreSQL (TEST_BACKEND=postgres), a data directory stands for a database of its own: a server or command
+// given --data-dir also gets the --database-url of the database made for that directory on first use, so that
+// a test that restarts a server on its directory, or runs the CLI on it, finds the same data.
+const databases = new Map<string, Promise<string>>();
+
+async function onTestBackend(args: string[]): Promise<string[]> {
+  const at = args.indexOf("--data-dir");
+  if (testBackend !== "postgres" || at < 0 || args[at + 1] === undefined || args.includes("--database-url")) return args;
+  const dir = resolve(args[at + 1]!);
+  let url = databases.get(dir);
+  if (!url) databases.set(dir, (url = freshPostgresDatabase().then((database) => database.url)));
+  return [...args, "--database-url", await url];
+}
+
+/**
+ * Runs one SQL statement (`?` placeholders) on the store of the server that ran on `dataDir`, as another process
+ * would: its SQLite file, or on PostgreSQL its database. Numbers come back as numbers on both.
+ */
+export async function queryStore<T>(dataDir: string, text: string, ...params: unknown[]): Promise<T[]> {
+  if (testBackend === "sqlite") {
+    const db = new Database(databaseFile(dataDir), { readonly: true, strict: true });
+    try {
+      return db.query(text).all(...(params as never[])) as T[];
+    } finally {
+      db.close();
+    }
+  }
+  const url = databases.get(resolve(dataDir));
+  if (!url) throw new Error(`no server or command has run on ${dataDir}`);
+  const sql = postgres(await url, { max: 1, onnotice: () => {}, types: { bigint: { to: 20, from: [20], serialize: String, parse: Number } } as never });
+  try {
+    let n = 0;
+    return (await sql.unsafe(text.replace(/\?/g, () => `$${++n}`), params as never[])) as unknown as T[];
+  } finally {
+    await sql.end();
+  }
+}
+
+/** Runs one importd command from source to its end (on PostgreSQL under TEST_BACKEND=postgres: see above). */
 export async function importd(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  const proc = Bun.spawn([process.execPath, "src/main.ts", ...args], { cwd: projectRoot, env: { ...cleanEnv, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([process.execPath, "src/main.ts", ...(await onTestBackend(args))], { cwd: projectRoot, env: { ...cleanEnv, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { code, stdout, stderr };
 }
@@ -34,7 +77,8 @@ export const fromSourceWith = (env: Record<string, string>): Launch => ({ ...fro
 
 /** Starts `importd serve` as its own process (so it can be killed) and waits until it listens. */
 export async function spawnServer(dataDir: string, extraArgs: string[] = [], timeoutMs = 30_000, launch: Launch = fromSource): Promise<ServerProcess> {
-  const proc = Bun.spawn([...launch.command, "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, ...extraArgs], {
+  const args = await onTestBackend(["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, ...extraArgs]);
+  const proc = Bun.spawn([...launch.command, ...args], {
     cwd: launch.cwd,
     ...(launch.env ? { env: launch.env } : {}),
     stdin: "ignore",

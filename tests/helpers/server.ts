@@ -8,6 +8,7 @@ import { Access } from "../../src/access/access";
 import { openStore } from "../../src/store/open";
 import type { Job, JobQueue, Store } from "../../src/store/ports";
 import { closeDatabase, openDatabase, type Db } from "../../src/store/sqlite/database";
+import { testBackend } from "./backend";
 import { freshPostgresDatabase } from "./postgres-store";
 import { asset } from "./records";
 
@@ -20,8 +21,7 @@ export async function enqueueJob(queue: JobQueue, environmentId: number, type: s
 
 export const tempDir = (prefix = "importd-test-") => mkdtempSync(join(tmpdir(), prefix));
 
-/** Which backend the test servers use: SQLite, or PostgreSQL when TEST_BACKEND=postgres (see tests/on-postgres.ts). */
-export const testBackend: "sqlite" | "postgres" = process.env.TEST_BACKEND === "postgres" ? "postgres" : "sqlite";
+export { testBackend };
 
 export type TestServer = RunningServer & {
   dataDir: string;
