@@ -111,6 +111,19 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       expect(notCounted.jobs[0]!.attempts).toBe(3);
     });
 
+    test("a group cut short by a storage fault and tried again with its token is claimed again whole, its attempts not counted twice, and completes", async () => {
+      const { queue, e1 } = await setUp();
+      const jobs = [await enqueue(e1, subAreas("A")), await enqueue(e1, subAreas("B")), await enqueue(e1, subAreas("C"))];
+      const cut = (await queue.claimRun({ token: "t", environmentId: e1 }, groupLimits))!;
+      expect(cut.jobs.map((job) => job.id)).toEqual(jobs.map((job) => job.id));
+      await queue.abandonRun(cut);
+      const again = (await queue.claimRun({ token: "t", environmentId: e1, takeOver: { token: "t", countsAsAttempt: false } }, groupLimits))!;
+      expect(again.jobs.map((job) => [job.id, job.attempts])).toEqual(jobs.map((job) => [job.id, 1]));
+      const outcome = (jobId: number) => ({ jobId, status: "Succeeded" as const, output: { message: "done", total: 1, applied: 1, rejected: 0, errors: [] }, rejected: [] });
+      await queue.completeRun(again, async () => jobs.map((job) => outcome(job.id)));
+      for (const job of jobs) expect((await store.jobs.find(e1, job.id, ""))!.status).toBe("Succeeded");
+    });
+
     test("a job claimed more than the allowed attempts is given up as Failed, with a message that says so", async () => {
       const { queue, e1 } = await setUp();
       const job = await enqueue(e1, subAreas("A"));

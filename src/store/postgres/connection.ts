@@ -37,7 +37,12 @@ export function connect(url: string, options: ConnectOptions): { sql: Sql; db: D
     // Idle connections go after 30 s, and each lives at most 30 minutes, so that a pool follows a failover.
     idle_timeout: options.keepIdle ? 0 : 30,
     max_lifetime: options.keepIdle ? null : 30 * 60,
-    connect_timeout: 10,
+    // After lost connections a request waits for a new one: postgres.js's own backoff between attempts grows to
+    // 20 s, and an attempt cut short during start-up (PostgreSQL ending every connection at once) can hang for the
+    // whole connect timeout. Both are bounded to a few seconds, so that a request is answered (a 503 at worst)
+    // and runs go on soon after PostgreSQL is back (tests/postgres/failover.test.ts).
+    connect_timeout: 5,
+    backoff: (attempts: number) => Math.min(0.05 * 2 ** attempts, 1),
     // Lost peers are found within a minute even with no statement running.
     keep_alive: 30,
     // Prepared statements per connection: the same few statements run all the time.

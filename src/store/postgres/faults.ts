@@ -31,15 +31,22 @@ export function withCode(error: unknown): (Error & { code: string }) | undefined
 /** A deadlock or a serialization failure: the transaction may simply be run again. */
 const retryable = (code: string) => code === "40P01" || code === "40001";
 
-// Connection exceptions (08), insufficient resources other than a full disk (53), an administrator's or a
-// crash's shutdown (57P01–57P03), a session ended for idling in a transaction (25P03), and the driver's own
-// connection errors.
-const unavailable = (code: string) =>
+// Connection exceptions (08), an administrator's or a crash's shutdown (57P01–57P03), a session ended for
+// idling in a transaction (25P03), and the driver's own connection errors: the connection is gone.
+const connectionEnded = (code: string) =>
   code.startsWith("08") ||
-  code.startsWith("53") ||
   code.startsWith("57P") ||
   code === "25P03" ||
   /^(CONNECTION_|CONNECT_TIMEOUT|E(CONNREFUSED|CONNRESET|PIPE|HOSTUNREACH|NETUNREACH|TIMEDOUT|AI_AGAIN)|ENOTFOUND)/.test(code);
+
+// Those, and insufficient resources other than a full disk (53).
+const unavailable = (code: string) => connectionEnded(code) || code.startsWith("53");
+
+/** Whether `error` ended (or never opened) the connection its statement was sent on. */
+export function endedTheConnection(error: unknown): boolean {
+  const code = withCode(error)?.code;
+  return code !== undefined && connectionEnded(code);
+}
 
 /** Runs `fn`, faults translated. */
 export async function answer<T>(fn: () => Promise<T>): Promise<T> {

@@ -155,8 +155,9 @@ export class PostgresJobQueue implements JobQueue {
   /**
    * Claims the environment's next run: takes the environment's lock on a connection of its own and opens the
    * run's transaction there (completeRun commits it). Under the lock, the environment's first jobs that are not
-   * terminal are read: the first is the run's; a job found Processing was cut short and runs alone, its attempt
-   * counted. A small untried first job takes the small untried pending jobs after it along.
+   * terminal are read: the first is the run's; a job found Processing was cut short (in an instance that died or
+   * was cut off) and runs alone, its attempt counted. A small untried first job takes the small untried pending
+   * jobs after it along. `takeOver`, this process's own run cut short, first lets go of its jobs.
    */
   claimRun(request: ClaimRequest, limits: RunLimits): Promise<ClaimedRun | undefined> {
     return retried(async () => {
@@ -167,6 +168,14 @@ export class PostgresJobQueue implements JobQueue {
       try {
         const locked = await run`SELECT id FROM environments WHERE id = ${environmentId} FOR NO KEY UPDATE SKIP LOCKED`;
         if (locked.length === 0) return undefined;
+        // This process's own run, cut short, lets go of its jobs first (as on SQLite): they are claimed again
+        // below like any pending job, and a storage fault's attempt is not counted against them.
+        if (takeOver) {
+          await this.sql`
+            UPDATE jobs SET status = ${JobStatus.Pending}, claim_token = NULL, started_at = NULL,
+              attempts = attempts - ${takeOver.countsAsAttempt ? 0 : 1}
+            WHERE claim_token = ${takeOver.token} AND status = ${JobStatus.Processing}`;
+        }
         const candidates = (await run`
           SELECT ${jobColumns(run)} FROM jobs
           WHERE environment_id = ${environmentId} AND status IN (${JobStatus.Pending}, ${JobStatus.Processing})
@@ -182,14 +191,12 @@ export class PostgresJobQueue implements JobQueue {
             group.push(job);
           }
         }
-        // This process's own run met a storage fault: not the job's doing, so not counted again.
-        const counts = !(takeOver && !takeOver.countsAsAttempt && first.claimToken === takeOver.token);
         // Outside the run's transaction, committed at once: pollers see Processing, and the attempt is counted
         // even if this process dies before the run commits.
         const marked = (await this.sql`
           UPDATE jobs SET status = ${JobStatus.Processing}, claim_token = ${token},
             started_at = CASE WHEN id = ${first.id} THEN ${now()} ELSE NULL END,
-            attempts = attempts + ${counts ? 1 : 0}
+            attempts = attempts + 1
           WHERE id IN ${this.sql(group.map((job) => job.id))}
           RETURNING ${jobColumns(this.sql)}`) as unknown as ClaimRow[];
         marked.sort((a, b) => a.sequence - b.sequence);
@@ -215,7 +222,9 @@ export class PostgresJobQueue implements JobQueue {
     this.runs.delete(run.token);
     const tx = transaction.sql;
     try {
-      const [held] = await tx`SELECT count(*)::int AS count FROM jobs WHERE claim_token = ${run.token} AND status = ${JobStatus.Processing}`;
+      // Its own jobs only: a retry keeps its token, and takes over only the first job of the group it held.
+      const ids = run.jobs.map((job) => job.id);
+      const [held] = await tx`SELECT count(*)::int AS count FROM jobs WHERE id IN ${tx(ids)} AND claim_token = ${run.token} AND status = ${JobStatus.Processing}`;
       if (held!.count !== run.jobs.length) throw new StaleClaim(`run ${run.token} no longer holds its jobs (${run.jobs.map((job) => job.id).join(", ")})`);
       const completions = await apply(this.records.forRun(tx, run.environmentId));
       const completedAt = now();

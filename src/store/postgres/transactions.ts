@@ -1,5 +1,6 @@
 import { StorageUnavailable } from "../errors";
 import { connect, type Sql } from "./connection";
+import { endedTheConnection } from "./faults";
 
 /**
  * Transactions, each on a connection of its own for as long as it is open. Written out as BEGIN/COMMIT on
@@ -26,7 +27,7 @@ export class TransactionConnections {
   async begin(): Promise<Transaction> {
     const slot = await this.take();
     slot.lost = false;
-    const transaction = new Transaction(slot.sql, () => slot.lost, () => this.give(slot));
+    const transaction = new Transaction(slot.sql, () => slot.lost, (broken) => this.give(broken ? this.renewed(slot) : slot));
     try {
       await transaction.sql`BEGIN`;
     } catch (error) {
@@ -41,11 +42,26 @@ export class TransactionConnections {
     if (idle) return Promise.resolve(idle);
     if (this.all.length < this.max) {
       const slot: Slot = { lost: false } as Slot;
-      slot.sql = connect(this.url, { max: 1, onclose: () => void (slot.lost = true) }).sql;
+      this.connectSlot(slot);
       this.all.push(slot);
       return Promise.resolve(slot);
     }
     return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  private connectSlot(slot: Slot): void {
+    // Only this pool's connection counts: a renewed slot's old pool closes later.
+    const { sql } = connect(this.url, { max: 1, onclose: () => void (slot.sql === sql && (slot.lost = true)) });
+    slot.sql = sql;
+  }
+
+  // A transaction whose connection failed under it: its pool may still hold that connection, half-open or still
+  // connecting (postgres.js reconnects only after its timeout), so the slot gets a new pool and the old one goes.
+  private renewed(slot: Slot): Slot {
+    const old = slot.sql;
+    this.connectSlot(slot);
+    void old.end({ timeout: 0 }).catch(() => {});
+    return slot;
   }
 
   private give(slot: Slot): void {
@@ -66,18 +82,31 @@ export class Transaction {
   readonly sql: Sql;
   private open = true;
 
+  // A statement failed because the connection ended or never opened: nothing is left to roll back, and a
+  // ROLLBACK would only make the pool connect again (and wait for that) to find no transaction.
+  private broken = false;
+
   constructor(
     driver: Sql,
     private readonly lost: () => boolean,
-    private readonly ended: () => void,
+    private readonly ended: (broken: boolean) => void,
   ) {
     const check = () => {
       if (!this.open) throw new Error("statement on a transaction that has ended");
-      if (this.lost()) throw new StorageUnavailable("the database connection of this transaction was lost; nothing of it was committed");
+      if (this.lost() || this.broken) throw new StorageUnavailable("the database connection of this transaction was lost; nothing of it was committed");
     };
     const guarded = ((strings: TemplateStringsArray, ...values: unknown[]) => {
       check();
-      return (driver as unknown as (s: TemplateStringsArray, ...v: unknown[]) => unknown)(strings, ...values);
+      const made = (driver as unknown as (s: TemplateStringsArray, ...v: unknown[]) => Promise<unknown>)(strings, ...values);
+      // A tagged template is a statement the caller runs: watched, not handled (the caller still gets the
+      // error). Helpers such as tx(rows, columns) and the fragments unsafe() makes are not watched: watching runs
+      // a query.
+      if (Array.isArray(strings) && "raw" in strings) {
+        made.catch((error) => {
+          if (endedTheConnection(error)) this.broken = true;
+        });
+      }
+      return made;
     }) as unknown as Sql;
     guarded.unsafe = ((query: string, parameters?: unknown[], options?: object) => {
       check();
@@ -97,7 +126,7 @@ export class Transaction {
   /** Rolls back; on a lost connection there is nothing to roll back (PostgreSQL has). Never throws. */
   async rollback(): Promise<void> {
     try {
-      if (this.open && !this.lost()) await this.sql`ROLLBACK`;
+      if (this.open && !this.lost() && !this.broken) await this.sql`ROLLBACK`;
     } catch {
       // The connection went meanwhile: the transaction went with it.
     } finally {
@@ -108,6 +137,6 @@ export class Transaction {
   private end(): void {
     if (!this.open) return;
     this.open = false;
-    this.ended();
+    this.ended(this.broken);
   }
 }
