@@ -7,8 +7,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { asset, assetsBody, assetsBodyOfSize } from "./lib/data";
-import { importAndWait, startBenchServer, type BenchServer } from "./lib/server";
-import { median, peakRssOf, percentile } from "./lib/stats";
+import { backendsCpuMs, postgresAvailable, stopPostgres, withFreshDatabase, withInstances } from "./lib/postgres";
+import { importAndTime, importAndWait, startBenchServer, type BenchServer, type ImportPhases } from "./lib/server";
+import { cpuMsOf, median, peakRssOf, percentile } from "./lib/stats";
 
 const quick = process.argv.includes("--quick");
 const only = process.argv.find((arg) => arg.startsWith("--only="))?.slice("--only=".length).split(",");
@@ -230,40 +231,64 @@ async function bigImport() {
   });
 }
 
+const smallJobs = 2_000;
+const smallWarmUpJobs = 400;
+const smallJobClients = 20;
+type Rates = { acceptedPerSecond: number; completedPerSecond: number; cpuMs?: Record<string, number> };
+
+/**
+ * Each of the 20 clients sends its share one job at a time, client i to servers[i mod n]; resolves to each
+ * client's last job id once all are accepted.
+ */
+function sendSmallJobs(servers: BenchServer[], count: number, firstAsset: number): Promise<number[]> {
+  const share = count / smallJobClients;
+  return Promise.all(
+    Array.from({ length: smallJobClients }, async (_, client) => {
+      const server = servers[client % servers.length]!;
+      let last = 0;
+      for (let i = 0; i < share; i++) last = (await server.post("assets", JSON.stringify([asset(firstAsset + client * share + i)]))).id;
+      return last;
+    }),
+  );
+}
+
+/**
+ * accepted/s and completed/s of 2,000 one-record jobs; `waitDone` waits until every job is terminal, given each
+ * client's last id. `cpuMs`, if given, says how much CPU each process of interest has used so far: the rates
+ * then carry what each used during the timed part.
+ */
+async function smallJobRates(servers: BenchServer[], waitDone: (lasts: number[]) => Promise<void>, cpuMs?: () => Record<string, number>): Promise<Rates> {
+  // A running server, not one just started: the first few hundred requests are spent compiling its hot
+  // paths (the JIT took a quarter of the server's CPU time in a cold run). The baseline loop warms up the same way,
+  // and each of several instances takes as many as one alone would.
+  await waitDone(await sendSmallJobs(servers, smallWarmUpJobs * servers.length, 1_000_000));
+  const cpuBefore = cpuMs?.();
+  const start = performance.now();
+  const lasts = await sendSmallJobs(servers, smallJobs, 0);
+  const acceptedMs = performance.now() - start;
+  await waitDone(lasts);
+  const completedMs = performance.now() - start;
+  const rates: Rates = { acceptedPerSecond: (smallJobs / acceptedMs) * 1000, completedPerSecond: (smallJobs / completedMs) * 1000 };
+  if (cpuMs && cpuBefore) {
+    const cpuAfter = cpuMs();
+    rates.cpuMs = Object.fromEntries(Object.entries(cpuAfter).map(([name, ms]) => [name, ms - (cpuBefore[name] ?? 0)]));
+  }
+  return rates;
+}
+
 async function manySmallJobs() {
-  const jobs = 2_000;
-  const warmUpJobs = 400;
-  const clients = 20;
+  const jobs = smallJobs;
+  const clients = smallJobClients;
   // Redis + BullMQ cannot be installed from the lockfile here (this registry lacks msgpackr-extract's platform
   // packages, so `npm ci` fails): the baseline is the issue's fallback, a minimal durable bun:sqlite queue loop.
   const baselineName = "bun:sqlite queue loop";
-  // Each client sends its share one job at a time; resolves to the last job id once all are accepted.
-  const send = (server: BenchServer, count: number, firstAsset: number) =>
-    Promise.all(
-      Array.from({ length: clients }, async (_, client) => {
-        let last = 0;
-        for (let i = 0; i < count / clients; i++) last = (await server.post("assets", JSON.stringify([asset(firstAsset + client * (count / clients) + i)]))).id;
-        return last;
-      }),
-    ).then((lasts) => Math.max(...lasts));
-  type Rates = { acceptedPerSecond: number; completedPerSecond: number };
-  const measure = () => withServer<Rates>(async (server) => {
-    // A running server, not one just started: the first few hundred requests are spent compiling its hot
-    // paths (the JIT took a quarter of the server's CPU time in a cold run). The baseline loop warms up the same way.
-    await server.waitSucceeded(await send(server, warmUpJobs, 1_000_000), 2);
-    const start = performance.now();
-    const last = await send(server, jobs, 0);
-    const acceptedMs = performance.now() - start;
-    // Jobs of an environment run in id order: once the last is terminal, all are.
-    await server.waitSucceeded(last, 2);
-    const completedMs = performance.now() - start;
-    return { acceptedPerSecond: (jobs / acceptedMs) * 1000, completedPerSecond: (jobs / completedMs) * 1000 };
-  });
+  // Jobs of an environment run in id order: once the last is terminal, all are.
+  const measure = () => withServer((server) => smallJobRates([server], (lasts) => server.waitSucceeded(Math.max(...lasts), 2)));
   // Each run is short (a second or two), so a slow moment weighs a lot: baseline and importd runs alternate.
   const baselineRuns: Rates[] = [];
   const importdRuns: Rates[] = [];
   for (let i = 0; i < repeats; i++) {
-    baselineRuns.push(await runScript<Rates>("baselines/sqlite-queue.ts", [mkdtempSync(join(work, "queue-")), jobs, warmUpJobs]));
+    baselineRuns.push(await runScript<Rates>("baselines/sqlite-queue.ts", [mkdtempSync(join(work, "queue-")), jobs, smallWarmUpJobs]));
     importdRuns.push(await measure());
   }
   for (const kind of ["accepted", "completed"] as const) {
@@ -294,6 +319,86 @@ async function scaling() {
   rows.push({ row: "8", what: `records/s at ${largest / 1000}k ÷ at 10k (${sizes.map((size) => `${size / 1000}k: ${Math.round(rates[size]!)}/s`).join(", ")})`, importd: rates[largest]!, baseline: rates[10_000]!, unit: "records/s", ratio, target: "≥ 0.8×", ok: ratio >= 0.8, details: rates });
 }
 
+const postgresMissing = "no PostgreSQL server binaries (Debian: apt-get install postgresql)";
+
+/** The PG rows without PostgreSQL: a line that says so, and the rows shown as not measured. */
+function postgresSkipped(suite: string, rowsOf: Array<[row: string, what: string, unit: string, target: string]>) {
+  log(`row ${suite} skipped: ${postgresMissing}`);
+  for (const [row, what, unit, target] of rowsOf) rows.push({ row, what: `${what.split(":")[0]}: not measured, ${postgresMissing}`, importd: NaN, baseline: NaN, unit, ratio: NaN, target, ok: false });
+}
+
+type MergeRun = { emptyMs: number; updateMs: number; written: number; phases: { empty: Record<string, number>; update: Record<string, number> } };
+
+/** Rows pg 1a and pg 1b: row 1 on PostgreSQL, against a plain COPY → merge script into the same server. */
+async function postgresEndToEnd() {
+  const what = (label: string) => `100k assets, one request, ${label}, on PostgreSQL: POST → Succeeded (baseline: COPY → merge)`;
+  if (!postgresAvailable) return postgresSkipped("pg1", [["pg 1a", what("empty table"), "ms", "≤ 1.5×"], ["pg 1b", what("as updates"), "ms", "≤ 1.5×"]]);
+  const importdRuns = { empty: [] as ImportPhases[], update: [] as ImportPhases[] };
+  const mergeRuns: MergeRun[] = [];
+  for (let i = 0; i < repeats; i++) {
+    // Alternating, each on a database of its own, so that a slow minute weighs on both sides alike.
+    await withFreshDatabase((url) =>
+      withServer(async (server) => {
+        importdRuns.empty.push(await importAndTime(server, "assets", body100k));
+        importdRuns.update.push(await importAndTime(server, "assets", body100k));
+      }, ["--database-url", url]),
+    );
+    mergeRuns.push(await withFreshDatabase((url) => runScript<MergeRun>("baselines/pg-merge.ts", [file100k, url])));
+  }
+  for (const [row, label, kind] of [["pg 1a", "empty table", "empty"], ["pg 1b", "as updates", "update"]] as const) {
+    const times = importdRuns[kind].map((run) => run.totalMs);
+    const baseTimes = mergeRuns.map((run) => run[`${kind}Ms`]);
+    const ratio = median(times) / median(baseTimes);
+    const details = { runs: times, baselineRuns: baseTimes, phases: importdRuns[kind], baselinePhases: mergeRuns.map((run) => run.phases[kind]) };
+    rows.push({ row, what: what(label), importd: median(times), baseline: median(baseTimes), unit: "ms", ratio, target: "≤ 1.5×", ok: ratio <= 1.5, details });
+  }
+}
+
+// Each instance with one worker thread, so that both sides run three in all; see docs/performance.md.
+const pgInstances = 3;
+const pgWorkersEach = 1;
+
+function ownCpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}
+
+/** Row pg 7: row 7's 2,000 one-record jobs, completed/s with 3 instances on one database ÷ with 1 instance. */
+async function postgresSmallJobs() {
+  const what = `${smallJobs} one-record jobs from ${smallJobClients} clients on PostgreSQL: completed/s, ${pgInstances} instances (${pgWorkersEach} worker each) vs 1 (${pgInstances * pgWorkersEach} workers)`;
+  if (!postgresAvailable) return postgresSkipped("pg7", [["pg 7", what, "jobs/s", "≥ 1×"]]);
+  // On PostgreSQL ids are not commit order, but a run follows commit order (its sequence), and each client's jobs
+  // commit one after the other: once every client's last job is terminal, all are.
+  const everyLast = (server: BenchServer) => async (lasts: number[]) => {
+    for (const id of [...lasts].sort((a, b) => b - a)) await server.waitSucceeded(id, 2);
+  };
+  // Where the CPU goes, per process: each instance, the database's backends, and this script (the 20 clients).
+  const cpuOf = (url: string, servers: BenchServer[]) => () => ({
+    ...Object.fromEntries(servers.map((server, i) => [`importd ${i + 1}`, cpuMsOf(server.pid)])),
+    postgres: backendsCpuMs(url),
+    bench: ownCpuMs(),
+  });
+  const measure = (instances: number, workersEach: number) =>
+    withFreshDatabase((url) => withInstances(url, instances, workersEach, (servers) => smallJobRates(servers, everyLast(servers[0]!), cpuOf(url, servers))));
+  const oneRuns: Rates[] = [];
+  const manyRuns: Rates[] = [];
+  for (let i = 0; i < repeats; i++) {
+    oneRuns.push(await measure(1, pgInstances * pgWorkersEach));
+    manyRuns.push(await measure(pgInstances, pgWorkersEach));
+  }
+  const completed = (runs: Rates[]) => runs.map((run) => run.completedPerSecond);
+  const ratio = median(completed(manyRuns)) / median(completed(oneRuns));
+  const details = {
+    runs: completed(manyRuns),
+    baselineRuns: completed(oneRuns),
+    accepted: manyRuns.map((run) => run.acceptedPerSecond),
+    baselineAccepted: oneRuns.map((run) => run.acceptedPerSecond),
+    cpuMs: manyRuns.map((run) => run.cpuMs),
+    baselineCpuMs: oneRuns.map((run) => run.cpuMs),
+  };
+  rows.push({ row: "pg 7", what, importd: median(completed(manyRuns)), baseline: median(completed(oneRuns)), unit: "jobs/s", ratio, target: "≥ 1×", ok: ratio >= 1, details });
+}
+
 const suites: Array<[string, () => Promise<void>]> = [
   ["1", endToEnd],
   ["2", fiveRequests],
@@ -302,6 +407,8 @@ const suites: Array<[string, () => Promise<void>]> = [
   ["5", bigImport],
   ["7", manySmallJobs],
   ["8", scaling],
+  ["pg1", postgresEndToEnd],
+  ["pg7", postgresSmallJobs],
 ];
 
 const started = performance.now();
@@ -312,6 +419,7 @@ try {
     await suite();
   }
 } finally {
+  await stopPostgres();
   rmSync(work, { recursive: true, force: true });
 }
 

@@ -1,4 +1,7 @@
-/** A real importd server for the benchmarks: its own process, an empty data directory, reference data imported. */
+/**
+ * A real importd server for the benchmarks: its own process, an empty data directory (or an empty PostgreSQL
+ * database, with `--database-url`), reference data imported.
+ */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,19 +14,31 @@ export type BenchServer = {
   pid: number;
   process: ServerProcess;
   post(resource: string, body: Uint8Array | string): Promise<{ id: number }>;
-  status(id: number): Promise<{ importJobStatus: string; output: { applied: number; rejected: number } | null }>;
+  status(id: number): Promise<JobStatus>;
   /** Polls every `intervalMs` until the job is terminal; throws unless it Succeeded. */
   waitSucceeded(id: number, intervalMs?: number): Promise<void>;
   stop(): Promise<void>;
 };
 
+type JobStatus = {
+  importJobStatus: string;
+  output: { applied: number; rejected: number } | null;
+  createdAt: string;
+  startedAt: string | null;
+  completedAt: string | null;
+};
+
 const terminal = new Set(["Succeeded", "PartiallySucceeded", "Failed"]);
 
-export async function startBenchServer(extraArgs: string[] = []): Promise<BenchServer> {
+/**
+ * `joinKey`: the key of an instance already running on the same database (given `--database-url`); only the
+ * first instance on a database prints one, and it has imported the reference data for all.
+ */
+export async function startBenchServer(extraArgs: string[] = [], joinKey?: string): Promise<BenchServer> {
   const dataDir = mkdtempSync(join(tmpdir(), "importd-bench-"));
   const process = await spawnServer(dataDir, extraArgs);
   const base = `${process.url}/default`;
-  const key = process.firstRunKey!;
+  const key = joinKey ?? process.firstRunKey!;
   const headers = { "api-key": key };
   const server: BenchServer = {
     base,
@@ -55,6 +70,7 @@ export async function startBenchServer(extraArgs: string[] = []): Promise<BenchS
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+  if (joinKey) return server;
   for (const [resource, records] of Object.entries(referenceData)) {
     const { id } = await server.post(resource, JSON.stringify(records));
     await server.waitSucceeded(id);
@@ -68,4 +84,26 @@ export async function importAndWait(server: BenchServer, resource: string, body:
   const { id } = await server.post(resource, body);
   await server.waitSucceeded(id);
   return performance.now() - start;
+}
+
+/** Where an import's time went (ms): see importAndTime. */
+export type ImportPhases = { totalMs: number; acceptedMs: number; startedMs: number; appliedMs: number; seenMs: number };
+
+/**
+ * importAndWait, split in phases on the wall clock, which the server's job timestamps share (same machine, ms
+ * resolution): POST → 202 (intake), 202 → started (queued and claimed; below zero when a worker started it
+ * before the 202 reached us), started → completed (the run), completed → seen Succeeded (the polling).
+ */
+export async function importAndTime(server: BenchServer, resource: string, body: Uint8Array): Promise<ImportPhases> {
+  const start = performance.now();
+  const postedAt = Date.now();
+  const { id } = await server.post(resource, body);
+  const acceptedAt = Date.now();
+  await server.waitSucceeded(id);
+  const seenAt = Date.now();
+  const totalMs = performance.now() - start;
+  const job = await server.status(id);
+  const startedAt = Date.parse(job.startedAt!);
+  const completedAt = Date.parse(job.completedAt!);
+  return { totalMs, acceptedMs: acceptedAt - postedAt, startedMs: startedAt - acceptedAt, appliedMs: completedAt - startedAt, seenMs: seenAt - completedAt };
 }

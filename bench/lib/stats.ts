@@ -1,4 +1,5 @@
 /** Small statistics for benchmark samples. */
+import { readFileSync } from "node:fs";
 
 export function percentile(samples: number[], p: number): number {
   if (samples.length === 0) return NaN;
@@ -20,4 +21,19 @@ export async function peakRssOf(pid: number): Promise<number> {
   const match = status.match(/^VmHWM:\s+(\d+) kB/m);
   if (!match) throw new Error(`no VmHWM for process ${pid}`);
   return Number(match[1]) * 1024;
+}
+
+// Linux counts a process's CPU time in clock ticks of 1/100 s (USER_HZ, 100 on every mainstream architecture).
+const msPerTick = 10;
+
+/** CPU time (user + system, all its threads) a process has used so far, in ms; 0 once it is gone. */
+export function cpuMsOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // The command name, in parentheses, may hold spaces: count fields after its closing one.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * msPerTick;
+  } catch {
+    return 0;
+  }
 }
