@@ -1,5 +1,5 @@
 import { spawn, type Subprocess } from "bun";
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chownSync, existsSync, mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
@@ -80,27 +80,33 @@ async function startPostgres(): Promise<PostgresServer> {
   // --no-sync and fsync=off: nothing here outlives the test run, and the tests kill importd, never PostgreSQL.
   await run([join(binDir, "initdb"), "-D", dataDir, "-U", superuser, `--pwfile=${passwordFile}`, "--auth=scram-sha-256", "-E", "UTF8", "--no-sync", "--no-instructions"]);
   const port = await freePort();
+  // Under a watchdog shell that outlives this process: bun test runs no exit handlers, so the server would
+  // otherwise run on after the tests. When this process is gone, the shell shuts the server down at once
+  // (SIGQUIT to the pid in postmaster.pid: runuser, which starts it as root, does not pass signals on) and
+  // removes its directory.
+  const watchdog = [
+    `"$@" & while kill -0 ${process.pid} 2>/dev/null && kill -0 $! 2>/dev/null; do sleep 1; done`,
+    `kill -QUIT "$(head -n 1 '${dataDir}/postmaster.pid' 2>/dev/null)" 2>/dev/null; wait; rm -rf '${dir}'`,
+  ].join("; ");
   const server: Subprocess = spawn(
-    asServerUser([
-      join(binDir, "postgres"),
-      "-D", dataDir,
-      "-p", String(port),
-      "-k", dir,
-      "-c", "listen_addresses=127.0.0.1",
-      "-c", "fsync=off",
-      "-c", "synchronous_commit=off",
-      "-c", "full_page_writes=off",
-      "-c", "max_connections=300",
-      "-c", "shared_buffers=64MB",
-    ]),
+    [
+      "sh", "-c", watchdog, "sh",
+      ...asServerUser([
+        join(binDir, "postgres"),
+        "-D", dataDir,
+        "-p", String(port),
+        "-k", dir,
+        "-c", "listen_addresses=127.0.0.1",
+        "-c", "fsync=off",
+        "-c", "synchronous_commit=off",
+        "-c", "full_page_writes=off",
+        "-c", "max_connections=300",
+        "-c", "shared_buffers=64MB",
+      ]),
+    ],
     { stdout: "ignore", stderr: "pipe" },
   );
   const serverLog = new Response(server.stderr as ReadableStream).text();
-  process.on("exit", () => {
-    // Immediate shutdown: the data directory is thrown away anyway.
-    server.kill("SIGQUIT");
-    rmSync(dir, { recursive: true, force: true });
-  });
 
   const url = (name: string) => `postgres://${superuser}:${encodeURIComponent(testPassword)}@127.0.0.1:${port}/${name}`;
   const deadline = Date.now() + 30_000;
