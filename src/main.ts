@@ -2,14 +2,13 @@
 // argv → command. The only place that calls process.exit.
 import { parseArgs } from "node:util";
 import pkg from "../package.json" with { type: "json" };
-import { AccessError, envCommand, keyCommand, UsageError, type Output } from "./cli/commands";
-import { importCommand } from "./cli/import-command";
-import { storageCommand } from "./cli/storage-command";
+import { AccessError } from "./access/access";
+import { UsageError, type Output } from "./cli/errors";
 import { ConfigError, loadConfig, options, optionsHelp } from "./config";
 import { DatabaseError, StoreInUse } from "./store/errors";
-import { describeLocation } from "./store/open";
-import { createLog } from "./log";
-import { startServer, StartupError } from "./server";
+
+// Each command's modules are loaded when it runs: `importd import` of a small file would otherwise spend most of
+// its time loading the server.
 
 const usage = `importd ${pkg.version}: asynchronous bulk-import service
 
@@ -50,9 +49,10 @@ async function main(argv: string[]): Promise<number> {
       io.err("\nimportd: interrupted. Run the same command again to resume where it stopped: the requests that went through are not sent again.");
       process.exit(2);
     });
+    const { importCommand } = await import("./cli/import-command");
     return importCommand(argv.slice(1), process.env, io, process.stderr.isTTY === true);
   }
-  if (argv[0] === "storage") return storageCommand(argv.slice(1), process.env, io);
+  if (argv[0] === "storage") return (await import("./cli/storage-command")).storageCommand(argv.slice(1), process.env, io);
   const flagOptions = Object.fromEntries(Object.values(options).map((option) => [option.flag, { type: "string" as const }]));
   const { values, positionals } = parseArgs({
     args: negativeValuesJoined(argv),
@@ -66,11 +66,12 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig(values as Record<string, string | undefined>, process.env, { logFormat: process.stderr.isTTY ? "pretty" : "json" });
   const [command = "serve", ...rest] = positionals;
 
-  if (command === "env") return await envCommand(config, rest, io), 0;
-  if (command === "key") return await keyCommand(config, rest, io), 0;
+  if (command === "env") return await (await import("./cli/commands")).envCommand(config, rest, io), 0;
+  if (command === "key") return await (await import("./cli/commands")).keyCommand(config, rest, io), 0;
   if (command !== "serve") throw new UsageError(`unknown command '${command}'`);
   if (rest.length > 0) throw new UsageError(`serve takes no arguments, got '${rest.join(" ")}'`);
 
+  const [{ createLog }, { startServer }, { describeLocation }] = await Promise.all([import("./log"), import("./server"), import("./store/open")]);
   const log = createLog(config);
   // Handlers go in before the server starts: a supervisor may send SIGTERM as soon as it sees the
   // "listening" line, and Bun installs a signal handler only some time after process.on returns.
@@ -109,7 +110,7 @@ main(process.argv.slice(2)).then(
     // Usage and configuration mistakes exit 2, other known failures 1, each as one line; only a bug shows a stack.
     const usageMistake = error instanceof UsageError || (error as { code?: string })?.code?.startsWith?.("ERR_PARSE_ARGS");
     const badValue = usageMistake || error instanceof ConfigError;
-    const known = badValue || error instanceof AccessError || error instanceof StartupError || error instanceof DatabaseError || error instanceof StoreInUse;
+    const known = badValue || error instanceof AccessError || (error as Error)?.name === "StartupError" || error instanceof DatabaseError || error instanceof StoreInUse;
     console.error(`importd: ${known ? (error as Error).message : (error as Error)?.stack ?? error}`);
     if (usageMistake) console.error("Run importd --help for usage.");
     process.exit(badValue ? 2 : 1);

@@ -15,6 +15,7 @@ import { observeRequests } from "./observability/requests";
 import { openStore } from "./store/open";
 import { WorkerPool } from "./worker/pool";
 import { JobScheduler } from "./worker/scheduler";
+import { JobWaits } from "./jobs/job-waits";
 
 export type RunningServer = {
   url: string;
@@ -25,7 +26,10 @@ export type RunningServer = {
 };
 
 /** The server could not start for a reason outside the configuration's syntax (a busy port, an unknown address). */
-export class StartupError extends Error {}
+export class StartupError extends Error {
+  // main tells it by name: it loads this module only to serve.
+  override name = "StartupError";
+}
 
 function listenFailure(error: unknown, config: Config): string {
   const where = `${config.host}:${config.port}`;
@@ -64,24 +68,26 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
     await store.close();
     throw new StartupError((error as Error).message);
   }
-  const metrics = new Metrics(store.jobs);
+  const jobWaits = new JobWaits();
+  const metrics = new Metrics(store.jobs, () => jobWaits.size);
   const scheduler = new JobScheduler(store.queue, pool, {
     maxConcurrentRuns: Math.max(1, config.workers - 1),
     retryDelayMs: 500,
     onError: (jobId, error) => log({ level: "warn", msg: "job attempt failed; will retry", jobId, error: String(error) }),
     onStarted: (jobId, attempt) => log({ msg: "job started", jobId, attempt }),
     onFinished: (jobId, job, seconds) => {
+      jobWaits.finished([jobId]);
       metrics.jobFinished(job, seconds);
       log({ msg: "job finished", jobId, type: job.type, outcome: job.status, records: job.total, applied: job.applied, rejected: job.rejected, durationMs: Math.round(seconds * 1000) });
     },
   });
   // Other instances on a shared store queue work here too, and leave runs behind when they die.
-  store.watch(() => scheduler.wake());
+  store.watch({ work: () => scheduler.wake(), jobsFinished: (jobIds) => jobWaits.finished(jobIds), missed: () => jobWaits.wakeAll() });
   let stopping: Promise<void> | undefined;
   const readiness = () => checkReadiness(store, pool, () => stopping !== undefined);
   const failedAuthentications = new FailureLimiter(config.authFailuresPerMinute, store.failures ?? new MemoryFailureLog());
   const intake = new IntakeService({ pool, scheduler, log });
-  const services: Services = { config, log, access, failedAuthentications, intake, jobs: store.jobs, records: store.records, metrics, readiness };
+  const services: Services = { config, log, access, failedAuthentications, intake, jobs: store.jobs, jobWaits, records: store.records, metrics, readiness };
 
   const app = buildApp(services);
   const requests = observeRequests(app.fetch, log, metrics);
@@ -141,6 +147,8 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
     stop: () =>
       (stopping ??= (async () => {
         clearInterval(purgeTimer);
+        // Held long polls are answered now, with the job as it is.
+        jobWaits.stop();
         const deadline = Date.now() + config.shutdownTimeout * 1000;
         const untilDeadline = () => Bun.sleep(Math.max(0, deadline - Date.now()));
         // Stop listening; a request in flight (an upload, its intake) may still finish and get its answer.

@@ -1,10 +1,8 @@
-import { Access, AccessError } from "../access/access";
+import { Access } from "../access/access";
 import type { Config } from "../config";
 import { openStore } from "../store/open";
+import { UsageError, type Output } from "./errors";
 
-export class UsageError extends Error {}
-
-export type Output = { out: (line: string) => void; err: (line: string) => void };
 
 /** Runs `fn` against the store (migrated, so the CLI works before a first serve). */
 async function withAccess<T>(config: Config, fn: (access: Access) => Promise<T>): Promise<T> {
@@ -60,4 +58,3 @@ export async function keyCommand(config: Config, args: string[], io: Output): Pr
   }
 }
 
-export { AccessError };

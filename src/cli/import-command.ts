@@ -3,7 +3,7 @@ import { ImportdConnectionError, ImportdProblem } from "../client";
 import { defaultChunkBytes, runImport } from "../importer/run";
 import { SourceError } from "../importer/source";
 import { resourceByPath, resources } from "../resources/registry";
-import { UsageError, type Output } from "./commands";
+import { UsageError, type Output } from "./errors";
 
 export const importUsage = `importd import <file> --resource <resource> --base-url <url> [--api-key <key>] [--validate-only] [--restart]
 

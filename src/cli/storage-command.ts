@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, options } from "../config";
 import { copyToPostgres } from "../store/copy";
 import { redactedUrl } from "../store/postgres/connection";
-import { UsageError, type Output } from "./commands";
+import { UsageError, type Output } from "./errors";
 
 export const storageUsage = `importd storage copy --data-dir <dir> --to <postgres-url>
 

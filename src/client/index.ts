@@ -101,6 +101,9 @@ const retryAfterMs = (response: Response) => {
   return Number.isFinite(seconds) && seconds >= 0 && response.headers.has("retry-after") ? seconds * 1000 : undefined;
 };
 
+// How long one poll of waitForJob may be held: short enough that onProgress still hears of a long job now and then.
+const longPollSeconds = 10;
+
 export function createClient(options: ClientOptions) {
   const baseUrl = options.baseUrl.replace(/\/+$/, "");
   const retries = options.retries ?? 5;
@@ -159,16 +162,20 @@ export function createClient(options: ClientOptions) {
 
     getJob: (id: number, options?: RequestOptions) => getJson<JobDocument>(`/v2/status/${id}`, options),
 
-    /** Polls until the job is terminal, waiting as Retry-After says between polls. */
+    /**
+     * Polls until the job is terminal. Each poll is a long poll (`Prefer: wait`), so the answer comes as soon as
+     * the job ends; a server that does not hold polls is asked again as its Retry-After says.
+     */
     async waitForJob(id: number, options: WaitOptions = {}): Promise<JobDocument> {
       const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
       for (;;) {
-        const response = await send(`/v2/status/${id}`, { signal: options.signal });
+        const wait = Math.max(0, Math.min(longPollSeconds, Math.floor((deadline - Date.now()) / 1000)));
+        const response = await send(`/v2/status/${id}`, { signal: options.signal, headers: { prefer: `wait=${wait}` } });
         const job = (await response.json()) as JobDocument;
         options.onProgress?.(job);
         if (terminal.has(job.importJobStatus)) return job;
         if (Date.now() > deadline) throw new Error(`job ${id} is still ${job.importJobStatus} after ${options.timeoutMs} ms`);
-        await sleep(retryAfterMs(response) ?? 1000, options.signal);
+        if (!response.headers.has("preference-applied") || wait === 0) await sleep(retryAfterMs(response) ?? 1000, options.signal);
       }
     },
 

@@ -2,6 +2,7 @@ import type { Access } from "../access/access";
 import type { FailureLimiter } from "../access/failure-limiter";
 import type { Config } from "../config";
 import type { IntakeService } from "../jobs/intake-service";
+import type { JobWaits } from "../jobs/job-waits";
 import type { Log } from "../log";
 import type { Metrics } from "../observability/metrics";
 import type { ReadinessReport } from "../observability/readiness";
@@ -15,6 +16,7 @@ export type Services = {
   failedAuthentications: FailureLimiter;
   intake: IntakeService;
   jobs: JobReads;
+  jobWaits: JobWaits;
   records: RecordReads;
   metrics: Metrics;
   readiness: () => Promise<ReadinessReport>;

@@ -36,7 +36,15 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(jobs: Pick<JobReads, "countByStatus" | "queueDepth">) {
+  constructor(jobs: Pick<JobReads, "countByStatus" | "queueDepth">, heldPolls: () => number = () => 0) {
+    new Gauge({
+      name: "importd_held_polls",
+      help: "Status requests held open by this instance until their job ends (Prefer: wait).",
+      registers: [this.registry],
+      collect() {
+        this.set(heldPolls());
+      },
+    });
     new Gauge({
       name: "importd_jobs",
       help: "Jobs by state, all environments (finished jobs count until their documents expire).",

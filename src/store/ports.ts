@@ -162,6 +162,9 @@ export interface AccessStore {
   findKey(keyId: number): Promise<StoredKey | undefined>;
 }
 
+/** What Store.watch tells of. */
+export type StoreEvents = { work(): void; jobsFinished(jobIds: number[]): void; missed(): void };
+
 /** How a worker thread opens the store its process uses: structured-cloneable, opaque outside store/. */
 export type StoreHandle = { backend: string };
 
@@ -182,10 +185,12 @@ export interface Store {
    */
   health(): Promise<{ reachable: boolean; migrated: boolean; wakeUps?: boolean }>;
   /**
-   * Calls `wake` when another process may have left work to do here: queued jobs, a run cut short. Nothing on
-   * a store one process owns (SQLite).
+   * Tells of what other processes on the store did: `work` when they may have left work to do here (queued
+   * jobs, a run cut short), `jobsFinished` when they finished jobs, and `missed` when such news may have been
+   * lost (a lost connection), so that whoever waits on it looks again. Nothing on a store one process owns
+   * (SQLite).
    */
-  watch(wake: () => void): void;
+  watch(events: StoreEvents): void;
   /** What worker thread `threadNumber` (unique in the process, from 1) is given to open the store itself. */
   handleFor(threadNumber: number): StoreHandle;
   /** Worker thread `threadNumber` died, perhaps in the middle of a write. */

@@ -58,17 +58,13 @@ describe("against a running importd", () => {
     expect(indexes).toEqual(Array.from({ length: 1500 }, (_, i) => i));
   });
 
-  test("waitForJob waits as Retry-After says between polls, and stops when its signal aborts", async () => {
+  test("waitForJob's polls are held by the server until the job ends (Prefer: wait), and it stops when its signal aborts", async () => {
     const parked = await server.parkJob("default");
     const polls: number[] = [];
-    const started = performance.now();
-    const error = await client
-      .waitForJob(parked.id, { signal: AbortSignal.timeout(2500), onProgress: () => polls.push(performance.now() - started) })
-      .catch((e) => e);
+    const error = await client.waitForJob(parked.id, { signal: AbortSignal.timeout(1500), onProgress: () => polls.push(performance.now()) }).catch((e) => e);
     expect(error.name).toBe("TimeoutError");
-    // Retry-After is 1 second: polls at about 0, 1 and 2 seconds, not more.
-    expect(polls).toHaveLength(3);
-    expect(polls[1]! - polls[0]!).toBeGreaterThanOrEqual(950);
+    // One poll, held: no answer came while the job waited.
+    expect(polls).toHaveLength(0);
   });
 });
 
@@ -102,6 +98,22 @@ describe("retries", () => {
       const keys = new Set(s.seen.map((request) => request.headers.get("idempotency-key")));
       expect(keys.size).toBe(1);
       expect([...keys][0]).toMatch(/^[0-9a-f-]{36}$/);
+    } finally {
+      s.stop();
+    }
+  });
+
+  test("waitForJob asks for a long poll, and against a server that does not hold polls waits as Retry-After says", async () => {
+    const s = stub([
+      () => Response.json(job, { headers: { "retry-after": "1" } }),
+      () => Response.json({ ...job, importJobStatus: "Succeeded" }),
+    ]);
+    try {
+      const started = performance.now();
+      const done = await createClient({ baseUrl: s.url, apiKey: "k_1" }).waitForJob(7);
+      expect(done.importJobStatus).toBe("Succeeded");
+      expect(s.seen.map((request) => request.headers.get("prefer"))).toEqual(["wait=10", "wait=10"]);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(950);
     } finally {
       s.stop();
     }

@@ -43,7 +43,7 @@ export type TestServer = RunningServer & {
    * PostgreSQL, where every instance rescans the queue, the test also holds the environment's lock for a few
    * seconds (as a run in progress elsewhere would).
    */
-  parkJob(environmentSlug: string): Promise<Job>;
+  parkJob(environmentSlug: string, forMs?: number): Promise<Job>;
   close(): Promise<void>;
 };
 
@@ -88,7 +88,7 @@ export async function startTestServer(overrides: Partial<Config> = {}): Promise<
       const key = await access.createKey(slug);
       return { slug, key, base: `${server.url}/${slug}` };
     },
-    async parkJob(environmentSlug) {
+    async parkJob(environmentSlug, forMs = parkedForMs) {
       const environmentId = (await query<{ id: number }>("SELECT id FROM environments WHERE slug = ?", environmentSlug))[0]!.id;
       if (databaseUrl) {
         sidePostgres ??= postgres(databaseUrl, { max: 2, onnotice: () => {} });
@@ -98,7 +98,7 @@ export async function startTestServer(overrides: Partial<Config> = {}): Promise<
           sidePostgres.begin(async (tx) => {
             await tx`SELECT id FROM environments WHERE id = ${environmentId!} FOR NO KEY UPDATE`;
             locked();
-            await Bun.sleep(parkedForMs);
+            await Bun.sleep(forMs);
           }),
         );
         await lockTaken;

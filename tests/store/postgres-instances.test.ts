@@ -105,7 +105,7 @@ if (requirePostgres("the PostgreSQL store's multi-instance tests")) {
     const { url, stores: [a, b] } = await instances(2);
     const environment = await new Access(a!.access).createEnvironment("one");
     let wakes = 0;
-    b!.watch(() => wakes++);
+    b!.watch({ work: () => wakes++, jobsFinished: () => {}, missed: () => {} });
     for (let tries = 0; !(await b!.health()).wakeUps && tries < 100; tries++) await Bun.sleep(10);
     expect((await b!.health()).wakeUps).toBe(true);
 

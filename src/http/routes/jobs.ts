@@ -1,6 +1,7 @@
 import { Elysia, t } from "elysia";
 import type { OpenAPIV3 } from "openapi-types";
 import { jobDocument, jobDocumentSchema, retryAfterSeconds } from "../../jobs/document";
+import { maxWaitSeconds, preferredWait } from "../../jobs/job-waits";
 import { isTerminal, jobStatuses, type JobStatus } from "../../jobs/states";
 import { authentication } from "../auth";
 import { environmentParameter, environmentPathParameter, jsonResponse, problemResponses } from "../openapi";
@@ -40,19 +41,46 @@ export const jobRoutes = (services: Services) => {
     .use(authentication(services))
     .get(
       "/status/:id",
-      async ({ params, environmentId, set }) => {
-        const job = await findJob(environmentId, params.id);
+      async ({ params, environmentId, set, request }) => {
+        const wait = preferredWait(request.headers.get("prefer"));
+        let job = await findJob(environmentId, params.id);
+        if (wait !== undefined) {
+          set.headers["preference-applied"] = `wait=${wait}`;
+          // Held until the job ends or the wait is over. Registered before each read, so that an end between
+          // the read and the wait is not missed; a wake-up only says "read it again".
+          const until = Date.now() + wait * 1000;
+          while (!isTerminal(job.status) && Date.now() < until && !services.jobWaits.stopped) {
+            const held = services.jobWaits.register(job.id, until - Date.now());
+            job = await findJob(environmentId, params.id).catch((error) => (held.cancel(), Promise.reject(error)));
+            if (isTerminal(job.status)) held.cancel();
+            else await held.done;
+            job = await findJob(environmentId, params.id);
+          }
+        }
         if (!isTerminal(job.status)) set.headers["retry-after"] = String(retryAfterSeconds(job));
         return jobDocument(job);
       },
       {
         params: t.Object({ env: environmentParameter, id: t.String() }),
+        headers: t.Object({
+          prefer: t.Optional(
+            t.String({
+              description: `\`wait=<seconds>\` (RFC 7240): hold the answer until the job is terminal or the wait is over (at most ${maxWaitSeconds} s; a larger wish gets ${maxWaitSeconds}), then answer as usual. Without it the answer is immediate.`,
+              example: "wait=30",
+            }),
+          ),
+        }),
         detail: {
           summary: "Get a job's status",
           tags: ["Jobs"],
-          description: "Poll until importJobStatus is Succeeded, PartiallySucceeded or Failed. While it is not, the answer carries Retry-After (seconds).",
+          description:
+            "Poll until importJobStatus is Succeeded, PartiallySucceeded or Failed. While it is not, the answer carries Retry-After (seconds). " +
+            "With `Prefer: wait=<seconds>` (long polling) the answer comes as soon as the job ends, whichever instance ran it, or when the wait is over; it carries `Preference-Applied`.",
           responses: {
-            200: jsonResponse(jobDocumentSchema, "The job.", { "Retry-After": { schema: { type: "integer" }, description: "Seconds to wait before polling again; only while the job is not terminal." } }),
+            200: jsonResponse(jobDocumentSchema, "The job.", {
+              "Retry-After": { schema: { type: "integer" }, description: "Seconds to wait before polling again; only while the job is not terminal." },
+              "Preference-Applied": { schema: { type: "string", example: "wait=30" }, description: "The wait applied, when the request asked for one with Prefer." },
+            }),
             ...problemResponses(401, 429, 404),
           },
         },

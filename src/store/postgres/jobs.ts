@@ -27,6 +27,8 @@ const now = () => new Date().toISOString();
 
 /** The NOTIFY channel that tells every instance that work was queued. */
 export const workChannel = "importd_work";
+/** NOTIFY'd after a run commits, with its job ids (comma-separated): for the long polls of every instance. */
+export const doneChannel = "importd_done";
 
 // Jobs deleted per statement by the purge, so that it never holds many locks or a long transaction.
 const purgeBatch = 1_000;
@@ -237,6 +239,8 @@ export class PostgresJobQueue implements JobQueue {
         await tx`DELETE FROM job_payloads WHERE job_id = ${jobId}`;
       }
       await transaction.commit();
+      // After the commit: a poll woken before it would read the job unfinished.
+      await this.sql.notify(doneChannel, run.jobs.map((job) => job.id).join(",")).catch(() => {});
     } catch (error) {
       throw translateFault(error);
     } finally {

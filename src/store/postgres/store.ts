@@ -1,6 +1,6 @@
 import type { CopyReport, CopySource } from "../copy";
 import { DatabaseError } from "../errors";
-import type { Store, StoreHandle } from "../ports";
+import type { Store, StoreEvents, StoreHandle } from "../ports";
 import { PostgresAccessStore } from "./access";
 import { PostgresFailureLog } from "./failure-log";
 import { connect, type Db, type Sql } from "./connection";
@@ -80,8 +80,8 @@ export class PostgresStore implements Store {
   // A thread that dies closes its connections with it: PostgreSQL rolls its transaction back and frees its locks.
   threadDied(): void {}
 
-  watch(wake: () => void): void {
-    this.wakeUps ??= new WakeUps(this.url, wake);
+  watch(events: StoreEvents): void {
+    this.wakeUps ??= new WakeUps(this.url, events);
   }
 
   /** Fills this database, which must hold no importd data yet, with `source` (storage copy; see fill.ts). */

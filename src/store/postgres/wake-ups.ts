@@ -1,14 +1,16 @@
+import type { StoreEvents } from "../ports";
 import { connect, type Sql } from "./connection";
-import { workChannel } from "./jobs";
+import { doneChannel, workChannel } from "./jobs";
 
 const rescanEveryMs = 2_000;
 const maxReconnectDelayMs = 5_000;
 
 /**
- * An instance's wake-ups from the others: LISTEN on a connection of its own, and `wake` at every NOTIFY of
- * queued work. A lost connection is listened on again, backing off, and every (re)start of listening wakes too,
- * since notifications sent meanwhile are gone. A slow periodic wake stays as the fallback, and is what finds
- * the runs of an instance that died (it sends no notification).
+ * An instance's news from the others: LISTEN on a connection of its own, `work` at every NOTIFY of queued work
+ * and `jobsFinished` at every finished run. A lost connection is listened on again, backing off, and every
+ * (re)start of listening tells of work and of `missed` news too, since notifications sent meanwhile are gone. A
+ * slow periodic wake stays as the fallback, and is what finds the runs of an instance that died (it sends no
+ * notification).
  */
 export class WakeUps {
   private readonly sql: Sql;
@@ -20,18 +22,21 @@ export class WakeUps {
 
   constructor(
     url: string,
-    private readonly wake: () => void,
+    private readonly events: StoreEvents,
   ) {
     this.sql = connect(url, {
       max: 1,
       keepIdle: true,
-      onnotify: (channel) => channel === workChannel && this.wake(),
+      onnotify: (channel, payload) => {
+        if (channel === workChannel) this.events.work();
+        else if (channel === doneChannel) this.events.jobsFinished(payload.split(",").map(Number).filter(Number.isSafeInteger));
+      },
       onclose: () => {
         this.listening = false;
         this.listenSoon();
       },
     }).sql;
-    this.rescan = setInterval(() => this.wake(), rescanEveryMs);
+    this.rescan = setInterval(() => this.events.work(), rescanEveryMs);
     this.listenSoon(0);
   }
 
@@ -46,9 +51,11 @@ export class WakeUps {
       this.reconnecting = undefined;
       try {
         await this.sql.unsafe(`LISTEN ${workChannel}`);
+        await this.sql.unsafe(`LISTEN ${doneChannel}`);
         this.listening = true;
         this.reconnectDelayMs = 100;
-        this.wake();
+        this.events.work();
+        this.events.missed();
       } catch {
         this.reconnectDelayMs = Math.min(maxReconnectDelayMs, this.reconnectDelayMs * 2);
         this.listenSoon();

@@ -1,0 +1,73 @@
+/**
+ * Long polls (DECISIONS 7, `Prefer: wait`): the status requests held until their job ends. A held poll costs an
+ * entry here and its timer; it is woken when this process finishes or cancels the job, when another instance
+ * says it has (the store's notifications), or when notifications may have been missed (then every held poll
+ * reads its job again, and waits on if it has time left).
+ */
+export class JobWaits {
+  private readonly waiting = new Map<number, Set<() => void>>();
+  /** The server is stopping: polls are answered as they are, none waits any more. */
+  stopped = false;
+
+  /** Held polls, for the metrics and tests. */
+  get size(): number {
+    let count = 0;
+    for (const waiters of this.waiting.values()) count += waiters.size;
+    return count;
+  }
+
+  /**
+   * A wait for job `jobId`, registered at once (so that an end between this call and the caller's read of the
+   * job is not missed): `done` settles when the job may have ended or `ms` have passed; `cancel` lets go of it.
+   */
+  register(jobId: number, ms: number): { done: Promise<void>; cancel(): void } {
+    if (this.stopped || ms <= 0) return { done: Promise.resolve(), cancel() {} };
+    let waiters = this.waiting.get(jobId);
+    if (!waiters) this.waiting.set(jobId, (waiters = new Set()));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let wake!: () => void;
+    const done = new Promise<void>((resolve) => {
+      wake = () => {
+        clearTimeout(timer);
+        waiters.delete(wake);
+        if (waiters.size === 0 && this.waiting.get(jobId) === waiters) this.waiting.delete(jobId);
+        resolve();
+      };
+    });
+    waiters.add(wake);
+    timer = setTimeout(wake, ms);
+    return { done, cancel: wake };
+  }
+
+  /** These jobs have ended (or may have): their polls read them again. */
+  finished(jobIds: Iterable<number>): void {
+    for (const jobId of jobIds) for (const wake of [...(this.waiting.get(jobId) ?? [])]) wake();
+  }
+
+  /** Notifications may have been lost: every held poll reads its job again. */
+  wakeAll(): void {
+    this.finished([...this.waiting.keys()]);
+  }
+
+  /** The server stops: every held poll is answered now, and no new one waits. */
+  stop(): void {
+    this.stopped = true;
+    this.wakeAll();
+  }
+}
+
+/** Longest wait a poll may ask for, in seconds (a larger wish gets this). */
+export const maxWaitSeconds = 60;
+
+/**
+ * The `wait` preference of a Prefer header (RFC 7240), capped at maxWaitSeconds; undefined without one (or with
+ * one that is not a whole number of seconds, which RFC 7240 says to ignore).
+ */
+export function preferredWait(prefer: string | null | undefined): number | undefined {
+  if (!prefer) return undefined;
+  for (const preference of prefer.split(",")) {
+    const match = /^\s*wait\s*=\s*"?(\d{1,9})"?\s*(;.*)?$/i.exec(preference);
+    if (match) return Math.min(Number(match[1]), maxWaitSeconds);
+  }
+  return undefined;
+}
