@@ -21,6 +21,8 @@ Usage:
   importd key revoke <keyId>       revoke a key; takes effect at once, also on a running server
   importd import <file> --resource <resource> --base-url <url>
                                    import a CSV, NDJSON or JSON file in chunks (importd import --help)
+  importd jobs cancel <id> --base-url <url>
+                                   cancel a job that is still Pending (importd jobs --help)
   importd storage copy --data-dir <dir> --to <postgres-url>
                                    copy a stopped appliance's data into an empty PostgreSQL database
                                    (importd storage --help)
@@ -52,6 +54,7 @@ async function main(argv: string[]): Promise<number> {
     const { importCommand } = await import("./cli/import-command");
     return importCommand(argv.slice(1), process.env, io, process.stderr.isTTY === true);
   }
+  if (argv[0] === "jobs") return (await import("./cli/jobs-command")).jobsCommand(argv.slice(1), process.env, io);
   if (argv[0] === "storage") return (await import("./cli/storage-command")).storageCommand(argv.slice(1), process.env, io);
   const flagOptions = Object.fromEntries(Object.values(options).map((option) => [option.flag, { type: "string" as const }]));
   const { values, positionals } = parseArgs({

@@ -87,7 +87,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   const readiness = () => checkReadiness(store, pool, () => stopping !== undefined);
   const failedAuthentications = new FailureLimiter(config.authFailuresPerMinute, store.failures ?? new MemoryFailureLog());
   const intake = new IntakeService({ pool, scheduler, log });
-  const services: Services = { config, log, access, failedAuthentications, intake, jobs: store.jobs, jobWaits, records: store.records, metrics, readiness };
+  const services: Services = { config, log, access, failedAuthentications, intake, jobs: store.jobs, queue: store.queue, jobWaits, records: store.records, metrics, readiness };
 
   const app = buildApp(services);
   const requests = observeRequests(app.fetch, log, metrics);

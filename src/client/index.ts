@@ -179,6 +179,13 @@ export function createClient(options: ClientOptions) {
       }
     },
 
+    /**
+     * Cancels a Pending job: answers it Failed, `output.canceled` true, nothing applied (the same again for a job
+     * already canceled). A job that is Processing or finished is an ImportdProblem with status 409.
+     */
+    cancelJob: async (id: number, options: RequestOptions = {}) =>
+      (await (await send(`/v2/status/${id}/cancel`, { method: "POST", signal: options.signal })).json()) as JobDocument,
+
     /** Every record a finished job rejected, page after page. */
     async *rejectedRecords(id: number, options: RequestOptions = {}): AsyncGenerator<RejectedRecord> {
       let after: string | undefined;

@@ -6,7 +6,7 @@ import type { JobWaits } from "../jobs/job-waits";
 import type { Log } from "../log";
 import type { Metrics } from "../observability/metrics";
 import type { ReadinessReport } from "../observability/readiness";
-import type { JobReads, RecordReads } from "../store/ports";
+import type { JobQueue, JobReads, RecordReads } from "../store/ports";
 
 /** What the HTTP layer is handed; built in server.ts, so that tests build their own. */
 export type Services = {
@@ -16,6 +16,7 @@ export type Services = {
   failedAuthentications: FailureLimiter;
   intake: IntakeService;
   jobs: JobReads;
+  queue: Pick<JobQueue, "cancel">;
   jobWaits: JobWaits;
   records: RecordReads;
   metrics: Metrics;

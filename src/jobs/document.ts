@@ -13,6 +13,7 @@ export const jobOutputSchema = t.Object({
     t.Object({ index: t.Integer(), id: t.String(), field: t.String(), message: t.String() }),
     { description: "For programs: one entry per rejected record (capped at 1000; the message says when)." },
   ),
+  canceled: t.Optional(t.Literal(true, { description: "Present, true, when the job was canceled on request before it started (POST /v2/status/{id}/cancel)." })),
 });
 
 export const jobDocumentSchema = t.Object({

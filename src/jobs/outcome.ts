@@ -14,6 +14,8 @@ export type JobOutput = {
   applied: number;
   rejected: number;
   errors: Array<{ index: number; id: string; field: string; message: string }>;
+  /** Present, true, on a job canceled on request before it started. */
+  canceled?: true;
 };
 
 export const maxOutputErrors = 1000;
@@ -74,6 +76,18 @@ export function recordOutcome(total: number, rejections: Rejection[]): { status:
       message: `${rejected} of ${total} records were rejected and ${applied} applied. ${details} Fix and re-send only the rejected records; the applied ones are kept.${capNote(rejected)}`,
       ...base,
     },
+  };
+}
+
+/** A job canceled on request while it was still Pending (DECISIONS 7): Failed, nothing applied. */
+export function canceledOutput(total: number): JobOutput {
+  return {
+    message: `Canceled on request before it started: nothing was applied (${plural(total, "record")} not imported). Send the batch again to import it.`,
+    total,
+    applied: 0,
+    rejected: 0,
+    errors: [],
+    canceled: true,
   };
 }
 

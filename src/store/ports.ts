@@ -119,6 +119,12 @@ export interface JobQueue {
    * several processes takes interrupted runs over when claiming instead, and recovers nothing here.
    */
   recoverInterrupted(): Promise<number>;
+  /**
+   * Ends the environment's job `jobId` as `output` says (Failed, canceled) if it is still Pending, dropping its
+   * payload; resolves to the job as it then is, and whether this call canceled it (undefined for no such job).
+   * A claim and a cancel of the same job never both succeed: whichever commits first wins.
+   */
+  cancel(environmentId: number, jobId: number, output: JobOutput): Promise<{ job: Job; canceled: boolean } | undefined>;
   /** Deletes job documents completed before `before`, and idempotency keys past their 24 hours; resolves to the jobs deleted. */
   purge(before: string): Promise<number>;
 }

@@ -5,7 +5,7 @@ export type JobDocument = {
   importJobType: string;
   importJobStatus: string;
   statusUrl: string;
-  output: null | { message: string; total: number; applied: number; rejected: number; errors: Array<{ index: number; id: string; field: string; message: string }> };
+  output: null | { message: string; total: number; applied: number; rejected: number; errors: Array<{ index: number; id: string; field: string; message: string }>; canceled?: true };
   createdAt: string;
   startedAt: string | null;
   completedAt: string | null;

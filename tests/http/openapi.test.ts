@@ -48,8 +48,8 @@ describe("the OpenAPI document", () => {
     const served = app.routes.map((route) => `${route.method} ${route.path.replace(/:(\w+)/g, "{$1}")}`);
     const documented = operations().map(({ path, method }) => `${method.toUpperCase()} ${path}`);
     expect(served.filter((route) => !undocumented.has(route)).sort()).toEqual(documented.sort());
-    // Status, its rejected records and the job list, and per resource: import, list, get.
-    expect(documented.length).toBe(3 + 3 * resources.length);
+    // Status, its rejected records, cancel and the job list, and per resource: import, list, get.
+    expect(documented.length).toBe(4 + 3 * resources.length);
 
     for (const { path, operation } of operations()) {
       expect(path.startsWith("/{env}/v2/")).toBe(true);

@@ -46,6 +46,7 @@ async function harness(environmentOfJob: number[], fault: Fault = () => undefine
         payload: (jobId) => queue.payload(jobId),
         recoverInterrupted: () => queue.recoverInterrupted(),
         purge: (before) => queue.purge(before),
+        cancel: (environmentId, jobId, output) => queue.cancel(environmentId, jobId, output),
         abandonRun: (run) => queue.abandonRun(run),
         claimRun: async (request, limits) => {
           claimed = await queue.claimRun(request, limits);

@@ -1,6 +1,7 @@
 import { Elysia, t } from "elysia";
 import type { OpenAPIV3 } from "openapi-types";
 import { jobDocument, jobDocumentSchema, retryAfterSeconds } from "../../jobs/document";
+import { canceledOutput } from "../../jobs/outcome";
 import { maxWaitSeconds, preferredWait } from "../../jobs/job-waits";
 import { isTerminal, jobStatuses, type JobStatus } from "../../jobs/states";
 import { authentication } from "../auth";
@@ -15,6 +16,13 @@ const jobNotFinished = (status: string, retryAfter: number) =>
   conflict(`The job is still ${status}: which records it rejects is known once it has finished. Poll its statusUrl, then ask again.`, {
     "retry-after": String(retryAfter),
   });
+
+const cannotCancel = (status: JobStatus) =>
+  conflict(
+    status === "Processing"
+      ? "The job is Processing: it is being applied now and can no longer be canceled. Wait for it to finish; its output says what was applied."
+      : `The job has already finished (${status}): there is nothing left to cancel.`,
+  );
 
 const rejectedRecordSchema = t.Object({
   index: t.Integer({ description: "The record's index in the batch." }),
@@ -119,6 +127,37 @@ export const jobRoutes = (services: Services) => {
           responses: {
             200: jsonResponse(t.Object({ items: t.Array(rejectedRecordSchema), nextCursor: t.Union([t.String(), t.Null()]) }), "A page of rejected records."),
             ...problemResponses(400, 401, 429, 404, 409),
+          },
+        },
+      },
+    )
+    .post(
+      "/status/:id/cancel",
+      async ({ params, environmentId }) => {
+        const job = await findJob(environmentId, params.id);
+        const result = await services.queue.cancel(environmentId, job.id, canceledOutput(job.recordCount));
+        if (!result) throw jobNotFound();
+        if (result.canceled) {
+          services.jobWaits.finished([job.id]);
+          services.log({ msg: "job canceled", jobId: job.id, environment: params.env });
+          return jobDocument(result.job);
+        }
+        // Asked twice: the same answer again.
+        if (result.job.output?.canceled) return jobDocument(result.job);
+        throw cannotCancel(result.job.status);
+      },
+      {
+        params: t.Object({ env: environmentParameter, id: t.String() }),
+        detail: {
+          summary: "Cancel a pending job",
+          tags: ["Jobs"],
+          description:
+            "A Pending job becomes Failed at once, with nothing applied; its output says it was canceled on request (`output.canceled`: true). " +
+            "Canceling it again answers the same. A job that is Processing, or has finished, cannot be canceled: 409 names its status. " +
+            "A job claimed by a worker at the same moment either runs (and the cancel is refused) or is canceled (and nothing of it is applied), never both.",
+          responses: {
+            200: jsonResponse(jobDocumentSchema, "The canceled job."),
+            ...problemResponses(401, 429, 404, 409),
           },
         },
       },

@@ -1,4 +1,5 @@
 import { and, asc, desc, eq, gt, lt, sql as drizzleSql } from "drizzle-orm";
+import type { JobOutput } from "../../jobs/outcome";
 import { JobStatus } from "../../jobs/states";
 import { StaleClaim } from "../errors";
 import { idempotencyWindowStart } from "../idempotency";
@@ -161,7 +162,14 @@ export class PostgresJobQueue implements JobQueue {
    * was cut off) and runs alone, its attempt counted. A small untried first job takes the small untried pending
    * jobs after it along. `takeOver`, this process's own run cut short, first lets go of its jobs.
    */
-  claimRun(request: ClaimRequest, limits: RunLimits): Promise<ClaimedRun | undefined> {
+  async claimRun(request: ClaimRequest, limits: RunLimits): Promise<ClaimedRun | undefined> {
+    for (;;) {
+      const claimed = await this.claimOnce(request, limits);
+      if (claimed !== "again") return claimed;
+    }
+  }
+
+  private claimOnce(request: ClaimRequest, limits: RunLimits): Promise<ClaimedRun | undefined | "again"> {
     return retried(async () => {
       const { token, environmentId, takeOver } = request;
       const transaction = await this.transactions.begin();
@@ -199,8 +207,11 @@ export class PostgresJobQueue implements JobQueue {
           UPDATE jobs SET status = ${JobStatus.Processing}, claim_token = ${token},
             started_at = CASE WHEN id = ${first.id} THEN ${now()} ELSE NULL END,
             attempts = attempts + 1
-          WHERE id IN ${this.sql(group.map((job) => job.id))}
+          WHERE id IN ${this.sql(group.map((job) => job.id))} AND status IN (${JobStatus.Pending}, ${JobStatus.Processing})
           RETURNING ${jobColumns(this.sql)}`) as unknown as ClaimRow[];
+        // Canceled since they were read (a cancel's row lock came first): the run goes without them, or, with
+        // none left, the claim looks again.
+        if (marked.length === 0) return "again" as const;
         marked.sort((a, b) => a.sequence - b.sequence);
         this.runs.set(token, transaction);
         claimed = true;
@@ -280,6 +291,27 @@ export class PostgresJobQueue implements JobQueue {
    * One instance at a time, in batches of purgeBatch jobs, each its own transaction: a batch runs only while
    * its transaction holds the purge lock (an instance that finds it taken leaves the purge to the other).
    */
+  cancel(environmentId: number, jobId: number, output: JobOutput): Promise<{ job: Job; canceled: boolean } | undefined> {
+    return retried(async () => {
+      // Against a claim of the same job, the row lock decides: a claim's mark that commits first leaves it
+      // Processing (and this finds it so), and one that comes after skips it (see claimRun).
+      const canceled = await this.inTransaction(async (tx) => {
+        const [row] = await tx`
+          UPDATE jobs SET status = ${JobStatus.Failed}, output = ${JSON.stringify(output)}, completed_at = ${now()}, claim_token = NULL
+          WHERE id = ${jobId} AND environment_id = ${environmentId} AND status = ${JobStatus.Pending}
+          RETURNING ${jobColumns(tx)}`;
+        if (row) await tx`DELETE FROM job_payloads WHERE job_id = ${jobId}`;
+        return row as ClaimRow | undefined;
+      });
+      if (canceled) {
+        await this.sql.notify(doneChannel, String(jobId)).catch(() => {});
+        return { job: toJob(canceled), canceled: true };
+      }
+      const [row] = await this.sql`SELECT ${jobColumns(this.sql)} FROM jobs WHERE id = ${jobId} AND environment_id = ${environmentId}`;
+      return row ? { job: toJob(row as ClaimRow), canceled: false } : undefined;
+    });
+  }
+
   purge(before: string): Promise<number> {
     return answer(async () => {
       await this.inTransaction((tx) => tx`DELETE FROM idempotency_keys WHERE created_at < ${idempotencyWindowStart()}`);

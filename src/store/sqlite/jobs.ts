@@ -1,4 +1,5 @@
 import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
+import type { JobOutput } from "../../jobs/outcome";
 import { JobStatus } from "../../jobs/states";
 import { StaleClaim } from "../errors";
 import { idempotencyWindowStart } from "../idempotency";
@@ -270,6 +271,25 @@ export class SqliteJobQueue implements JobQueue {
           .where(eq(jobs.status, JobStatus.Processing))
           .returning({ id: jobs.id })
           .all().length,
+    );
+  }
+
+  cancel(environmentId: number, jobId: number, output: JobOutput): Promise<{ job: Job; canceled: boolean } | undefined> {
+    return answer(() =>
+      writeTransaction(this.db, (tx) => {
+        const [canceled] = tx
+          .update(jobs)
+          .set({ status: JobStatus.Failed, output: JSON.stringify(output), completedAt: now(), claimToken: null })
+          .where(and(eq(jobs.id, jobId), eq(jobs.environmentId, environmentId), eq(jobs.status, JobStatus.Pending)))
+          .returning()
+          .all();
+        if (canceled) {
+          tx.delete(jobPayloads).where(eq(jobPayloads.jobId, jobId)).run();
+          return { job: toJob(canceled), canceled: true };
+        }
+        const [job] = tx.select().from(jobs).where(and(eq(jobs.id, jobId), eq(jobs.environmentId, environmentId))).all();
+        return job && { job: toJob(job), canceled: false };
+      }),
     );
   }
 

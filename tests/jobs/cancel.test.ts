@@ -1,0 +1,141 @@
+import { afterEach, expect, test } from "bun:test";
+import { groupLimits, runNext } from "../../src/jobs/apply";
+import { canceledOutput } from "../../src/jobs/outcome";
+import { getJob, importBatch, waitForJob, type JobDocument } from "../helpers/api";
+import { importd } from "../helpers/process";
+import { enqueueJob, startTestServer, type TestServer } from "../helpers/server";
+
+// Cancel (DECISIONS 7): POST /v2/status/{id}/cancel ends a Pending job Failed at once, nothing applied; a
+// Processing or finished job is a 409 naming its status; a second cancel answers the same again.
+
+let server: TestServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+const cancel = async (s: TestServer, id: number, key = s.key, base = s.base) => {
+  const response = await fetch(`${base}/v2/status/${id}/cancel`, { method: "POST", headers: { "api-key": key } });
+  return { status: response.status, body: await response.json() };
+};
+const encode = (records: unknown[]) => new TextEncoder().encode(JSON.stringify(records));
+const environmentId = async (s: TestServer, slug = "default") => (await s.query<{ id: number }>("SELECT id FROM environments WHERE slug = ?", slug))[0]!.id;
+const subAreaExists = async (s: TestServer, id: string) => (await fetch(`${s.base}/v2/subareas/${id}`, { headers: { "api-key": s.key } })).status === 200;
+
+test("a Pending job is canceled at once: Failed, output.canceled, nothing applied, its payload dropped; a held poll is answered; canceling again answers the same", async () => {
+  server = await startTestServer();
+  // Pending, and kept so (see parkJob) while the test looks.
+  const parked = await server.parkJob("default", 5_000);
+  const held = fetch(`${server.base}/v2/status/${parked.id}`, { headers: { "api-key": server.key, prefer: "wait=30" } }).then((r) => r.json() as Promise<JobDocument>);
+  await Bun.sleep(200);
+
+  const first = await cancel(server, parked.id);
+  expect(first.status).toBe(200);
+  expect(first.body).toMatchObject({ id: parked.id, importJobStatus: "Failed", output: { applied: 0, rejected: 0, total: 1, canceled: true, errors: [] } });
+  expect(first.body.importJobType).toBe("Asset");
+  expect(first.body.output.message).toStartWith("Canceled on request before it started: nothing was applied");
+  expect(first.body.completedAt).not.toBeNull();
+  expect((await held).importJobStatus).toBe("Failed");
+  expect(await server.query("SELECT job_id FROM job_payloads WHERE job_id = ?", parked.id)).toEqual([]);
+
+  const again = await cancel(server, parked.id);
+  expect(again).toEqual(first);
+
+  // The queue moves on past it, and it is never applied.
+  const next = await importBatch(server.base, "subareas", server.key, [{ id: "after", name: "After" }]);
+  expect((await waitForJob(server.base, server.key, next.id)).importJobStatus).toBe("Succeeded");
+  expect((await fetch(`${server.base}/v2/assets/A-0000001`, { headers: { "api-key": server.key } })).status).toBe(404);
+  expect((await getJob(server.base, server.key, parked.id)).importJobStatus).toBe("Failed");
+}, 30_000);
+
+test("a Processing or finished job cannot be canceled: 409 naming its status; an unknown job, or another environment's, is 404", async () => {
+  server = await startTestServer();
+  const done = await importBatch(server.base, "subareas", server.key, [{ id: "north", name: "North" }]);
+  await waitForJob(server.base, server.key, done.id);
+  const finished = await cancel(server, done.id);
+  expect(finished.status).toBe(409);
+  expect(finished.body.detail).toBe("The job has already finished (Succeeded): there is nothing left to cancel.");
+  expect((await getJob(server.base, server.key, done.id)).importJobStatus).toBe("Succeeded");
+
+  // A run claimed through the store, as a worker would claim it.
+  const store = await server.store();
+  const job = await enqueueJob(store.queue, await environmentId(server), "SubArea", 1, encode([{ id: "busy", name: "Busy" }]));
+  const run = await store.queue.claimRun({ token: crypto.randomUUID(), environmentId: await environmentId(server) }, groupLimits);
+  expect(run?.jobs.map((claimed) => claimed.id)).toEqual([job.id]);
+  const processing = await cancel(server, job.id);
+  expect(processing.status).toBe(409);
+  expect(processing.body.detail).toStartWith("The job is Processing: it is being applied now and can no longer be canceled.");
+  await store.queue.abandonRun(run!);
+
+  expect((await cancel(server, 999_999)).status).toBe(404);
+  const other = await server.addEnvironment("other");
+  expect((await cancel(server, done.id, other.key, other.base)).status).toBe(404);
+}, 30_000);
+
+test("cancel against a claim of the same jobs, 30 times: exactly one wins each time, and a canceled job in a group is skipped while the others are applied", async () => {
+  server = await startTestServer();
+  const store = await server.store();
+  const env = await environmentId(server);
+  let canceledCount = 0;
+  let claimedCount = 0;
+  for (let round = 0; round < 30; round++) {
+    // Three small jobs, a group; the middle one is canceled while a worker's claim races it.
+    const jobs = [];
+    for (const part of ["a", "b", "c"]) jobs.push(await enqueueJob(store.queue, env, "SubArea", 1, encode([{ id: `r${round}-${part}`, name: `Round ${round}` }])));
+    const middle = jobs[1]!;
+    // A worker's run (claim, apply, complete) against the cancel. (On PostgreSQL the server's own scheduler may
+    // claim first; what counts is that one of the two wins.)
+    // The run starts a little later in some rounds, so that either may come first.
+    const delayMs = [0, 1, 2, 3, 5, 8][round % 6]!;
+    const [answer, ran] = await Promise.all([cancel(server, middle.id), Bun.sleep(delayMs).then(() => runNext(store.queue, env, { token: crypto.randomUUID() }))]);
+    if (answer.status === 200) {
+      canceledCount++;
+      expect(ran?.map((job) => job.id) ?? []).not.toContain(middle.id);
+    } else {
+      claimedCount++;
+      expect(answer.status).toBe(409);
+    }
+    // Every job ends: what the run left, the server's scheduler runs.
+    await importBatch(server.base, "subareas", server.key, [{ id: `wake-${round}`, name: "Wake" }]);
+    for (const job of jobs) await waitForJob(server.base, server.key, job.id);
+    const middleDoc = await getJob(server.base, server.key, middle.id);
+    expect(middleDoc.importJobStatus).toBe(answer.status === 200 ? "Failed" : "Succeeded");
+    expect(await subAreaExists(server, `r${round}-b`)).toBe(answer.status !== 200);
+    for (const part of ["a", "c"]) expect(await subAreaExists(server, `r${round}-${part}`)).toBe(true);
+  }
+  console.log(`cancel vs claim: ${canceledCount} canceled first, ${claimedCount} claimed first`);
+  expect(canceledCount + claimedCount).toBe(30);
+  // Both orders happened, or the test proved nothing about one of them.
+  expect(canceledCount).toBeGreaterThan(0);
+  expect(claimedCount).toBeGreaterThan(0);
+}, 120_000);
+
+test("importd jobs cancel: cancels a Pending job (exit 0, again 0), refuses a finished one (exit 1, saying why)", async () => {
+  server = await startTestServer();
+  const parked = await server.parkJob("default", 5_000);
+  const args = (id: number) => ["jobs", "cancel", String(id), "--base-url", server!.base];
+  const first = await importd(args(parked.id), { IMPORTD_API_KEY: server.key });
+  expect(first.code).toBe(0);
+  expect(first.stdout).toStartWith(`job ${parked.id}: Failed. Canceled on request before it started`);
+  expect((await importd(args(parked.id), { IMPORTD_API_KEY: server.key })).code).toBe(0);
+
+  const done = await importBatch(server.base, "subareas", server.key, [{ id: "y", name: "Y" }]);
+  await waitForJob(server.base, server.key, done.id);
+  const refused = await importd(args(done.id), { IMPORTD_API_KEY: server.key });
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toContain(`importd: job ${done.id} cannot be canceled: The job has already finished (Succeeded)`);
+  const usage = await importd(["jobs", "cancel", "abc", "--base-url", server.base], { IMPORTD_API_KEY: server.key });
+  expect(usage.code).toBe(2);
+  expect(usage.stderr).toContain("jobs cancel takes one job id");
+}, 60_000);
+
+test("the canceled output says what the job was", () => {
+  expect(canceledOutput(3)).toEqual({
+    message: "Canceled on request before it started: nothing was applied (3 records not imported). Send the batch again to import it.",
+    total: 3,
+    applied: 0,
+    rejected: 0,
+    errors: [],
+    canceled: true,
+  });
+});
