@@ -3,7 +3,7 @@ import type { ResourceDefinition } from "../resources/definition";
 import { displayName, type BatchValidation } from "../resources/validate";
 import type { ClaimedRun, Completion, Job, JobQueue, RejectedRecord, RunRecords } from "../store/ports";
 import { readBatch, type Records } from "./batch";
-import { batchFailure, duplicateIdsOutcome, recordOutcome, type JobOutput, type Rejection } from "./outcome";
+import { batchFailure, duplicateIdsOutcome, recordOutcome, type AppliedCounts, type JobOutput, type Rejection } from "./outcome";
 import { requestBody } from "./payload";
 import type { JobStatus } from "./states";
 
@@ -81,10 +81,11 @@ class EnvironmentRecords {
     return ids;
   }
 
-  async upsert(resource: ResourceDefinition, jobId: number, records: Records): Promise<void> {
-    await this.records.upsert(resource, jobId, records);
+  async upsert(resource: ResourceDefinition, jobId: number, records: Records): Promise<AppliedCounts> {
+    const counts = await this.records.upsert(resource, jobId, records);
     const ids = this.idSets.get(resource.path);
     if (ids) for (const record of records) ids.add(record.id);
+    return counts;
   }
 }
 
@@ -150,8 +151,8 @@ async function applyOne(job: Job, environment: EnvironmentRecords, batch: Stored
     }
     return true;
   });
-  await environment.upsert(resource, job.id, accepted);
-  return outcome(recordOutcome(records.length, rejections), records, rejections);
+  const counts = await environment.upsert(resource, job.id, accepted);
+  return outcome(recordOutcome(records.length, rejections, counts), records, rejections);
 }
 
 export type RunOptions = {

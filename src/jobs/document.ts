@@ -13,6 +13,9 @@ export const jobOutputSchema = t.Object({
     t.Object({ index: t.Integer(), id: t.String(), field: t.String(), message: t.String() }),
     { description: "For programs: one entry per rejected record (capped at 1000; the message says when)." },
   ),
+  created: t.Optional(t.Integer({ description: "Applied records that did not exist before. applied = created + updated + unchanged." })),
+  updated: t.Optional(t.Integer({ description: "Applied records that existed and differed: written." })),
+  unchanged: t.Optional(t.Integer({ description: "Applied records equal to the stored ones in every field: not written (their updatedAt and lastJobId stay)." })),
   canceled: t.Optional(t.Literal(true, { description: "Present, true, when the job was canceled on request before it started (POST /v2/status/{id}/cancel)." })),
 });
 

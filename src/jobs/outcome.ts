@@ -14,9 +14,22 @@ export type JobOutput = {
   applied: number;
   rejected: number;
   errors: Array<{ index: number; id: string; field: string; message: string }>;
+  /**
+   * What applying did: applied = created + updated + unchanged (an unchanged record equals the stored one and is
+   * not written). Absent only from jobs finished by an importd from before they were counted.
+   */
+  created?: number;
+  updated?: number;
+  unchanged?: number;
   /** Present, true, on a job canceled on request before it started. */
   canceled?: true;
 };
+
+/** What applying did to the applied records. */
+export type AppliedCounts = { created: number; updated: number; unchanged: number };
+const noneApplied: AppliedCounts = { created: 0, updated: 0, unchanged: 0 };
+
+const split = ({ created, updated, unchanged }: AppliedCounts) => `${created} created, ${updated} updated, ${unchanged} unchanged`;
 
 export const maxOutputErrors = 1000;
 const maxGroups = 5;
@@ -51,13 +64,13 @@ function capNote(count: number) {
   return count > maxOutputErrors ? ` errors lists the first ${maxOutputErrors} of ${count}.` : "";
 }
 
-/** The outcome of a job whose records were checked one by one. */
-export function recordOutcome(total: number, rejections: Rejection[]): { status: JobStatus; output: JobOutput } {
+/** The outcome of a job whose records were checked one by one; `counts`: what applying the others did. */
+export function recordOutcome(total: number, rejections: Rejection[], counts: AppliedCounts): { status: JobStatus; output: JobOutput } {
   const rejected = rejections.length;
   const applied = total - rejected;
-  const base = { total, applied, rejected, errors: errorsOf(rejections) };
+  const base = { total, applied, rejected, errors: errorsOf(rejections), ...counts };
   if (rejected === 0) {
-    const message = total === 1 ? "The record was applied." : `All ${total} records were applied.`;
+    const message = total === 1 ? `The record was applied (${split(counts)}).` : `All ${total} records were applied (${split(counts)}).`;
     return { status: JobStatus.Succeeded, output: { message, ...base } };
   }
   const details = describeGroups(rejections);
@@ -73,7 +86,7 @@ export function recordOutcome(total: number, rejections: Rejection[]): { status:
   return {
     status: JobStatus.PartiallySucceeded,
     output: {
-      message: `${rejected} of ${total} records were rejected and ${applied} applied. ${details} Fix and re-send only the rejected records; the applied ones are kept.${capNote(rejected)}`,
+      message: `${rejected} of ${total} records were rejected and ${applied} applied (${split(counts)}). ${details} Fix and re-send only the rejected records; the applied ones are kept.${capNote(rejected)}`,
       ...base,
     },
   };
@@ -87,6 +100,7 @@ export function canceledOutput(total: number): JobOutput {
     applied: 0,
     rejected: 0,
     errors: [],
+    ...noneApplied,
     canceled: true,
   };
 }
@@ -95,7 +109,7 @@ export function canceledOutput(total: number): JobOutput {
 export function batchFailure(total: number, message: string, rejections: Rejection[] = []): { status: JobStatus; output: JobOutput } {
   return {
     status: JobStatus.Failed,
-    output: { message, total, applied: 0, rejected: total, errors: errorsOf(rejections) },
+    output: { message, total, applied: 0, rejected: total, errors: errorsOf(rejections), ...noneApplied },
   };
 }
 

@@ -70,12 +70,19 @@ export type Completion = { jobId: number; status: JobStatus; output: JobOutput; 
 /** The oldest pending job of an environment that has no run in progress: the head of its queue. */
 export type QueueHead = { environmentId: number; jobId: number; attempts: number };
 
+/** What an upsert did, record by record. */
+export type UpsertCounts = { created: number; updated: number; unchanged: number };
+
 /** One resource's records of one environment, read and written inside a run's transaction. */
 export interface RunRecords {
   /** Every id of `resource` in the environment, as the run's transaction sees it. */
   ids(resource: ResourceDefinition): Promise<Set<string>>;
-  /** Upserts the records by id, as written by `jobId`. */
-  upsert(resource: ResourceDefinition, jobId: number, records: ReadonlyArray<{ id: string } & Record<string, unknown>>): Promise<void>;
+  /**
+   * Upserts the records by id, as written by `jobId`, and says what that did to each: created, updated, or
+   * unchanged (equal to the stored record in every field its resource defines; not written at all, so its
+   * updatedAt and lastJobId stay as they were).
+   */
+  upsert(resource: ResourceDefinition, jobId: number, records: ReadonlyArray<{ id: string } & Record<string, unknown>>): Promise<UpsertCounts>;
 }
 
 /** The job queue: every write about jobs. */

@@ -120,7 +120,7 @@ describe.skipIf(!haproxy)("importd behind deploy/haproxy.cfg", () => {
     // 3. Poll to Succeeded, then read it back.
     const succeeded = await waitForJob(base, key, accepted.id);
     expect(succeeded.importJobStatus).toBe("Succeeded");
-    expect(succeeded.output).toMatchObject({ message: "All 2 records were applied.", total: 2, applied: 2, rejected: 0, errors: [] });
+    expect(succeeded.output).toMatchObject({ message: "All 2 records were applied (2 created, 0 updated, 0 unchanged).", total: 2, applied: 2, rejected: 0, errors: [], created: 2, updated: 0, unchanged: 0 });
     const pipe = await fetch(`${base}/v2/assets/PIPE-0001`, { headers: { "api-key": key } });
     expect(pipe.status).toBe(200);
     expect(await pipe.json()).toMatchObject({ id: "PIPE-0001", name: "Main St water main", endPoint: 120.5 });

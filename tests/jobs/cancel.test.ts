@@ -136,6 +136,9 @@ test("the canceled output says what the job was", () => {
     applied: 0,
     rejected: 0,
     errors: [],
+    created: 0,
+    updated: 0,
+    unchanged: 0,
     canceled: true,
   });
 });

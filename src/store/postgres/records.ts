@@ -1,7 +1,7 @@
 import { and, asc, eq, getTableColumns, getTableName, gt } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
 import type { ResourceDefinition } from "../../resources/definition";
-import type { RecordReads, RunRecords } from "../ports";
+import type { RecordReads, RunRecords, UpsertCounts } from "../ports";
 import type { Db, Sql } from "./connection";
 import { answer } from "./faults";
 import { recordTables } from "./schema";
@@ -36,15 +36,22 @@ class ResourceTable {
     const name = (field: string) => quote(this.columns[field]!.name);
     const arrays = ["id", ...this.valueFields].map((field, index) => `$${index + 4}::${this.columns[field]!.getSQLType()}[]`);
     const updates = [...this.valueFields, "updatedAt", "lastJobId"].map((field) => `${name(field)} = excluded.${name(field)}`);
+    // A record equal to the stored one is not written (its updatedAt and lastJobId stay): the update's WHERE is
+    // false, and then no row comes back. Of those that do, a new row has no xmax yet (an updated one has this
+    // transaction's).
+    const values = this.valueFields.map(name);
     this.upsertSql =
-      `INSERT INTO ${quote(getTableName(this.table))} (${["environmentId", "updatedAt", "lastJobId", "id", ...this.valueFields].map(name).join(", ")}) ` +
+      `INSERT INTO ${quote(getTableName(this.table))} AS stored (${["environmentId", "updatedAt", "lastJobId", "id", ...this.valueFields].map(name).join(", ")}) ` +
       `SELECT $1::integer, $2::text, $3::bigint, * FROM unnest(${arrays.join(", ")}) ` +
-      `ON CONFLICT (${name("environmentId")}, ${name("id")}) DO UPDATE SET ${updates.join(", ")}`;
+      `ON CONFLICT (${name("environmentId")}, ${name("id")}) DO UPDATE SET ${updates.join(", ")} ` +
+      `WHERE (${values.map((column) => `stored.${column}`).join(", ")}) IS DISTINCT FROM (${values.map((column) => `excluded.${column}`).join(", ")}) ` +
+      `RETURNING (stored.xmax = 0) AS "created"`;
   }
 
   /** Upserts the records on the run's connection, inside its transaction. */
-  async upsertAll(sql: Sql, environmentId: number, jobId: number, records: ReadonlyArray<{ id: string }>): Promise<void> {
+  async upsertAll(sql: Sql, environmentId: number, jobId: number, records: ReadonlyArray<{ id: string }>): Promise<UpsertCounts> {
     const updatedAt = new Date().toISOString();
+    const counts = { created: 0, updated: 0, unchanged: 0 };
     for (let start = 0; start < records.length; start += upsertChunk) {
       const chunk = records.slice(start, start + upsertChunk);
       const columns: unknown[][] = [chunk.map((record) => record.id), ...this.valueFields.map(() => new Array(chunk.length))];
@@ -52,8 +59,13 @@ class ResourceTable {
         const values = this.resource.toRow(record as never) as Record<string, unknown>;
         this.valueFields.forEach((field, column) => (columns[column + 1]![row] = values[field] ?? null));
       });
-      await sql.unsafe(this.upsertSql, [environmentId, updatedAt, jobId, ...columns] as never[]);
+      const written = await sql.unsafe(this.upsertSql, [environmentId, updatedAt, jobId, ...columns] as never[]);
+      const created = written.filter((row) => row.created).length;
+      counts.created += created;
+      counts.updated += written.length - created;
+      counts.unchanged += chunk.length - written.length;
     }
+    return counts;
   }
 
   /** Every id of this resource in the environment, as the run's transaction sees it. */

@@ -2,7 +2,7 @@ import type { Statement } from "bun:sqlite";
 import { and, asc, eq, getTableColumns, getTableName, gt } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { ResourceDefinition } from "../../resources/definition";
-import type { RecordReads, RunRecords } from "../ports";
+import type { RecordReads, RunRecords, UpsertCounts } from "../ports";
 import type { Db } from "./database";
 import { answer } from "./faults";
 import { recordTables } from "./schema";
@@ -31,6 +31,7 @@ class ResourceTable {
   private readonly columns: Record<string, SQLiteColumn>;
   private readonly valueFields: string[];
   private upsertStatement?: Statement;
+  private lastRowid?: Statement;
   private readonly keyed: RecordTable;
 
   constructor(
@@ -50,17 +51,27 @@ class ResourceTable {
     const updates = fields
       .filter((field) => field !== "environmentId" && field !== "id")
       .map((field) => `${q(this.columns[field]!.name)} = excluded.${q(this.columns[field]!.name)}`);
+    const table = q(getTableName(this.table));
+    const values = this.valueFields.map((field) => q(this.columns[field]!.name));
+    // A record equal to the stored one is not written (its updatedAt and lastJobId stay): the update's WHERE is
+    // false, and then nothing is returned. A row that comes back is new when its rowid is past the table's
+    // largest before the job (SQLite gives a new row the largest rowid plus one; records are never deleted).
     return (
-      `INSERT INTO ${q(getTableName(this.table))} (${names.join(", ")}) ` +
+      `INSERT INTO ${table} (${names.join(", ")}) ` +
       `VALUES (${fields.map(() => "?").join(", ")}) ` +
-      `ON CONFLICT (${q(this.columns.environmentId!.name)}, ${q(this.columns.id!.name)}) DO UPDATE SET ${updates.join(", ")}`
+      `ON CONFLICT (${q(this.columns.environmentId!.name)}, ${q(this.columns.id!.name)}) DO UPDATE SET ${updates.join(", ")} ` +
+      `WHERE (${values.map((name) => `${table}.${name}`).join(", ")}) IS NOT (${values.map((name) => `excluded.${name}`).join(", ")}) ` +
+      `RETURNING rowid AS "rowid"`
     );
   }
 
   /** Upserts the records; the caller holds the transaction. */
-  upsertAll(environmentId: number, jobId: number, records: Iterable<{ id: string }>): number {
+  upsertAll(environmentId: number, jobId: number, records: Iterable<{ id: string }>): UpsertCounts {
     this.upsertStatement ??= this.db.$client.prepare(this.upsertSql());
+    this.lastRowid ??= this.db.$client.prepare(`SELECT coalesce(max(rowid), 0) AS "rowid" FROM "${getTableName(this.table)}"`);
     const statement = this.upsertStatement;
+    const before = (this.lastRowid.get() as { rowid: number }).rowid;
+    const counts = { created: 0, updated: 0, unchanged: 0 };
     const updatedAt = new Date().toISOString();
     const fields = this.valueFields;
     const params: unknown[] = new Array(fields.length + 4);
@@ -72,10 +83,12 @@ class ResourceTable {
       const row = this.resource.toRow(record as never);
       params[1] = record.id;
       for (let i = 0; i < fields.length; i++) params[i + 2] = row[fields[i]!] ?? null;
-      statement.run(...(params as never[]));
-      count++;
+      const written = statement.get(...(params as never[])) as { rowid: number } | null;
+      if (!written) counts.unchanged++;
+      else if (written.rowid > before) counts.created++;
+      else counts.updated++;
     }
-    return count;
+    return counts;
   }
 
   /** Every id of this resource in the environment, for job-time reference checks. */
@@ -129,7 +142,7 @@ export class RecordTables implements RecordReads {
   forRun(environmentId: number): RunRecords {
     return {
       ids: (resource) => answer(() => this.of(resource).idSet(environmentId)),
-      upsert: (resource, jobId, records) => answer(() => void this.of(resource).upsertAll(environmentId, jobId, records)),
+      upsert: (resource, jobId, records) => answer(() => this.of(resource).upsertAll(environmentId, jobId, records)),
     };
   }
 
