@@ -81,6 +81,15 @@ class EnvironmentRecords {
     return ids;
   }
 
+  /** `fn`'s writes undone afterwards (a dry run); the ids it added are forgotten too. */
+  async undone<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await this.records.undone(fn);
+    } finally {
+      this.idSets.clear();
+    }
+  }
+
   async upsert(resource: ResourceDefinition, jobId: number, records: Records): Promise<AppliedCounts> {
     const counts = await this.records.upsert(resource, jobId, records);
     const ids = this.idSets.get(resource.path);
@@ -155,6 +164,17 @@ async function applyOne(job: Job, environment: EnvironmentRecords, batch: Stored
   return outcome(recordOutcome(records.length, rejections, counts), records, rejections);
 }
 
+/**
+ * A dry run (DECISIONS 7): applied like any job, against the data as of its turn, then undone; its outcome
+ * (status, counts, errors, rejected records) is what applying would have done, and says that nothing was.
+ */
+async function tryOut(job: Job, environment: EnvironmentRecords, batch: StoredBatch): Promise<Completion> {
+  const completion = await environment.undone(() => applyOne(job, environment, batch));
+  return { ...completion, output: { ...completion.output, message: `${dryRunNote} ${completion.output.message}` } };
+}
+
+export const dryRunNote = "Dry run: nothing was applied. This is what applying would have done:";
+
 export type RunOptions = {
   /** The new run's claim token (unique). */
   token: string;
@@ -190,7 +210,10 @@ export async function runNext(queue: JobQueue, environmentId: number, options: R
     await queue.completeRun(run, async (records) => {
       const environment = new EnvironmentRecords(records);
       completions.length = 0;
-      for (let index = 0; index < run.jobs.length; index++) completions.push(await applyOne(run.jobs[index]!, environment, batches[index]));
+      for (let index = 0; index < run.jobs.length; index++) {
+        const job = run.jobs[index]!;
+        completions.push(job.dryRun ? await tryOut(job, environment, batches[index]) : await applyOne(job, environment, batches[index]));
+      }
       return completions;
     });
     return run.jobs.map((job, index) => resultOf(job, completions[index]!));

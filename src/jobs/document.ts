@@ -29,6 +29,7 @@ export const jobDocumentSchema = t.Object({
   startedAt: timestamp("When the worker last started it; null while Pending."),
   completedAt: timestamp("When it reached a terminal state."),
   recordCount: t.Integer(),
+  dryRun: t.Boolean({ description: "A dry run (?dryRun=true): applied nothing; its output says what applying would have done." }),
 });
 export type JobDocument = Static<typeof jobDocumentSchema>;
 
@@ -43,6 +44,7 @@ export function jobDocument(job: Job): JobDocument {
     startedAt: job.startedAt,
     completedAt: job.completedAt,
     recordCount: job.recordCount,
+    dryRun: job.dryRun,
   };
 }
 

@@ -11,6 +11,7 @@ export type IntakeRequest = {
   resource: ResourceDefinition;
   body: Uint8Array;
   idempotencyKey?: string;
+  dryRun?: boolean;
 };
 
 /**
@@ -23,15 +24,15 @@ export type IntakeRequest = {
 export class IntakeService {
   constructor(private readonly deps: { pool: Pick<WorkerPool, "run">; scheduler: Pick<JobScheduler, "accepted">; log: Log }) {}
 
-  async accept({ environmentId, environment, resource, body, idempotencyKey }: IntakeRequest): Promise<IntakeResult> {
+  async accept({ environmentId, environment, resource, body, idempotencyKey, dryRun }: IntakeRequest): Promise<IntakeResult> {
     const buffer = (body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? body.buffer : body.slice().buffer) as ArrayBuffer;
     let acceptedOn: number | undefined;
-    const result = await this.deps.pool.run("accept", { environmentId, resource: resource.path, body: buffer, idempotencyKey }, [buffer], {
+    const result = await this.deps.pool.run("accept", { environmentId, resource: resource.path, body: buffer, idempotencyKey, dryRun }, [buffer], {
       onSlot: (slot) => (acceptedOn = slot),
     });
     if (result.ok && !result.replayed) {
       this.deps.scheduler.accepted(result.job.id, environmentId, acceptedOn);
-      this.deps.log({ msg: "job accepted", jobId: result.job.id, type: result.job.type, records: result.job.recordCount, environment });
+      this.deps.log({ msg: "job accepted", jobId: result.job.id, type: result.job.type, records: result.job.recordCount, environment, ...(dryRun ? { dryRun } : {}) });
     }
     return result;
   }

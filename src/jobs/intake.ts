@@ -9,7 +9,7 @@ export type IntakeResult =
   | { ok: false; errors: FieldErrors; errorCount: number; truncated: boolean }
   | { ok: false; idempotencyConflict: true };
 
-export type IntakeRequest = { environmentId: number; resource: ResourceDefinition; body: Uint8Array; idempotencyKey?: string };
+export type IntakeRequest = { environmentId: number; resource: ResourceDefinition; body: Uint8Array; idempotencyKey?: string; dryRun?: boolean };
 
 /** What one import POST came to; `records` is set when a new job was stored: the batch as its apply step would read it back. */
 export type Accepted = { result: IntakeResult; records?: Records };
@@ -22,14 +22,16 @@ export type Accepted = { result: IntakeResult; records?: Records };
 export async function acceptBatches(queue: JobQueue, requests: IntakeRequest[]): Promise<Accepted[]> {
   const answers: Accepted[] = new Array(requests.length);
   const stored: Array<{ index: number; records: Records; request: EnqueueRequest }> = [];
-  requests.forEach(({ environmentId, resource, body, idempotencyKey }, index) => {
+  requests.forEach(({ environmentId, resource, body, idempotencyKey, dryRun = false }, index) => {
     const batch = readBatch(resource, body);
     if (!batch.ok) return void (answers[index] = { result: batch });
-    // The same key means the same request only for the same resource and the same bytes.
-    const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: new Bun.CryptoHasher("sha256").update(`${resource.path}\n`).update(body).digest("hex") };
+    // The same key means the same request only for the same resource, the same bytes and the same dry-run flag
+    // (a real run is not the replay of a dry run). A real run's hash is as it always was.
+    const target = dryRun ? `${resource.path}?dryRun=true` : resource.path;
+    const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: new Bun.CryptoHasher("sha256").update(`${target}\n`).update(body).digest("hex") };
     // The exact bytes are stored (compressed when big), not a re-serialization: an apply step without the
     // records handed back here (another thread, a restart) parses them again.
-    stored.push({ index, records: batch.records, request: { environmentId, type: resource.jobType, recordCount: batch.records.length, body: storedPayload(body), idempotency } });
+    stored.push({ index, records: batch.records, request: { environmentId, type: resource.jobType, recordCount: batch.records.length, body: storedPayload(body), idempotency, dryRun } });
   });
   if (stored.length === 0) return answers;
   const enqueued = await queue.enqueue(stored.map(({ request }) => request));

@@ -14,6 +14,7 @@ export type JobRow = {
   completedAt: string | null;
   output: string | null;
   attempts: number;
+  dryRun: boolean | number;
 };
 
 /** A row as the domain sees it: its status typed, its output parsed. */
@@ -29,5 +30,6 @@ export function toJob(row: JobRow): Job {
     completedAt: row.completedAt,
     output: row.output === null ? null : (JSON.parse(row.output) as JobOutput),
     attempts: row.attempts,
+    dryRun: Boolean(row.dryRun),
   };
 }

@@ -28,13 +28,15 @@ export type Job = {
   output: JobOutput | null;
   /** Runs started on the job, the one that holds it now included. */
   attempts: number;
+  /** A dry run: applied, then rolled back; only its outcome is kept. */
+  dryRun: boolean;
 };
 
 export type Environment = { id: number; slug: string; createdAt: string };
 
 export type Idempotency = { key: string; requestHash: string };
 /** `body`: the payload as it is to be stored (see jobs/payload.ts). */
-export type EnqueueRequest = { environmentId: number; type: string; recordCount: number; body: Uint8Array; idempotency?: Idempotency };
+export type EnqueueRequest = { environmentId: number; type: string; recordCount: number; body: Uint8Array; idempotency?: Idempotency; dryRun?: boolean };
 export type Enqueued = { job: Job; replayed: boolean; conflict?: undefined } | { conflict: true };
 
 /** One record a finished job rejected, as kept for GET /status/{id}/rejected. `record`: its JSON as sent. */
@@ -60,7 +62,8 @@ export type ClaimRequest = {
 
 /**
  * A run: an environment's oldest pending job and, when it is small and has never been tried, the small
- * pending jobs queued right after it, claimed together (Processing, attempts counted, `token` set).
+ * pending jobs queued right after it, claimed together (Processing, attempts counted, `token` set). A dry run
+ * runs alone.
  */
 export type ClaimedRun = { token: string; environmentId: number; jobs: Job[] };
 
@@ -83,6 +86,8 @@ export interface RunRecords {
    * updatedAt and lastJobId stay as they were).
    */
   upsert(resource: ResourceDefinition, jobId: number, records: ReadonlyArray<{ id: string } & Record<string, unknown>>): Promise<UpsertCounts>;
+  /** Runs `fn` and then undoes every write it made (a savepoint rolled back): a dry run's apply. */
+  undone<T>(fn: () => Promise<T>): Promise<T>;
 }
 
 /** The job queue: every write about jobs. */
@@ -141,7 +146,7 @@ export interface JobReads {
   /** The environment's job, or undefined for an unknown id, another environment's job or one past retention. */
   find(environmentId: number, id: number, retainedSince: string): Promise<Job | undefined>;
   /** Newest first; `after` is the id of the last job of the previous page. */
-  list(environmentId: number, options: { status?: JobStatus; limit: number; after?: number; retainedSince: string }): Promise<Job[]>;
+  list(environmentId: number, options: { status?: JobStatus; dryRun?: boolean; limit: number; after?: number; retainedSince: string }): Promise<Job[]>;
   /** The job's rejected records in batch order, after the index `after`. */
   rejections(jobId: number, limit: number, after?: number): Promise<RejectedRecord[]>;
   /** Jobs by status, all environments together. */

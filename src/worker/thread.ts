@@ -33,10 +33,10 @@ const killProcessOn = (id: string) => (records: Array<{ id: string }>) => {
 
 const handlers: Handlers = {
   accept: async (store, inputs) => {
-    const requests = inputs.map(({ environmentId, resource, body, idempotencyKey }) => {
+    const requests = inputs.map(({ environmentId, resource, body, idempotencyKey, dryRun }) => {
       const definition = resourceByPath(resource);
       if (!definition) throw new Error(`unknown resource ${resource}`);
-      return { environmentId, resource: definition, body: new Uint8Array(body), idempotencyKey };
+      return { environmentId, resource: definition, body: new Uint8Array(body), idempotencyKey, dryRun };
     });
     return (await acceptBatches(store.queue, requests)).map(({ result, records }, index) => {
       if (result.ok && records) parsedBatches.add(result.job.id, records, inputs[index]!.body.byteLength);

@@ -221,4 +221,8 @@ function orderOf(table: string): string {
   return "id";
 }
 
-const normalized = (rows: Row[]) => rows.map((row) => Object.fromEntries(Object.entries(row).map(([column, value]) => [column, value instanceof Uint8Array ? Buffer.from(value).toString("hex") : value])));
+// Blobs as hex; booleans as SQLite keeps them (0 and 1).
+const normalized = (rows: Row[]) =>
+  rows.map((row) =>
+    Object.fromEntries(Object.entries(row).map(([column, value]) => [column, value instanceof Uint8Array ? Buffer.from(value).toString("hex") : typeof value === "boolean" ? Number(value) : value])),
+  );

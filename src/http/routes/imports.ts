@@ -21,6 +21,24 @@ const idempotencyKeyParameter: OpenAPIV3.ParameterObject = {
   schema: { type: "string", minLength: 1, maxLength: 255 },
 };
 
+const dryRunParameter: OpenAPIV3.ParameterObject = {
+  name: "dryRun",
+  in: "query",
+  required: false,
+  description:
+    "true: a dry run. The job is queued and takes its turn like any other, then applies nothing: its output says what applying would have done " +
+    "against the data as of its turn (status, created/updated/unchanged, errors, rejected records), and its message starts with " +
+    '"Dry run: nothing was applied.".',
+  schema: { type: "boolean", default: false },
+};
+
+/** The optional dryRun query parameter: true, false (or absent), or a 400. */
+export function readDryRun(value: string | undefined): boolean {
+  if (value === undefined || value === "" || value === "false") return false;
+  if (value === "true") return true;
+  throw validationProblem({ dryRun: [`'dryRun' must be true or false. You entered '${value.slice(0, 40)}'.`] });
+}
+
 /** The optional Idempotency-Key header: undefined when absent, a 400 when malformed. */
 function readIdempotencyKey(value: string | null): string | undefined {
   if (value === null) return undefined;
@@ -33,11 +51,12 @@ function readIdempotencyKey(value: string | null): string | undefined {
 function importRoute(services: Services, resource: ResourceDefinition) {
   return new Elysia().use(authentication(services)).post(
     `/${resource.path}`,
-    async ({ request, environmentId, params, set }) => {
+    async ({ request, environmentId, params, query, set }) => {
       requireJson(request.headers.get("content-type"));
       const idempotencyKey = readIdempotencyKey(request.headers.get("idempotency-key"));
+      const dryRun = readDryRun(query.dryRun);
       const body = await readBody(request, services.config.maxBodyBytes);
-      const result = await services.intake.accept({ environmentId, environment: params.env, resource, body, idempotencyKey });
+      const result = await services.intake.accept({ environmentId, environment: params.env, resource, body, idempotencyKey, dryRun });
       if (!result.ok && "idempotencyConflict" in result) throw idempotencyKeyReused();
       if (!result.ok) {
         const shown = Object.values(result.errors).reduce((sum, messages) => sum + messages.length, 0);
@@ -54,8 +73,9 @@ function importRoute(services: Services, resource: ResourceDefinition) {
     {
       parse: "none",
       params: t.Object({ env: environmentParameter }),
+      query: t.Object({ dryRun: t.Optional(t.String()) }),
       detail: {
-        parameters: [environmentPathParameter, idempotencyKeyParameter],
+        parameters: [environmentPathParameter, idempotencyKeyParameter, dryRunParameter],
         requestBody: jsonBody(t.Array(resource.schema, { minItems: 1 }), resource.example),
         responses: {
           202: jsonResponse(jobDocumentSchema, "Accepted: the job is queued; or, for a repeated Idempotency-Key, the job queued the first time.", {

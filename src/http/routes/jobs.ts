@@ -2,6 +2,7 @@ import { Elysia, t } from "elysia";
 import type { OpenAPIV3 } from "openapi-types";
 import { jobDocument, jobDocumentSchema, retryAfterSeconds } from "../../jobs/document";
 import { canceledOutput } from "../../jobs/outcome";
+import { readDryRun } from "./imports";
 import { maxWaitSeconds, preferredWait } from "../../jobs/job-waits";
 import { isTerminal, jobStatuses, type JobStatus } from "../../jobs/states";
 import { authentication } from "../auth";
@@ -172,18 +173,20 @@ export const jobRoutes = (services: Services) => {
         }
         const after = query.after ? parseJobId(query.after) : undefined;
         if (query.after && after === undefined) throw validationProblem({ after: ["'After' must be a job id (a positive whole number)."] });
-        const rows = await services.jobs.list(environmentId, { status, limit, after, retainedSince: retainedSince(services.config) });
+        const dryRun = query.dryRun === undefined ? undefined : readDryRun(query.dryRun);
+        const rows = await services.jobs.list(environmentId, { status, dryRun, limit, after, retainedSince: retainedSince(services.config) });
         return page(rows.map(jobDocument), limit, (job) => job.id);
       },
       {
         params: t.Object({ env: environmentParameter }),
-        query: t.Object({ status: t.Optional(t.String()), limit: t.Optional(t.String()), after: t.Optional(t.String()) }),
+        query: t.Object({ status: t.Optional(t.String()), dryRun: t.Optional(t.String()), limit: t.Optional(t.String()), after: t.Optional(t.String()) }),
         detail: {
           summary: "List jobs, newest first",
           tags: ["Jobs"],
           parameters: [
             environmentPathParameter,
             { name: "status", in: "query", required: false, schema: { type: "string", enum: [...jobStatuses] }, description: "Only jobs in this state." } as OpenAPIV3.ParameterObject,
+            { name: "dryRun", in: "query", required: false, schema: { type: "boolean" }, description: "true: only dry runs; false: only real imports; absent: both." },
             ...pageParameters("The nextCursor of the previous page (a job id): jobs older than it."),
           ],
           responses: {

@@ -39,7 +39,7 @@ const purgeLock = "importd purge";
 const jobColumns = (sql: Sql) =>
   sql.unsafe(
     `id, environment_id AS "environmentId", type, status, record_count AS "recordCount", created_at AS "createdAt", ` +
-      `started_at AS "startedAt", completed_at AS "completedAt", output, attempts, claim_token AS "claimToken", sequence`,
+      `started_at AS "startedAt", completed_at AS "completedAt", output, attempts, claim_token AS "claimToken", sequence, dry_run AS "dryRun"`,
   );
 type ClaimRow = JobRow & { claimToken: string | null; sequence: number };
 
@@ -114,7 +114,7 @@ export class PostgresJobQueue implements JobQueue {
 
   // The idempotency key is checked after the environment's lock: two instances given the same key at once
   // take turns here, and the second finds the first's job.
-  private async enqueueOne(tx: Sql, { environmentId, type, recordCount, body, idempotency }: EnqueueRequest, next: Map<number, number>): Promise<Enqueued> {
+  private async enqueueOne(tx: Sql, { environmentId, type, recordCount, body, idempotency, dryRun = false }: EnqueueRequest, next: Map<number, number>): Promise<Enqueued> {
     const sequence = next.get(environmentId)!;
     next.set(environmentId, sequence + 1);
     if (idempotency) {
@@ -129,8 +129,8 @@ export class PostgresJobQueue implements JobQueue {
       if (earlier) await tx`DELETE FROM idempotency_keys WHERE environment_id = ${environmentId} AND key = ${idempotency.key}`;
     }
     const [job] = await tx`
-      INSERT INTO jobs (environment_id, type, status, record_count, created_at, sequence)
-      VALUES (${environmentId}, ${type}, ${JobStatus.Pending}, ${recordCount}, ${now()}, ${sequence})
+      INSERT INTO jobs (environment_id, type, status, record_count, created_at, sequence, dry_run)
+      VALUES (${environmentId}, ${type}, ${JobStatus.Pending}, ${recordCount}, ${now()}, ${sequence}, ${dryRun})
       RETURNING ${jobColumns(tx)}`;
     await tx`INSERT INTO job_payloads (job_id, body) VALUES (${job!.id}, ${Buffer.from(body.buffer, body.byteOffset, body.byteLength)})`;
     if (idempotency) {
@@ -193,11 +193,11 @@ export class PostgresJobQueue implements JobQueue {
         const first = candidates[0];
         if (!first) return undefined;
         const group = [first];
-        if (first.status === JobStatus.Pending && first.attempts === 0 && first.recordCount <= limits.maxRecords) {
+        if (first.status === JobStatus.Pending && first.attempts === 0 && !first.dryRun && first.recordCount <= limits.maxRecords) {
           let records = first.recordCount;
           for (const job of candidates.slice(1)) {
             records += job.recordCount;
-            if (records > limits.maxRecords || job.attempts > 0 || job.status !== JobStatus.Pending) break;
+            if (records > limits.maxRecords || job.attempts > 0 || job.status !== JobStatus.Pending || job.dryRun) break;
             group.push(job);
           }
         }
@@ -342,7 +342,7 @@ export class PostgresJobReads implements JobReads {
     });
   }
 
-  list(environmentId: number, options: { status?: JobStatus; limit: number; after?: number; retainedSince: string }): Promise<Job[]> {
+  list(environmentId: number, options: { status?: JobStatus; dryRun?: boolean; limit: number; after?: number; retainedSince: string }): Promise<Job[]> {
     return answer(async () =>
       (
         await this.db
@@ -352,6 +352,7 @@ export class PostgresJobReads implements JobReads {
             and(
               eq(jobs.environmentId, environmentId),
               options.status ? eq(jobs.status, options.status) : undefined,
+              options.dryRun !== undefined ? eq(jobs.dryRun, options.dryRun) : undefined,
               options.after !== undefined ? lt(jobs.id, options.after) : undefined,
               drizzleSql`(${jobs.completedAt} IS NULL OR ${jobs.completedAt} >= ${options.retainedSince})`,
             ),

@@ -113,6 +113,14 @@ export class PostgresRecords implements RecordReads {
     return {
       ids: (resource) => answer(() => this.of(resource).idSet(sql, environmentId)),
       upsert: (resource, jobId, records) => answer(() => this.of(resource).upsertAll(sql, environmentId, jobId, records)),
+      undone: async (fn) => {
+        await answer(() => sql`SAVEPOINT dry_run`);
+        try {
+          return await fn();
+        } finally {
+          await answer(() => sql`ROLLBACK TO SAVEPOINT dry_run`);
+        }
+      },
     };
   }
 

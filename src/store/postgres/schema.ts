@@ -1,4 +1,4 @@
-import { bigint, customType, doublePrecision, index, integer, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
+import { bigint, boolean, customType, doublePrecision, index, integer, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
 
 // The same tables as store/sqlite/schema.ts, column for column (tests/store/schema-parity.test.ts keeps them
 // so). Timestamps are ISO 8601 UTC text here too: the store code and the wire need no conversion, and they
@@ -51,6 +51,7 @@ export const jobs = pgTable(
     claimToken: text("claim_token"),
     // The job's place in its environment's acceptance order: the order runs take (ids are not commit order).
     sequence: bigint("sequence", { mode: "number" }).notNull(),
+    dryRun: boolean("dry_run").notNull().default(false),
   },
   (table) => [
     uniqueIndex("jobs_environment_sequence_idx").on(table.environmentId, table.sequence),

@@ -68,6 +68,7 @@ export class SqliteJobQueue implements JobQueue {
         recordCount: sql.placeholder("recordCount"),
         createdAt: sql.placeholder("createdAt"),
         sequence: sql.placeholder("sequence"),
+        dryRun: sql.placeholder("dryRun"),
       })
       .returning()
       .prepare();
@@ -157,7 +158,7 @@ export class SqliteJobQueue implements JobQueue {
 
   // The sequence number is taken in the same transaction, after the idempotency check (one writer at a time
   // here, so no lock order to keep): an environment's jobs are numbered in the order they commit.
-  private enqueueOne(tx: Db, { environmentId, type, recordCount, body, idempotency }: EnqueueRequest): Enqueued {
+  private enqueueOne(tx: Db, { environmentId, type, recordCount, body, idempotency, dryRun = false }: EnqueueRequest): Enqueued {
     if (idempotency) {
       const where = and(eq(idempotencyKeys.environmentId, environmentId), eq(idempotencyKeys.key, idempotency.key));
       const earlier = tx.select().from(idempotencyKeys).where(where).get();
@@ -169,7 +170,7 @@ export class SqliteJobQueue implements JobQueue {
       if (earlier) tx.delete(idempotencyKeys).where(where).run();
     }
     const { sequence } = this.nextSequence.get({ environmentId })!;
-    const job = this.insertJob.get({ environmentId, type, status: JobStatus.Pending, recordCount, createdAt: now(), sequence })!;
+    const job = this.insertJob.get({ environmentId, type, status: JobStatus.Pending, recordCount, createdAt: now(), sequence, dryRun: dryRun ? 1 : 0 })!;
     this.insertPayload.run({ jobId: job.id, body });
     if (idempotency) {
       tx.insert(idempotencyKeys).values({ environmentId, key: idempotency.key, requestHash: idempotency.requestHash, jobId: job.id, createdAt: job.createdAt }).run();
@@ -201,11 +202,11 @@ export class SqliteJobQueue implements JobQueue {
         const first = this.oldestPending.get({ environmentId });
         if (!first) return undefined;
         const group = [first];
-        if (!request.alone && first.attempts === 0 && first.recordCount <= limits.maxRecords) {
+        if (!request.alone && first.attempts === 0 && !first.dryRun && first.recordCount <= limits.maxRecords) {
           let records = first.recordCount;
           for (const job of this.pendingAfter.all({ environmentId, after: first.sequence, limit: limits.maxJobs - 1 })) {
             records += job.recordCount;
-            if (records > limits.maxRecords || job.attempts > 0) break;
+            if (records > limits.maxRecords || job.attempts > 0 || job.dryRun) break;
             group.push(job);
           }
         }
@@ -323,7 +324,7 @@ export class SqliteJobReads implements JobReads {
     });
   }
 
-  list(environmentId: number, options: { status?: JobStatus; limit: number; after?: number; retainedSince: string }): Promise<Job[]> {
+  list(environmentId: number, options: { status?: JobStatus; dryRun?: boolean; limit: number; after?: number; retainedSince: string }): Promise<Job[]> {
     return answer(() =>
       this.db
         .select()
@@ -332,6 +333,7 @@ export class SqliteJobReads implements JobReads {
           and(
             eq(jobs.environmentId, environmentId),
             options.status ? eq(jobs.status, options.status) : undefined,
+            options.dryRun !== undefined ? eq(jobs.dryRun, options.dryRun) : undefined,
             options.after !== undefined ? lt(jobs.id, options.after) : undefined,
             sql`(${jobs.completedAt} IS NULL OR ${jobs.completedAt} >= ${options.retainedSince})`,
           ),

@@ -143,6 +143,15 @@ export class RecordTables implements RecordReads {
     return {
       ids: (resource) => answer(() => this.of(resource).idSet(environmentId)),
       upsert: (resource, jobId, records) => answer(() => this.of(resource).upsertAll(environmentId, jobId, records)),
+      undone: async (fn) => {
+        this.db.$client.run("SAVEPOINT dry_run");
+        try {
+          return await fn();
+        } finally {
+          this.db.$client.run("ROLLBACK TO dry_run");
+          this.db.$client.run("RELEASE dry_run");
+        }
+      },
     };
   }
 

@@ -54,6 +54,8 @@ export const jobs = sqliteTable(
     claimToken: text("claim_token"),
     // The job's place in its environment's acceptance order (from job_sequences): the order runs take.
     sequence: integer("sequence").notNull(),
+    // A dry run (?dryRun=true): applied in a savepoint that is rolled back; only its outcome stays.
+    dryRun: integer("dry_run", { mode: "boolean" }).notNull().default(false),
   },
   (table) => [
     uniqueIndex("jobs_environment_sequence_idx").on(table.environmentId, table.sequence),
