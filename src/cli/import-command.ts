@@ -5,7 +5,7 @@ import { SourceError } from "../importer/source";
 import { resourceByPath, resources } from "../resources/registry";
 import { UsageError, type Output } from "./errors";
 
-export const importUsage = `importd import <file> --resource <resource> --base-url <url> [--api-key <key>] [--validate-only] [--restart]
+export const importUsage = `importd import <file> --resource <resource> --base-url <url> [--api-key <key>] [--validate-only | --dry-run] [--restart]
 
   Imports a JSON array (.json), NDJSON (.ndjson, .jsonl) or CSV file with a header row (.csv; dotted
   headers such as geolocation.locationStart are nested fields, empty cells are absent), streaming it in
@@ -22,6 +22,9 @@ export const importUsage = `importd import <file> --resource <resource> --base-u
   --api-key <key>         a key of that environment (env IMPORTD_API_KEY)
   --validate-only         check the whole file against the same rules as the server, print every problem, send
                           nothing (whether referenced records exist is checked only when the job runs)
+  --dry-run               send the file as dry runs: importd checks it against the environment's data (references
+                          included) and says what importing would create, update or leave unchanged, and writes
+                          the records it would reject to <file>.rejected.<ext>; nothing is applied
   --restart               do not resume an interrupted import of this file: send everything again
   --chunk-bytes <n>       largest request body in bytes (default ${defaultChunkBytes})
 
@@ -36,6 +39,7 @@ export async function importCommand(argv: string[], env: Record<string, string |
       "base-url": { type: "string" },
       "api-key": { type: "string" },
       "validate-only": { type: "boolean" },
+      "dry-run": { type: "boolean" },
       restart: { type: "boolean" },
       "chunk-bytes": { type: "string" },
       help: { type: "boolean", short: "h" },
@@ -48,6 +52,7 @@ export async function importCommand(argv: string[], env: Record<string, string |
   const resource = resourceByPath(values.resource ?? "");
   if (!resource) throw new UsageError(`--resource must be one of ${resources.map((r) => r.path).join(", ")}${values.resource ? `, not '${values.resource}'` : ""}`);
   const validateOnly = values["validate-only"] ?? false;
+  if (validateOnly && values["dry-run"]) throw new UsageError("--validate-only and --dry-run do not go together: --validate-only checks the file here and sends nothing, --dry-run has importd check it against the environment's data");
   const baseUrl = values["base-url"] ?? env.IMPORTD_BASE_URL ?? "";
   const apiKey = values["api-key"] ?? env.IMPORTD_API_KEY ?? "";
   if (!validateOnly && !/^https?:\/\/[^/]+\/[^/]+\/?$/.test(baseUrl)) {
@@ -65,6 +70,7 @@ export async function importCommand(argv: string[], env: Record<string, string |
       baseUrl,
       apiKey,
       validateOnly,
+      dryRun: values["dry-run"] ?? false,
       restart: values.restart ?? false,
       chunkBytes,
       interactive,

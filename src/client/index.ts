@@ -73,7 +73,7 @@ export type ClientOptions = {
 };
 
 type RequestOptions = { signal?: AbortSignal };
-export type ImportOptions = RequestOptions & { idempotencyKey?: string };
+export type ImportOptions = RequestOptions & { idempotencyKey?: string; dryRun?: boolean };
 /** A queued job, and whether importd answered it from an earlier request with the same Idempotency-Key. */
 export type Queued = { job: JobDocument; replayed: boolean };
 export type WaitOptions = RequestOptions & { onProgress?: (job: JobDocument) => void; timeoutMs?: number };
@@ -151,7 +151,7 @@ export function createClient(options: ClientOptions) {
     /** As importRecords, and says whether the job was queued by an earlier request with the same key (`Idempotent-Replayed`). */
     async queueImport<R extends Resource>(resource: R, records: ReadonlyArray<RecordTypes[R]> | string | Uint8Array, options: ImportOptions = {}): Promise<Queued> {
       const body = typeof records === "string" || records instanceof Uint8Array ? records : JSON.stringify(records);
-      const response = await send(`/v2/${resource}`, {
+      const response = await send(`/v2/${resource}${options.dryRun ? "?dryRun=true" : ""}`, {
         method: "POST",
         body: body as BodyInit,
         headers: { "content-type": "application/json", "idempotency-key": options.idempotencyKey ?? crypto.randomUUID() },

@@ -13,6 +13,8 @@ export type ImportRun = {
   baseUrl: string;
   apiKey: string;
   validateOnly: boolean;
+  /** Send every chunk as a dry run (?dryRun=true): the server says what applying would do, applies nothing. */
+  dryRun?: boolean;
   /** Ignore the progress journal of an interrupted run: send everything again. */
   restart: boolean;
   /** Largest request body; under the 8 MB the service recommends. */
@@ -44,10 +46,11 @@ export async function runImport(run: ImportRun): Promise<number> {
   const format = formatOf(run.file);
   const file = statSync(run.file);
   const client = createClient({ baseUrl: run.baseUrl, apiKey: run.apiKey });
-  const totals = { read: 0, sent: 0, applied: 0, rejected: 0, rejectedBeforeSending: 0, jobs: 0, jobsFromEarlier: 0, bytesRead: 0, fileRead: false };
+  const totals = { read: 0, sent: 0, applied: 0, created: 0, updated: 0, unchanged: 0, rejected: 0, rejectedBeforeSending: 0, jobs: 0, jobsFromEarlier: 0, bytesRead: 0, fileRead: false };
   const started = performance.now();
 
-  const opened = run.validateOnly
+  // A dry run keeps no journal: it changes nothing, so there is nothing to resume; running it again is the same.
+  const opened = run.validateOnly || run.dryRun
     ? undefined
     : Journal.open(run.file, { resource: run.resource.path, baseUrl: run.baseUrl.replace(/\/+$/, ""), fileBytes: file.size, fileModifiedMs: file.mtimeMs }, run.chunkBytes, run.restart);
   if (opened?.note) run.note(opened.note);
@@ -86,8 +89,9 @@ export async function runImport(run: ImportRun): Promise<number> {
 
   // Tied to the run, not only the content: a new run of a finished import queues new jobs, while a resumed
   // run gets the jobs its interrupted run queued, even one queued just before the journal line was written.
+  const runId = journal?.runId ?? crypto.randomUUID();
   const idempotencyKey = (chunk: number, body: string) =>
-    `importd-${journal!.runId}-${chunk}-${new Bun.CryptoHasher("sha256").update(`${run.resource.path}\n${body}`).digest("hex").slice(0, 32)}`;
+    `importd-${run.dryRun ? "dry-" : ""}${runId}-${chunk}-${new Bun.CryptoHasher("sha256").update(`${run.resource.path}\n${body}`).digest("hex").slice(0, 32)}`;
 
   /**
    * Queues one chunk as one job (a request-time 400 sends it again without its bad records), or takes the
@@ -113,7 +117,7 @@ export async function runImport(run: ImportRun): Promise<number> {
       for (let sending = kept(); sending.length > 0; sending = kept()) {
         const body = `[${sending.map((at) => chunk.texts[at]).join(",")}]`;
         try {
-          const queued = await client.queueImport(run.resource.path as never, body, { idempotencyKey: idempotencyKey(chunk.number, body) });
+          const queued = await client.queueImport(run.resource.path as never, body, { idempotencyKey: idempotencyKey(chunk.number, body), dryRun: run.dryRun });
           job = queued.job;
           fromEarlier = queued.replayed;
           break;
@@ -126,7 +130,7 @@ export async function runImport(run: ImportRun): Promise<number> {
           }
         }
       }
-      journal!.record({ chunk: chunk.number, jobId: job?.id ?? null, dropped: [...dropped] });
+      journal?.record({ chunk: chunk.number, jobId: job?.id ?? null, dropped: [...dropped] });
     }
 
     const rejections = [...chunk.local];
@@ -143,6 +147,9 @@ export async function runImport(run: ImportRun): Promise<number> {
     const settling = (async () => {
       const done = await client.waitForJob(queued.id, { onProgress: (current) => run.interactive && report(current) });
       totals.applied += done.output?.applied ?? 0;
+      totals.created += done.output?.created ?? 0;
+      totals.updated += done.output?.updated ?? 0;
+      totals.unchanged += done.output?.unchanged ?? 0;
       if ((done.output?.rejected ?? 0) > 0) {
         for await (const record of client.rejectedRecords(done.id)) {
           const at = inJob[record.index]!;
@@ -237,6 +244,13 @@ export async function runImport(run: ImportRun): Promise<number> {
     run.out(
       `${run.file}: ${plural(totals.read, "record")} checked in ${seconds} s, ${totals.rejected === 0 ? "no problems" : `${totals.rejected} with problems`}. Nothing was sent.` +
         (references.length > 0 ? ` References (${references.join(", ")}) were not checked: whether they exist is checked against the environment's data when the job runs.` : ""),
+    );
+  } else if (run.dryRun) {
+    run.out(
+      `${run.file}: dry run, nothing was applied. ${totals.read} records: ${totals.applied} would be applied ` +
+        `(${totals.created} created, ${totals.updated} updated, ${totals.unchanged} unchanged), ${totals.rejected} rejected, in ${plural(totals.jobs, "job")} and ${seconds} s.` +
+        (totals.rejected > 0 ? ` The records that would be rejected, each with its reason, are in ${rejectedFile!.path}.` : "") +
+        (totals.jobs > 1 ? " Each request was tried against the data as it is, without the requests before it." : ""),
     );
   } else {
     const earlier = totals.jobsFromEarlier;

@@ -29,6 +29,32 @@ const stored = async (id: string) => (await server.query('SELECT name, start_poi
 const header = "id,subAreaId,name,status,assetCategoryId,assetTypeId,shapeType,startPoint,endPoint,geolocation.linearReferenceStart,geolocation.linearReferenceEnd,geolocation.locationStart,geolocation.locationEnd,geolocation.locationUnit";
 
 describe("importd import", () => {
+  test("--dry-run: importd checks the file against the environment's data and says what importing would do; nothing is applied, the would-be rejected records are written", async () => {
+    await run(write("dry-existing.json", JSON.stringify([asset(900)])));
+    const records = [asset(900), asset(901), asset(902, { subAreaId: "nowhere" })];
+    const file = write("dry.json", JSON.stringify(records));
+    const dry = await run(file, ["--dry-run"]);
+    expect(dry.code).toBe(1);
+    expect(dry.stdout).toContain(`${file}: dry run, nothing was applied. 3 records: 2 would be applied (1 created, 0 updated, 1 unchanged), 1 rejected, in 1 job and`);
+    const rejectedPath = file.replace(/\.json$/, ".rejected.json");
+    expect(dry.stdout).toContain(`are in ${rejectedPath}.`);
+    const rejected = JSON.parse(readFileSync(rejectedPath, "utf8"));
+    expect(rejected).toHaveLength(1);
+    expect(rejected[0]).toMatchObject({ id: "A-0000902", _index: 2 });
+    expect(await stored("A-0000901")).toBeNull();
+    expect(existsSync(`${file}.importd-progress`)).toBe(false);
+
+    // The real import afterwards is not taken for a replay of the dry run.
+    const real = await run(file);
+    expect(real.code).toBe(1);
+    expect(real.stdout).toContain("3 records, 2 applied, 1 rejected");
+    expect(await stored("A-0000901")).not.toBeNull();
+
+    const both = await run(file, ["--dry-run", "--validate-only"]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain("--validate-only and --dry-run do not go together");
+  }, 60_000);
+
   test("CSV: dotted headers nest, numbers become numbers, empty cells are absent; rejected rows come back as CSV with _error and _line, and the fixed file imports", async () => {
     const file = write(
       "assets.csv",
