@@ -133,7 +133,7 @@ describe.skipIf(!haproxy)("importd behind deploy/haproxy.cfg", () => {
     ])).id);
     expect(partial.importJobStatus).toBe("PartiallySucceeded");
     expect(partial.output).toMatchObject({ total: 3, applied: 1, rejected: 2 });
-    expect(partial.output!.message).toStartWith("2 of 3 records were rejected and 1 applied.");
+    expect(partial.output!.message).toStartWith("2 of 3 records were rejected and 1 applied (1 created, 0 updated, 0 unchanged).");
     expect(partial.output!.errors.map(({ index, id, field }) => ({ index, id, field }))).toEqual([
       { index: 1, id: "PIPE-0003", field: "subAreaId" },
       { index: 2, id: "HYD-0001", field: "assetTypeId" },
