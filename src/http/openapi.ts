@@ -1,4 +1,5 @@
 import { t, type TSchema } from "elysia";
+import { Type } from "@sinclair/typebox";
 import type { OpenAPIV3 } from "openapi-types";
 
 /**
@@ -10,7 +11,7 @@ export const problemSchema = t.Object(
   {
     type: t.String({ examples: ["https://tools.ietf.org/html/rfc9110#section-15.5.1"] }),
     title: t.String({ examples: ["One or more validation errors occurred."] }),
-    status: t.Integer({ examples: [400] }),
+    status: Type.Integer({ examples: [400] }),
     detail: t.Optional(t.String()),
     errors: t.Optional(
       t.Record(t.String(), t.Array(t.String()), {

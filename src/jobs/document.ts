@@ -1,26 +1,29 @@
 import { t, type Static } from "elysia";
+import { Type } from "@sinclair/typebox";
 import type { Job } from "../store/ports";
 import { isTerminal, jobStatuses } from "./states";
 
+// Integers the server sends are TypeBox's plain Type.Integer: Elysia's t.Integer writes its input coercion
+// (a string or an integer) into the OpenAPI document, and generated clients would type them so.
 const timestamp = (description: string) => t.Union([t.String({ format: "date-time" }), t.Null()], { description });
 
 export const jobOutputSchema = t.Object({
   message: t.String({ description: "For people: how many records failed, which (index and id) and why." }),
-  total: t.Integer(),
-  applied: t.Integer(),
-  rejected: t.Integer(),
+  total: Type.Integer(),
+  applied: Type.Integer(),
+  rejected: Type.Integer(),
   errors: t.Array(
-    t.Object({ index: t.Integer(), id: t.String(), field: t.String(), message: t.String() }),
+    t.Object({ index: Type.Integer(), id: t.String(), field: t.String(), message: t.String() }),
     { description: "For programs: one entry per rejected record (capped at 1000; the message says when)." },
   ),
-  created: t.Optional(t.Integer({ description: "Applied records that did not exist before. applied = created + updated + unchanged." })),
-  updated: t.Optional(t.Integer({ description: "Applied records that existed and differed: written." })),
-  unchanged: t.Optional(t.Integer({ description: "Applied records equal to the stored ones in every field: not written (their updatedAt and lastJobId stay)." })),
+  created: t.Optional(Type.Integer({ description: "Applied records that did not exist before. applied = created + updated + unchanged." })),
+  updated: t.Optional(Type.Integer({ description: "Applied records that existed and differed: written." })),
+  unchanged: t.Optional(Type.Integer({ description: "Applied records equal to the stored ones in every field: not written (their updatedAt and lastJobId stay)." })),
   canceled: t.Optional(t.Literal(true, { description: "Present, true, when the job was canceled on request before it started (POST /v2/status/{id}/cancel)." })),
 });
 
 export const jobDocumentSchema = t.Object({
-  id: t.Integer(),
+  id: Type.Integer(),
   importJobType: t.String({ examples: ["Asset"] }),
   importJobStatus: t.Union(jobStatuses.map((status) => t.Literal(status))),
   statusUrl: t.String({ examples: ["/v2/status/17"], description: "Relative to the environment's base URL." }),
@@ -28,7 +31,7 @@ export const jobDocumentSchema = t.Object({
   createdAt: t.String({ format: "date-time" }),
   startedAt: timestamp("When the worker last started it; null while Pending."),
   completedAt: timestamp("When it reached a terminal state."),
-  recordCount: t.Integer(),
+  recordCount: Type.Integer(),
   dryRun: t.Boolean({ description: "A dry run (?dryRun=true): applied nothing; its output says what applying would have done." }),
 });
 export type JobDocument = Static<typeof jobDocumentSchema>;

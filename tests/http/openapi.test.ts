@@ -35,6 +35,23 @@ const operations = () =>
 const undocumented = new Set(["GET /swagger", "GET /swagger/json", "GET /swagger/assets/swagger-ui-bundle.js", "GET /swagger/assets/swagger-ui.css", "GET /healthz", "GET /readyz", "GET /metrics", "GET /"]);
 
 describe("the OpenAPI document", () => {
+  test("every integer the server sends is a plain JSON Schema integer, never Elysia's string-or-integer", () => {
+    const responseSchemas = operations().flatMap(({ operation }) => Object.values(operation.responses).flatMap((response) => Object.values(response.content ?? {}).map((content) => content.schema)));
+    const found: string[] = [];
+    const walk = (node: unknown, path: string) => {
+      if (Array.isArray(node)) return node.forEach((item, index) => walk(item, `${path}[${index}]`));
+      if (!node || typeof node !== "object") return;
+      const schema = node as Record<string, unknown>;
+      if (schema.type === "string" && schema.format === "integer") found.push(path);
+      for (const [key, value] of Object.entries(schema)) walk(value, `${path}.${key}`);
+    };
+    responseSchemas.forEach((schema, index) => walk(schema, `response ${index}`));
+    expect(found).toEqual([]);
+    // And the integers are there, as integers: the job id, say.
+    const status = document.paths["/{env}/v2/status/{id}"]!.get!.responses["200"]!.content!["application/json"]!.schema as { properties: Record<string, unknown> };
+    expect(status.properties.id).toMatchObject({ type: "integer" });
+  });
+
   test("is a valid OpenAPI 3.1 document", async () => {
     expect(document.openapi).toBe("3.1.0");
     const result = await new Validator().validate(document as never);

@@ -1,4 +1,5 @@
 import { Elysia, t } from "elysia";
+import { Type } from "@sinclair/typebox";
 import type { OpenAPIV3 } from "openapi-types";
 import { jobDocument, jobDocumentSchema, retryAfterSeconds } from "../../jobs/document";
 import { canceledOutput } from "../../jobs/outcome";
@@ -26,7 +27,7 @@ const cannotCancel = (status: JobStatus) =>
   );
 
 const rejectedRecordSchema = t.Object({
-  index: t.Integer({ description: "The record's index in the batch." }),
+  index: Type.Integer({ description: "The record's index in the batch." }),
   id: t.Union([t.String(), t.Null()], { description: "The record's id, as sent." }),
   field: t.String({ description: "The field at fault, or `$` when the whole batch was refused." }),
   message: t.String(),

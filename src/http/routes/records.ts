@@ -1,4 +1,5 @@
 import { Elysia, t } from "elysia";
+import { Type } from "@sinclair/typebox";
 import type { ResourceDefinition } from "../../resources/definition";
 import { resources } from "../../resources/registry";
 import { authentication } from "../auth";
@@ -10,7 +11,7 @@ import type { Services } from "../services";
 const storedRecord = (resource: ResourceDefinition) =>
   t.Composite([
     resource.schema,
-    t.Object({ updatedAt: t.String({ format: "date-time" }), lastJobId: t.Integer({ description: "The job that last wrote this record." }) }),
+    t.Object({ updatedAt: t.String({ format: "date-time" }), lastJobId: Type.Integer({ description: "The job that last wrote this record." }) }),
   ]);
 
 function recordRoutes(services: Services, resource: ResourceDefinition) {
