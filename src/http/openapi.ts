@@ -36,6 +36,15 @@ const problemDescriptions: Record<number, string> = {
   507: "The server's disk is full; nothing was accepted.",
 };
 
+/**
+ * Operation ids for a resource's routes, as SDK generators turn them into method names: importAssets, getAsset,
+ * listAssets (from the job type, pluralized).
+ */
+export const resourceOperationIds = (jobType: string) => {
+  const plural = jobType.endsWith("y") ? `${jobType.slice(0, -1)}ies` : `${jobType}s`;
+  return { importRecords: `import${plural}`, getRecord: `get${jobType}`, listRecords: `list${plural}` };
+};
+
 // TypeBox schemas are JSON Schema objects, so they can stand in the document as they are.
 const asSchema = (schema: TSchema) => schema as unknown as OpenAPIV3.SchemaObject;
 

@@ -52,6 +52,19 @@ describe("the OpenAPI document", () => {
     expect(status.properties.id).toMatchObject({ type: "integer" });
   });
 
+  test("every operation has an explicit, readable operationId, as SDK generators name their methods", () => {
+    const ids = operations().map(({ operation }) => (operation as { operationId?: string }).operationId);
+    expect(ids.sort()).toEqual(
+      [
+        "getJob", "cancelJob", "listJobs", "listRejectedRecords",
+        "importAssets", "getAsset", "listAssets",
+        "importSubAreas", "getSubArea", "listSubAreas",
+        "importAssetTypes", "getAssetType", "listAssetTypes",
+        "importAssetCategories", "getAssetCategory", "listAssetCategories",
+      ].sort(),
+    );
+  });
+
   test("is a valid OpenAPI 3.1 document", async () => {
     expect(document.openapi).toBe("3.1.0");
     const result = await new Validator().validate(document as never);

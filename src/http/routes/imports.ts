@@ -6,7 +6,7 @@ import { maxErrorKeys } from "../../resources/validate";
 import { authentication } from "../auth";
 import { readBody, requireJson } from "../body";
 import type { OpenAPIV3 } from "openapi-types";
-import { environmentParameter, environmentPathParameter, jsonBody, jsonResponse, problemResponses } from "../openapi";
+import { environmentParameter, environmentPathParameter, jsonBody, jsonResponse, problemResponses, resourceOperationIds } from "../openapi";
 import { idempotencyKeyReused, validationProblem } from "../problem";
 import type { Services } from "../services";
 
@@ -83,6 +83,7 @@ function importRoute(services: Services, resource: ResourceDefinition) {
           }),
           ...problemResponses(400, 401, 429, 413, 415, 422, 503, 507),
         },
+        operationId: resourceOperationIds(resource.jobType).importRecords,
         summary: `Import ${resource.noun} records`,
         tags: ["Imports"],
         description:

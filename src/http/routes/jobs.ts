@@ -81,6 +81,7 @@ export const jobRoutes = (services: Services) => {
           ),
         }),
         detail: {
+          operationId: "getJob",
           summary: "Get a job's status",
           tags: ["Jobs"],
           description:
@@ -115,6 +116,7 @@ export const jobRoutes = (services: Services) => {
         params: t.Object({ env: environmentParameter, id: t.String() }),
         query: t.Object({ limit: t.Optional(t.String()), after: t.Optional(t.String()) }),
         detail: {
+          operationId: "listRejectedRecords",
           summary: "List the records a finished job rejected",
           tags: ["Jobs"],
           description:
@@ -151,6 +153,7 @@ export const jobRoutes = (services: Services) => {
       {
         params: t.Object({ env: environmentParameter, id: t.String() }),
         detail: {
+          operationId: "cancelJob",
           summary: "Cancel a pending job",
           tags: ["Jobs"],
           description:
@@ -182,6 +185,7 @@ export const jobRoutes = (services: Services) => {
         params: t.Object({ env: environmentParameter }),
         query: t.Object({ status: t.Optional(t.String()), dryRun: t.Optional(t.String()), limit: t.Optional(t.String()), after: t.Optional(t.String()) }),
         detail: {
+          operationId: "listJobs",
           summary: "List jobs, newest first",
           tags: ["Jobs"],
           parameters: [

@@ -3,7 +3,7 @@ import { Type } from "@sinclair/typebox";
 import type { ResourceDefinition } from "../../resources/definition";
 import { resources } from "../../resources/registry";
 import { authentication } from "../auth";
-import { environmentParameter, environmentPathParameter, jsonResponse, problemResponses } from "../openapi";
+import { environmentParameter, environmentPathParameter, jsonResponse, problemResponses, resourceOperationIds } from "../openapi";
 import { page, pageLimit, pageParameters } from "../paging";
 import { notFound } from "../problem";
 import type { Services } from "../services";
@@ -28,6 +28,7 @@ function recordRoutes(services: Services, resource: ResourceDefinition) {
       {
         params: t.Object({ env: environmentParameter, id: t.String() }),
         detail: {
+          operationId: resourceOperationIds(resource.jobType).getRecord,
           summary: `Get one ${resource.noun}`,
           tags: ["Records"],
           responses: { 200: jsonResponse(storedRecord(resource), `The ${resource.noun}.`), ...problemResponses(401, 429, 404) },
@@ -44,6 +45,7 @@ function recordRoutes(services: Services, resource: ResourceDefinition) {
         params: t.Object({ env: environmentParameter }),
         query: t.Object({ limit: t.Optional(t.String()), after: t.Optional(t.String()) }),
         detail: {
+          operationId: resourceOperationIds(resource.jobType).listRecords,
           summary: `List ${resource.noun} records by id`,
           tags: ["Records"],
           parameters: [environmentPathParameter, ...pageParameters("The nextCursor of the previous page (an id): records after it.")],
