@@ -1,6 +1,19 @@
 import { t, type TSchema } from "elysia";
 import { Type } from "@sinclair/typebox";
 import type { OpenAPIV3 } from "openapi-types";
+import {
+  conflict,
+  idempotencyKeyReused,
+  insufficientStorage,
+  notFound,
+  payloadTooLarge,
+  serviceUnavailable,
+  tooManyFailedAttempts,
+  unauthorized,
+  unsupportedMediaType,
+  validationProblem,
+  type Problem,
+} from "./problem";
 
 /**
  * OpenAPI fragments for route `detail`s. Schemas go into the document only, not into Elysia's runtime
@@ -9,14 +22,13 @@ import type { OpenAPIV3 } from "openapi-types";
 
 export const problemSchema = t.Object(
   {
-    type: t.String({ examples: ["https://tools.ietf.org/html/rfc9110#section-15.5.1"] }),
-    title: t.String({ examples: ["One or more validation errors occurred."] }),
-    status: Type.Integer({ examples: [400] }),
+    type: t.String(),
+    title: t.String(),
+    status: Type.Integer(),
     detail: t.Optional(t.String()),
     errors: t.Optional(
       t.Record(t.String(), t.Array(t.String()), {
-        description: "Field path (`[index].field`, `[index].geolocation.field`, or `$` for the body) → messages.",
-        examples: [{ "[0].subAreaId": ["'Sub Area Id' must not be empty."] }],
+        description: "Only on a 400: field path (`[index].field`, `[index].geolocation.field`, or `$` for the body) → messages.",
       }),
     ),
   },
@@ -27,7 +39,7 @@ const problemDescriptions: Record<number, string> = {
   400: "The request is invalid; `errors` says where and why.",
   401: "The Api-Key header is missing or not a valid key for this environment.",
   404: "Not found (or it belongs to another environment).",
-  409: "The request conflicts with the state of the job (it has not finished yet).",
+  409: "The request conflicts with the state of the job (not finished yet, or no longer cancelable).",
   413: "The body is larger than the hard limit; split it into several requests.",
   415: "The body is not sent as application/json.",
   422: "The Idempotency-Key was already used for a different request.",
@@ -73,10 +85,47 @@ export const jsonResponse = (schema: TSchema, description: string, headers?: Ope
   ...(headers ? { headers } : {}),
 });
 
-export const problemResponses = (...statuses: number[]): Record<string, OpenAPIV3.ResponseObject> =>
+// One example per status, made by the same constructors the server answers with.
+const problemExamples: Record<number, Problem> = {
+  400: validationProblem({ "[0].subAreaId": ["'Sub Area Id' must not be empty."] }),
+  401: unauthorized(),
+  404: notFound("No job with this id exists in this environment (job documents are kept for a limited time after they finish)."),
+  409: conflict("The job is still Processing: which records it rejects is known once it has finished. Poll its statusUrl, then ask again."),
+  413: payloadTooLarge(100 * 1024 * 1024),
+  415: unsupportedMediaType(null),
+  422: idempotencyKeyReused(),
+  429: tooManyFailedAttempts(60),
+  503: serviceUnavailable("The server could not use its storage just now; nothing was accepted or changed. Send the request again."),
+  507: insufficientStorage(),
+};
+
+const retryAfterHeader: OpenAPIV3.HeaderObject = { schema: { type: "integer" }, description: "Seconds to wait before sending the request again." };
+
+/** Headers the server sends with a Problem of this status. */
+const problemHeaders = (status: number): OpenAPIV3.ResponseObject["headers"] =>
+  status === 401
+    ? { "WWW-Authenticate": { schema: { type: "string" }, description: "The scheme: the key in the Api-Key header." } }
+    : [429, 503, 507].includes(status)
+      ? { "Retry-After": retryAfterHeader }
+      : undefined;
+
+/**
+ * Problem Details answers. `retryAfterOn`: statuses that carry Retry-After on this route beyond those that always
+ * do (the 409 of a job's rejected records, say).
+ */
+export const problemResponses = (...statuses: Array<number | { status: number; retryAfter: true }>): Record<string, OpenAPIV3.ResponseObject> =>
   Object.fromEntries(
-    statuses.map((status) => [
-      status,
-      { description: problemDescriptions[status] ?? "Error.", content: { "application/problem+json": { schema: asSchema(problemSchema) } } },
-    ]),
+    statuses.map((entry) => {
+      const status = typeof entry === "number" ? entry : entry.status;
+      const headers = typeof entry === "number" ? problemHeaders(status) : { "Retry-After": retryAfterHeader };
+      const example = problemExamples[status]?.body();
+      return [
+        status,
+        {
+          description: problemDescriptions[status] ?? "Error.",
+          content: { "application/problem+json": { schema: asSchema(problemSchema), ...(example ? { example } : {}) } },
+          ...(headers ? { headers } : {}),
+        },
+      ];
+    }),
   );

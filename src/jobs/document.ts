@@ -1,7 +1,8 @@
 import { t, type Static } from "elysia";
 import { Type } from "@sinclair/typebox";
 import type { Job } from "../store/ports";
-import { isTerminal, jobStatuses } from "./states";
+import { resources } from "../resources/registry";
+import { isTerminal, jobStatuses, type JobStatus } from "./states";
 
 // Integers the server sends are TypeBox's plain Type.Integer: Elysia's t.Integer writes its input coercion
 // (a string or an integer) into the OpenAPI document, and generated clients would type them so.
@@ -24,8 +25,9 @@ export const jobOutputSchema = t.Object({
 
 export const jobDocumentSchema = t.Object({
   id: Type.Integer(),
-  importJobType: t.String({ examples: ["Asset"] }),
-  importJobStatus: t.Union(jobStatuses.map((status) => t.Literal(status))),
+  // Enums as enums (not unions of constants), so that generated clients get an enum type.
+  importJobType: Type.Unsafe<string>({ type: "string", enum: resources.map((resource) => resource.jobType), examples: ["Asset"] }),
+  importJobStatus: Type.Unsafe<JobStatus>({ type: "string", enum: [...jobStatuses], examples: ["Succeeded"] }),
   statusUrl: t.String({ examples: ["/v2/status/17"], description: "Relative to the environment's base URL." }),
   output: t.Union([jobOutputSchema, t.Null()]),
   createdAt: t.String({ format: "date-time" }),

@@ -50,6 +50,9 @@ describe("the OpenAPI document", () => {
     // And the integers are there, as integers: the job id, say.
     const status = document.paths["/{env}/v2/status/{id}"]!.get!.responses["200"]!.content!["application/json"]!.schema as { properties: Record<string, unknown> };
     expect(status.properties.id).toMatchObject({ type: "integer" });
+    // Enums as enums.
+    expect(status.properties.importJobStatus).toMatchObject({ type: "string", enum: ["Pending", "Processing", "Succeeded", "PartiallySucceeded", "Failed"] });
+    expect(status.properties.importJobType).toMatchObject({ type: "string", enum: resources.map((resource) => resource.jobType) });
   });
 
   test("every operation has an explicit, readable operationId, as SDK generators name their methods", () => {
@@ -63,6 +66,25 @@ describe("the OpenAPI document", () => {
         "importAssetCategories", "getAssetCategory", "listAssetCategories",
       ].sort(),
     );
+  });
+
+  test("every header the server sends is declared, each error status has its own example, and job ids in paths are integers", () => {
+    type Response = { headers?: Record<string, unknown>; content?: Record<string, { example?: { status?: number; title?: string } }> };
+    for (const { path, method, operation } of operations()) {
+      const responses = operation.responses as Record<string, Response>;
+      for (const [status, response] of Object.entries(responses)) {
+        const example = response.content?.["application/problem+json"]?.example;
+        if (Number(status) >= 400) expect({ path, method, status, example: example?.status }).toEqual({ path, method, status, example: Number(status) });
+        if (["429", "503", "507"].includes(status)) expect({ path, status, header: Object.keys(response.headers ?? {}) }).toEqual({ path, status, header: ["Retry-After"] });
+      }
+      if (method === "post" && responses["202"]) expect(Object.keys(responses["202"].headers ?? {})).toContain("Location");
+      const id = operation.parameters?.find((parameter) => parameter.name === "id" && parameter.in === "path");
+      if (path.includes("/status/{id}")) expect({ path, schema: id?.schema }).toMatchObject({ path, schema: { type: "integer" } });
+    }
+    const rejected = document.paths["/{env}/v2/status/{id}/rejected"]!.get!.responses["409"] as Response;
+    expect(Object.keys(rejected.headers ?? {})).toEqual(["Retry-After"]);
+    const status = document.paths["/{env}/v2/status/{id}"]!.get!;
+    expect(status.parameters?.map((parameter) => parameter.name)).toEqual(["env", "id", "Prefer"]);
   });
 
   test("is a valid OpenAPI 3.1 document", async () => {

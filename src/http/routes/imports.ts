@@ -18,7 +18,7 @@ const idempotencyKeyParameter: OpenAPIV3.ParameterObject = {
     "Any 1 to 255 visible ASCII characters, unique per request you mean (for example a UUID, or file and chunk). The same key with the same " +
     "resource and body within 24 hours answers the job queued the first time (no second job), with Idempotent-Replayed: true; " +
     "the same key with another body is 422.",
-  schema: { type: "string", minLength: 1, maxLength: 255 },
+  schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$" },
 };
 
 const dryRunParameter: OpenAPIV3.ParameterObject = {
@@ -79,6 +79,7 @@ function importRoute(services: Services, resource: ResourceDefinition) {
         requestBody: jsonBody(t.Array(resource.schema, { minItems: 1 }), resource.example),
         responses: {
           202: jsonResponse(jobDocumentSchema, "Accepted: the job is queued; or, for a repeated Idempotency-Key, the job queued the first time.", {
+            Location: { schema: { type: "string", example: "/default/v2/status/1" }, description: "The job's status URL, from the server's root." },
             "Idempotent-Replayed": { schema: { type: "string", enum: ["true"] }, description: "Present when the answer is the job of an earlier request with the same Idempotency-Key." },
           }),
           ...problemResponses(400, 401, 429, 413, 415, 422, 503, 507),

@@ -34,6 +34,23 @@ const rejectedRecordSchema = t.Object({
   record: t.Record(t.String(), t.Unknown(), { description: "The record as it was sent." }),
 });
 
+/** Job ids in paths: the integer the 202 answered (anything else names no job: 404). */
+const jobIdParameter: OpenAPIV3.ParameterObject = {
+  name: "id",
+  in: "path",
+  required: true,
+  description: "The job id, as the 202 answered it.",
+  schema: { type: "integer", minimum: 1, example: 1 },
+};
+
+const preferParameter: OpenAPIV3.ParameterObject = {
+  name: "Prefer",
+  in: "header",
+  required: false,
+  description: `\`wait=<seconds>\` (RFC 7240): hold the answer until the job is terminal or the wait is over (at most ${maxWaitSeconds} s; a larger wish gets ${maxWaitSeconds}), then answer as usual. Without it the answer is immediate.`,
+  schema: { type: "string", example: "wait=30" },
+};
+
 const parseIndex = (text: string) => (/^(0|[1-9][0-9]{0,14})$/.test(text) ? Number(text) : undefined);
 
 /** Job ids are positive integers; anything else simply names no job. */
@@ -72,16 +89,9 @@ export const jobRoutes = (services: Services) => {
       },
       {
         params: t.Object({ env: environmentParameter, id: t.String() }),
-        headers: t.Object({
-          prefer: t.Optional(
-            t.String({
-              description: `\`wait=<seconds>\` (RFC 7240): hold the answer until the job is terminal or the wait is over (at most ${maxWaitSeconds} s; a larger wish gets ${maxWaitSeconds}), then answer as usual. Without it the answer is immediate.`,
-              example: "wait=30",
-            }),
-          ),
-        }),
         detail: {
           operationId: "getJob",
+          parameters: [environmentPathParameter, jobIdParameter, preferParameter],
           summary: "Get a job's status",
           tags: ["Jobs"],
           description:
@@ -125,12 +135,12 @@ export const jobRoutes = (services: Services) => {
             "Fix the records and send them again as a new batch.",
           parameters: [
             environmentPathParameter,
-            { name: "id", in: "path", required: true, schema: { type: "string" }, description: "The job id." },
+            jobIdParameter,
             ...pageParameters("The nextCursor of the previous page (a record index): records after it."),
           ],
           responses: {
             200: jsonResponse(t.Object({ items: t.Array(rejectedRecordSchema), nextCursor: t.Union([t.String(), t.Null()]) }), "A page of rejected records."),
-            ...problemResponses(400, 401, 429, 404, 409),
+            ...problemResponses(400, 401, 429, 404, { status: 409, retryAfter: true }),
           },
         },
       },
@@ -154,6 +164,7 @@ export const jobRoutes = (services: Services) => {
         params: t.Object({ env: environmentParameter, id: t.String() }),
         detail: {
           operationId: "cancelJob",
+          parameters: [environmentPathParameter, jobIdParameter],
           summary: "Cancel a pending job",
           tags: ["Jobs"],
           description:
