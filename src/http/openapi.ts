@@ -60,6 +60,25 @@ export const resourceOperationIds = (jobType: string) => {
 // TypeBox schemas are JSON Schema objects, so they can stand in the document as they are.
 const asSchema = (schema: TSchema) => schema as unknown as OpenAPIV3.SchemaObject;
 
+type JsonSchema = { type?: string; properties?: Record<string, JsonSchema>; required?: string[]; items?: JsonSchema; [key: string]: unknown };
+
+/**
+ * A request schema as the server reads requests: an optional field may also be null (DECISIONS 3: null counts
+ * as missing), at any depth. The runtime checker strips nulls first, so it keeps the schema as it is.
+ */
+export function nullableOptionals(schema: TSchema): TSchema {
+  const walk = (node: JsonSchema): JsonSchema => {
+    if (node.type === "array" && node.items) return { ...node, items: walk(node.items) };
+    if (node.type !== "object" || !node.properties) return node;
+    const required = new Set(node.required ?? []);
+    const properties = Object.fromEntries(
+      Object.entries(node.properties).map(([name, property]) => [name, required.has(name) ? walk(property) : { anyOf: [walk(property), { type: "null" }] }]),
+    );
+    return { ...node, properties };
+  };
+  return walk(JSON.parse(JSON.stringify(schema)) as JsonSchema) as unknown as TSchema;
+}
+
 export const jsonBody = (schema: TSchema, example?: unknown): OpenAPIV3.RequestBodyObject => ({
   required: true,
   content: { "application/json": { schema: asSchema(schema), ...(example === undefined ? {} : { example }) } },

@@ -87,6 +87,17 @@ describe("the OpenAPI document", () => {
     expect(status.parameters?.map((parameter) => parameter.name)).toEqual(["env", "id", "Prefer"]);
   });
 
+  test("an import body's optional fields may be null, as the server accepts them; required ones may not", () => {
+    type Schema = { properties: Record<string, { anyOf?: Array<{ type?: string; properties?: Record<string, { anyOf?: unknown[] }> }> }>; required: string[] };
+    const body = document.paths["/{env}/v2/assets"]!.post!.requestBody!.content["application/json"]!.schema as { items: Schema };
+    const asset = body.items;
+    expect(asset.properties.description!.anyOf).toContainEqual({ type: "null" });
+    expect(asset.properties.subAreaId!.anyOf).toBeUndefined();
+    expect(asset.required).toContain("subAreaId");
+    const geolocation = asset.properties.geolocation!.anyOf!.find((schema) => schema.type === "object")!;
+    expect(geolocation.properties!.linearReferenceStart!.anyOf).toBeUndefined();
+  });
+
   test("is a valid OpenAPI 3.1 document", async () => {
     expect(document.openapi).toBe("3.1.0");
     const result = await new Validator().validate(document as never);
