@@ -1,4 +1,5 @@
 import { swagger } from "@elysiajs/swagger";
+import { componentSchemas } from "./schemas";
 import { Elysia } from "elysia";
 import pkg from "../../package.json" with { type: "json" };
 import { internalError, notFound, Problem, storageProblem, validationProblem } from "./problem";
@@ -52,7 +53,7 @@ export function buildApp(services: Services) {
           // 3.1: its schemas are JSON Schema, which is what TypeBox writes (examples, null types, records).
           openapi: "3.1.0",
           info: { title: "importd", version: pkg.version, description: apiDescription },
-          components: { securitySchemes: { ApiKey: { type: "apiKey", in: "header", name: "Api-Key" } } },
+          components: { securitySchemes: { ApiKey: { type: "apiKey", in: "header", name: "Api-Key" } }, schemas: componentSchemas() as never },
           security: [{ ApiKey: [] }],
           tags: [
             { name: "Imports", description: "Queue a batch of records as a job." },

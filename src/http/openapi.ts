@@ -1,6 +1,6 @@
 import { t, type TSchema } from "elysia";
-import { Type } from "@sinclair/typebox";
 import type { OpenAPIV3 } from "openapi-types";
+import { documented, problemSchema } from "./schemas";
 import {
   conflict,
   idempotencyKeyReused,
@@ -19,21 +19,6 @@ import {
  * OpenAPI fragments for route `detail`s. Schemas go into the document only, not into Elysia's runtime
  * validation: import bodies are parsed and validated on worker threads, and answers are built from typed code.
  */
-
-export const problemSchema = t.Object(
-  {
-    type: t.String(),
-    title: t.String(),
-    status: Type.Integer(),
-    detail: t.Optional(t.String()),
-    errors: t.Optional(
-      t.Record(t.String(), t.Array(t.String()), {
-        description: "Only on a 400: field path (`[index].field`, `[index].geolocation.field`, or `$` for the body) → messages.",
-      }),
-    ),
-  },
-  { description: "RFC 9457 Problem Details." },
-);
 
 const problemDescriptions: Record<number, string> = {
   400: "The request is invalid; `errors` says where and why.",
@@ -57,27 +42,8 @@ export const resourceOperationIds = (jobType: string) => {
   return { importRecords: `import${plural}`, getRecord: `get${jobType}`, listRecords: `list${plural}` };
 };
 
-// TypeBox schemas are JSON Schema objects, so they can stand in the document as they are.
-const asSchema = (schema: TSchema) => schema as unknown as OpenAPIV3.SchemaObject;
-
-type JsonSchema = { type?: string; properties?: Record<string, JsonSchema>; required?: string[]; items?: JsonSchema; [key: string]: unknown };
-
-/**
- * A request schema as the server reads requests: an optional field may also be null (DECISIONS 3: null counts
- * as missing), at any depth. The runtime checker strips nulls first, so it keeps the schema as it is.
- */
-export function nullableOptionals(schema: TSchema): TSchema {
-  const walk = (node: JsonSchema): JsonSchema => {
-    if (node.type === "array" && node.items) return { ...node, items: walk(node.items) };
-    if (node.type !== "object" || !node.properties) return node;
-    const required = new Set(node.required ?? []);
-    const properties = Object.fromEntries(
-      Object.entries(node.properties).map(([name, property]) => [name, required.has(name) ? walk(property) : { anyOf: [walk(property), { type: "null" }] }]),
-    );
-    return { ...node, properties };
-  };
-  return walk(JSON.parse(JSON.stringify(schema)) as JsonSchema) as unknown as TSchema;
-}
+// TypeBox schemas are JSON Schema objects: they stand in the document as they are, the named ones as $refs.
+const asSchema = (schema: TSchema) => documented(schema) as OpenAPIV3.SchemaObject;
 
 export const jsonBody = (schema: TSchema, example?: unknown): OpenAPIV3.RequestBodyObject => ({
   required: true,

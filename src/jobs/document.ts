@@ -8,15 +8,19 @@ import { isTerminal, jobStatuses, type JobStatus } from "./states";
 // (a string or an integer) into the OpenAPI document, and generated clients would type them so.
 const timestamp = (description: string) => t.Union([t.String({ format: "date-time" }), t.Null()], { description });
 
+export const recordErrorSchema = t.Object({
+  index: Type.Integer({ description: "The record's index in the batch." }),
+  id: t.String(),
+  field: t.String(),
+  message: t.String(),
+});
+
 export const jobOutputSchema = t.Object({
   message: t.String({ description: "For people: how many records failed, which (index and id) and why." }),
   total: Type.Integer(),
   applied: Type.Integer(),
   rejected: Type.Integer(),
-  errors: t.Array(
-    t.Object({ index: Type.Integer(), id: t.String(), field: t.String(), message: t.String() }),
-    { description: "For programs: one entry per rejected record (capped at 1000; the message says when)." },
-  ),
+  errors: t.Array(recordErrorSchema, { description: "For programs: one entry per rejected record (capped at 1000; the message says when)." }),
   created: t.Optional(Type.Integer({ description: "Applied records that did not exist before. applied = created + updated + unchanged." })),
   updated: t.Optional(Type.Integer({ description: "Applied records that existed and differed: written." })),
   unchanged: t.Optional(Type.Integer({ description: "Applied records equal to the stored ones in every field: not written (their updatedAt and lastJobId stay)." })),

@@ -14,7 +14,7 @@ type Operation = {
 type OpenApiDocument = {
   openapi: string;
   paths: Record<string, Record<string, Operation>>;
-  components: { securitySchemes: Record<string, unknown> };
+  components: { securitySchemes: Record<string, unknown>; schemas: Record<string, unknown> };
   security: unknown[];
 };
 
@@ -31,12 +31,21 @@ afterAll(() => server.close());
 const operations = () =>
   Object.entries(document.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ path, method, operation })));
 
+/** `node` with every $ref replaced by the component it names, as a client generator reads it. */
+const resolved = (node: unknown): unknown => {
+  if (Array.isArray(node)) return node.map(resolved);
+  if (!node || typeof node !== "object") return node;
+  const ref = (node as { $ref?: string }).$ref;
+  if (ref) return resolved(document.components.schemas[ref.replace("#/components/schemas/", "")]);
+  return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, resolved(value)]));
+};
+
 // Served on purpose outside the API document: the document and its UI, and the operator's probes.
 const undocumented = new Set(["GET /swagger", "GET /swagger/json", "GET /swagger/assets/swagger-ui-bundle.js", "GET /swagger/assets/swagger-ui.css", "GET /healthz", "GET /readyz", "GET /metrics", "GET /"]);
 
 describe("the OpenAPI document", () => {
   test("every integer the server sends is a plain JSON Schema integer, never Elysia's string-or-integer", () => {
-    const responseSchemas = operations().flatMap(({ operation }) => Object.values(operation.responses).flatMap((response) => Object.values(response.content ?? {}).map((content) => content.schema)));
+    const responseSchemas = operations().flatMap(({ operation }) => Object.values(operation.responses).flatMap((response) => Object.values(response.content ?? {}).map((content) => resolved(content.schema))));
     const found: string[] = [];
     const walk = (node: unknown, path: string) => {
       if (Array.isArray(node)) return node.forEach((item, index) => walk(item, `${path}[${index}]`));
@@ -48,7 +57,7 @@ describe("the OpenAPI document", () => {
     responseSchemas.forEach((schema, index) => walk(schema, `response ${index}`));
     expect(found).toEqual([]);
     // And the integers are there, as integers: the job id, say.
-    const status = document.paths["/{env}/v2/status/{id}"]!.get!.responses["200"]!.content!["application/json"]!.schema as { properties: Record<string, unknown> };
+    const status = resolved(document.paths["/{env}/v2/status/{id}"]!.get!.responses["200"]!.content!["application/json"]!.schema) as { properties: Record<string, unknown> };
     expect(status.properties.id).toMatchObject({ type: "integer" });
     // Enums as enums.
     expect(status.properties.importJobStatus).toMatchObject({ type: "string", enum: ["Pending", "Processing", "Succeeded", "PartiallySucceeded", "Failed"] });
@@ -89,13 +98,27 @@ describe("the OpenAPI document", () => {
 
   test("an import body's optional fields may be null, as the server accepts them; required ones may not", () => {
     type Schema = { properties: Record<string, { anyOf?: Array<{ type?: string; properties?: Record<string, { anyOf?: unknown[] }> }> }>; required: string[] };
-    const body = document.paths["/{env}/v2/assets"]!.post!.requestBody!.content["application/json"]!.schema as { items: Schema };
+    const body = resolved(document.paths["/{env}/v2/assets"]!.post!.requestBody!.content["application/json"]!.schema) as { items: Schema };
     const asset = body.items;
     expect(asset.properties.description!.anyOf).toContainEqual({ type: "null" });
     expect(asset.properties.subAreaId!.anyOf).toBeUndefined();
     expect(asset.required).toContain("subAreaId");
     const geolocation = asset.properties.geolocation!.anyOf!.find((schema) => schema.type === "object")!;
     expect(geolocation.properties!.linearReferenceStart!.anyOf).toBeUndefined();
+  });
+
+  test("every shape a client handles is a named component, referenced with $ref, and no schema is inlined twice", () => {
+    const components = Object.keys(document.components.schemas).sort();
+    for (const name of ["JobDocument", "JobOutput", "RecordError", "Problem", "RejectedRecord", "JobPage", "RejectedRecordPage", "Asset", "StoredAsset", "AssetPage", "SubArea", "StoredSubArea"]) {
+      expect(components).toContain(name);
+    }
+    const text = JSON.stringify(document.paths);
+    expect(text).not.toContain("RFC 9457 Problem Details");
+    expect(text).not.toContain('"importJobType":{');
+    const problemRefs = text.split('"$ref":"#/components/schemas/Problem"').length - 1;
+    const jobRefs = text.split('"$ref":"#/components/schemas/JobDocument"').length - 1;
+    console.log(`OpenAPI: ${components.length} named schemas; Problem referenced ${problemRefs} times, JobDocument ${jobRefs} (both were inlined each time before)`);
+    expect(problemRefs).toBeGreaterThan(20);
   });
 
   test("is a valid OpenAPI 3.1 document", async () => {
@@ -128,18 +151,18 @@ describe("the OpenAPI document", () => {
       for (const [status, response] of Object.entries(operation.responses)) {
         const [type] = Object.keys(response.content ?? {});
         expect(type).toBe(Number(status) >= 400 ? "application/problem+json" : "application/json");
-        if (Number(status) >= 400) expect(JSON.stringify(response.content![type!]!.schema)).toContain("RFC 9457 Problem Details");
+        if (Number(status) >= 400) expect(JSON.stringify(resolved(response.content![type!]!.schema))).toContain("RFC 9457 Problem Details");
       }
     }
     const post = document.paths["/{env}/v2/assets"]!.post!;
     expect(post.parameters?.find((parameter) => parameter.name === "Idempotency-Key")).toMatchObject({ in: "header", required: false });
     expect(JSON.stringify(post.responses["202"])).toContain("Idempotent-Replayed");
     expect(Object.keys(post.responses).sort()).toEqual(["202", "400", "401", "413", "415", "422", "429", "503", "507"]);
-    expect(JSON.stringify(post.responses["202"])).toContain("importJobStatus");
-    expect(JSON.stringify(document.paths["/{env}/v2/status/{id}"]!.get!.responses["200"])).toContain("recordCount");
+    expect(JSON.stringify(resolved(post.responses["202"]))).toContain("importJobStatus");
+    expect(JSON.stringify(resolved(document.paths["/{env}/v2/status/{id}"]!.get!.responses["200"]))).toContain("recordCount");
     for (const resource of resources) {
-      expect(JSON.stringify(document.paths[`/{env}/v2/${resource.path}`]!.post!.requestBody)).toContain('"name"');
-      expect(JSON.stringify(document.paths[`/{env}/v2/${resource.path}/{id}`]!.get!.responses["200"])).toContain("lastJobId");
+      expect(JSON.stringify(resolved(document.paths[`/{env}/v2/${resource.path}`]!.post!.requestBody))).toContain('"name"');
+      expect(JSON.stringify(resolved(document.paths[`/{env}/v2/${resource.path}/{id}`]!.get!.responses["200"]))).toContain("lastJobId");
     }
   });
 

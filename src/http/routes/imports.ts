@@ -6,7 +6,8 @@ import { maxErrorKeys } from "../../resources/validate";
 import { authentication } from "../auth";
 import { readBody, requireJson } from "../body";
 import type { OpenAPIV3 } from "openapi-types";
-import { environmentParameter, environmentPathParameter, jsonBody, jsonResponse, nullableOptionals, problemResponses, resourceOperationIds } from "../openapi";
+import { environmentParameter, environmentPathParameter, jsonBody, jsonResponse, problemResponses, resourceOperationIds } from "../openapi";
+import { resourceSchemas } from "../schemas";
 import { idempotencyKeyReused, validationProblem } from "../problem";
 import type { Services } from "../services";
 
@@ -76,7 +77,7 @@ function importRoute(services: Services, resource: ResourceDefinition) {
       query: t.Object({ dryRun: t.Optional(t.String()) }),
       detail: {
         parameters: [environmentPathParameter, idempotencyKeyParameter, dryRunParameter],
-        requestBody: jsonBody(nullableOptionals(t.Array(resource.schema, { minItems: 1 })), resource.example),
+        requestBody: jsonBody(t.Array(resourceSchemas(resource).sent, { minItems: 1 }), resource.example),
         responses: {
           202: jsonResponse(jobDocumentSchema, "Accepted: the job is queued; or, for a repeated Idempotency-Key, the job queued the first time.", {
             Location: { schema: { type: "string", example: "/default/v2/status/1" }, description: "The job's status URL, from the server's root." },

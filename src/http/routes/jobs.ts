@@ -4,6 +4,7 @@ import type { OpenAPIV3 } from "openapi-types";
 import { jobDocument, jobDocumentSchema, retryAfterSeconds } from "../../jobs/document";
 import { canceledOutput } from "../../jobs/outcome";
 import { readDryRun } from "./imports";
+import { jobPageSchema, rejectedRecordPageSchema } from "../schemas";
 import { maxWaitSeconds, preferredWait } from "../../jobs/job-waits";
 import { isTerminal, jobStatuses, type JobStatus } from "../../jobs/states";
 import { authentication } from "../auth";
@@ -26,13 +27,6 @@ const cannotCancel = (status: JobStatus) =>
       : `The job has already finished (${status}): there is nothing left to cancel.`,
   );
 
-const rejectedRecordSchema = t.Object({
-  index: Type.Integer({ description: "The record's index in the batch." }),
-  id: t.Union([t.String(), t.Null()], { description: "The record's id, as sent." }),
-  field: t.String({ description: "The field at fault, or `$` when the whole batch was refused." }),
-  message: t.String(),
-  record: t.Record(t.String(), t.Unknown(), { description: "The record as it was sent." }),
-});
 
 /** Job ids in paths: the integer the 202 answered (anything else names no job: 404). */
 const jobIdParameter: OpenAPIV3.ParameterObject = {
@@ -139,7 +133,7 @@ export const jobRoutes = (services: Services) => {
             ...pageParameters("The nextCursor of the previous page (a record index): records after it."),
           ],
           responses: {
-            200: jsonResponse(t.Object({ items: t.Array(rejectedRecordSchema), nextCursor: t.Union([t.String(), t.Null()]) }), "A page of rejected records."),
+            200: jsonResponse(rejectedRecordPageSchema, "A page of rejected records."),
             ...problemResponses(400, 401, 429, 404, { status: 409, retryAfter: true }),
           },
         },
@@ -206,7 +200,7 @@ export const jobRoutes = (services: Services) => {
             ...pageParameters("The nextCursor of the previous page (a job id): jobs older than it."),
           ],
           responses: {
-            200: jsonResponse(t.Object({ items: t.Array(jobDocumentSchema), nextCursor: t.Union([t.String(), t.Null()]) }), "A page of jobs."),
+            200: jsonResponse(jobPageSchema, "A page of jobs."),
             ...problemResponses(400, 401, 429),
           },
         },

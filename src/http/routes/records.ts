@@ -6,13 +6,8 @@ import { authentication } from "../auth";
 import { environmentParameter, environmentPathParameter, jsonResponse, problemResponses, resourceOperationIds } from "../openapi";
 import { page, pageLimit, pageParameters } from "../paging";
 import { notFound } from "../problem";
+import { resourceSchemas } from "../schemas";
 import type { Services } from "../services";
-
-const storedRecord = (resource: ResourceDefinition) =>
-  t.Composite([
-    resource.schema,
-    t.Object({ updatedAt: t.String({ format: "date-time" }), lastJobId: Type.Integer({ description: "The job that last wrote this record." }) }),
-  ]);
 
 function recordRoutes(services: Services, resource: ResourceDefinition) {
   const { records } = services;
@@ -31,7 +26,7 @@ function recordRoutes(services: Services, resource: ResourceDefinition) {
           operationId: resourceOperationIds(resource.jobType).getRecord,
           summary: `Get one ${resource.noun}`,
           tags: ["Records"],
-          responses: { 200: jsonResponse(storedRecord(resource), `The ${resource.noun}.`), ...problemResponses(401, 429, 404) },
+          responses: { 200: jsonResponse(resourceSchemas(resource).stored, `The ${resource.noun}.`), ...problemResponses(401, 429, 404) },
         },
       },
     )
@@ -50,7 +45,7 @@ function recordRoutes(services: Services, resource: ResourceDefinition) {
           tags: ["Records"],
           parameters: [environmentPathParameter, ...pageParameters("The nextCursor of the previous page (an id): records after it.")],
           responses: {
-            200: jsonResponse(t.Object({ items: t.Array(storedRecord(resource)), nextCursor: t.Union([t.String(), t.Null()]) }), "A page of records."),
+            200: jsonResponse(resourceSchemas(resource).page, "A page of records."),
             ...problemResponses(400, 401, 429),
           },
         },

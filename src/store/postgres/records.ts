@@ -38,14 +38,17 @@ class ResourceTable {
     const updates = [...this.valueFields, "updatedAt", "lastJobId"].map((field) => `${name(field)} = excluded.${name(field)}`);
     // A record equal to the stored one is not written (its updatedAt and lastJobId stay): the update's WHERE is
     // false, and then no row comes back. Of those that do, a new row has no xmax yet (an updated one has this
-    // transaction's).
+    // transaction's). Counted in the statement: one row comes back, not one per record, so that a run's
+    // connection never has a large answer to read while it holds its environment's lock.
     const values = this.valueFields.map(name);
     this.upsertSql =
+      `WITH written AS (` +
       `INSERT INTO ${quote(getTableName(this.table))} AS stored (${["environmentId", "updatedAt", "lastJobId", "id", ...this.valueFields].map(name).join(", ")}) ` +
       `SELECT $1::integer, $2::text, $3::bigint, * FROM unnest(${arrays.join(", ")}) ` +
       `ON CONFLICT (${name("environmentId")}, ${name("id")}) DO UPDATE SET ${updates.join(", ")} ` +
       `WHERE (${values.map((column) => `stored.${column}`).join(", ")}) IS DISTINCT FROM (${values.map((column) => `excluded.${column}`).join(", ")}) ` +
-      `RETURNING (stored.xmax = 0) AS "created"`;
+      `RETURNING (stored.xmax = 0) AS created) ` +
+      `SELECT count(*) FILTER (WHERE created)::integer AS "created", count(*)::integer AS "written" FROM written`;
   }
 
   /** Upserts the records on the run's connection, inside its transaction. */
@@ -59,11 +62,10 @@ class ResourceTable {
         const values = this.resource.toRow(record as never) as Record<string, unknown>;
         this.valueFields.forEach((field, column) => (columns[column + 1]![row] = values[field] ?? null));
       });
-      const written = await sql.unsafe(this.upsertSql, [environmentId, updatedAt, jobId, ...columns] as never[]);
-      const created = written.filter((row) => row.created).length;
+      const [{ created, written }] = (await sql.unsafe(this.upsertSql, [environmentId, updatedAt, jobId, ...columns] as never[])) as unknown as [{ created: number; written: number }];
       counts.created += created;
-      counts.updated += written.length - created;
-      counts.unchanged += chunk.length - written.length;
+      counts.updated += written - created;
+      counts.unchanged += chunk.length - written;
     }
     return counts;
   }

@@ -1,0 +1,101 @@
+// The shapes a client handles, named: the OpenAPI document defines each once under components.schemas and
+// refers to it with $ref everywhere else, so that generated clients get one type per shape (JobDocument,
+// Problem, Asset, …) instead of a copy per operation.
+import { Type } from "@sinclair/typebox";
+import { t, type TSchema } from "elysia";
+import { jobDocumentSchema, jobOutputSchema, recordErrorSchema } from "../jobs/document";
+import type { ResourceDefinition } from "../resources/definition";
+import { resources } from "../resources/registry";
+
+export const problemSchema = t.Object(
+  {
+    type: t.String(),
+    title: t.String(),
+    status: Type.Integer(),
+    detail: t.Optional(t.String()),
+    errors: t.Optional(
+      t.Record(t.String(), t.Array(t.String()), {
+        description: "Only on a 400: field path (`[index].field`, `[index].geolocation.field`, or `$` for the body) → messages.",
+      }),
+    ),
+  },
+  { description: "RFC 9457 Problem Details." },
+);
+
+export const rejectedRecordSchema = t.Object({
+  index: Type.Integer({ description: "The record's index in the batch." }),
+  id: t.Union([t.String(), t.Null()], { description: "The record's id, as sent." }),
+  field: t.String({ description: "The field at fault, or `$` when the whole batch was refused." }),
+  message: t.String(),
+  record: t.Record(t.String(), t.Unknown(), { description: "The record as it was sent." }),
+});
+
+/** A page of a list: its items, and the cursor of the next page (null on the last). */
+const pageOf = (items: TSchema) => t.Object({ items: t.Array(items), nextCursor: t.Union([t.String(), t.Null()], { description: "Pass it as `after` for the next page; null on the last page." }) });
+
+type JsonSchema = { type?: string; properties?: Record<string, JsonSchema>; required?: string[]; items?: JsonSchema; [key: string]: unknown };
+
+/**
+ * A request schema as the server reads requests: an optional field may also be null (DECISIONS 3: null counts
+ * as missing), at any depth. The runtime checker strips nulls first, so it keeps the schema as it is.
+ */
+export function nullableOptionals(schema: TSchema): TSchema {
+  const walk = (node: JsonSchema): JsonSchema => {
+    if (node.type === "array" && node.items) return { ...node, items: walk(node.items) };
+    if (node.type !== "object" || !node.properties) return node;
+    const required = new Set(node.required ?? []);
+    const properties = Object.fromEntries(
+      Object.entries(node.properties).map(([name, property]) => [name, required.has(name) ? walk(property) : { anyOf: [walk(property), { type: "null" }] }]),
+    );
+    return { ...node, properties };
+  };
+  return walk(JSON.parse(JSON.stringify(schema)) as JsonSchema) as unknown as TSchema;
+}
+
+/** Each resource's shapes: the record as sent, as stored (with updatedAt and lastJobId), and a page of those. */
+type ResourceSchemas = { sent: TSchema; stored: TSchema; page: TSchema };
+const byResource = new Map<string, ResourceSchemas>(
+  resources.map((resource) => {
+    const stored = t.Composite([
+      resource.schema,
+      t.Object({ updatedAt: t.String({ format: "date-time" }), lastJobId: Type.Integer({ description: "The job that last wrote this record." }) }),
+    ]);
+    return [resource.path, { sent: nullableOptionals(resource.schema), stored, page: pageOf(stored) }];
+  }),
+);
+export const resourceSchemas = (resource: ResourceDefinition): ResourceSchemas => byResource.get(resource.path)!;
+
+export const jobPageSchema = pageOf(jobDocumentSchema);
+export const rejectedRecordPageSchema = pageOf(rejectedRecordSchema);
+
+const names = new Map<object, string>([
+  [jobDocumentSchema, "JobDocument"],
+  [jobOutputSchema, "JobOutput"],
+  [recordErrorSchema, "RecordError"],
+  [problemSchema, "Problem"],
+  [rejectedRecordSchema, "RejectedRecord"],
+  [jobPageSchema, "JobPage"],
+  [rejectedRecordPageSchema, "RejectedRecordPage"],
+  ...resources.flatMap((resource) => {
+    const { sent, stored, page } = resourceSchemas(resource);
+    return [
+      [sent, resource.jobType],
+      [stored, `Stored${resource.jobType}`],
+      [page, `${resource.jobType}Page`],
+    ] as Array<[object, string]>;
+  }),
+]);
+
+/** A schema as the document writes it: a named one as a $ref, and the named ones inside any other too. */
+export function documented(schema: unknown, root = false): unknown {
+  if (schema && typeof schema === "object") {
+    const name = names.get(schema);
+    if (name && !root) return { $ref: `#/components/schemas/${name}` };
+    if (Array.isArray(schema)) return schema.map((item) => documented(item));
+    return Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, documented(value)]));
+  }
+  return schema;
+}
+
+/** components.schemas: every named shape, itself written with $refs to the others. */
+export const componentSchemas = () => Object.fromEntries([...names].map(([schema, name]) => [name, documented(schema, true)]));
