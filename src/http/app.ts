@@ -52,7 +52,10 @@ export function buildApp(services: Services) {
         documentation: {
           // 3.1: its schemas are JSON Schema, which is what TypeBox writes (examples, null types, records).
           openapi: "3.1.0",
-          info: { title: "importd", version: pkg.version, description: apiDescription },
+          // identifier is OpenAPI 3.1's (the plugin's types know 3.0's license object only).
+          info: { title: "importd", version: pkg.version, description: apiDescription, license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" } as { name: string } },
+          // Relative: Swagger UI and generated clients talk to the server that served the document.
+          servers: [{ url: "/", description: "This importd server; every path starts with the environment's slug." }],
           components: { securitySchemes: { ApiKey: { type: "apiKey", in: "header", name: "Api-Key" } }, schemas: componentSchemas() as never },
           security: [{ ApiKey: [] }],
           tags: [
