@@ -1,9 +1,10 @@
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { closeSync, mkdirSync, openSync, rmSync, writeSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { databaseFile } from "../../src/store/sqlite/database";
 import { getJob, importBatch, postJson, waitForJob } from "../helpers/api";
+import { fillTheDisk } from "../helpers/disk";
 import { spawnServer, type ServerProcess } from "../helpers/process";
 import { assets, seedReferenceData } from "../helpers/records";
 import { tempDir } from "../helpers/server";
@@ -26,20 +27,6 @@ afterAll(() => {
   rmSync(mountPoint, { recursive: true, force: true });
 });
 
-/** Writes to the filesystem until it is full; returns how many bytes that took. */
-function fillTheDisk(): number {
-  const fd = openSync(filler, "w");
-  const chunk = new Uint8Array(256 * 1024);
-  let written = 0;
-  try {
-    for (;;) written += writeSync(fd, chunk);
-  } catch (error) {
-    if ((error as { code?: string }).code !== "ENOSPC") throw error;
-  } finally {
-    closeSync(fd);
-  }
-  return written;
-}
 
 test("a full disk: imports are refused with 507, accepted jobs wait instead of failing, and all of it recovers once space is freed", async () => {
   server = await spawnServer(dataDir, ["--workers", "2"]);
@@ -51,7 +38,7 @@ test("a full disk: imports are refused with 507, accepted jobs wait instead of f
   // paused right after the 202, the disk filled, and the server resumed.
   const large = await importBatch(base, "assets", key, assets(60_000));
   server.proc.kill("SIGSTOP");
-  const filled = fillTheDisk();
+  const filled = fillTheDisk(filler);
   server.proc.kill("SIGCONT");
 
   // SQLite may still write into file space it already holds: keep importing until the disk refuses.

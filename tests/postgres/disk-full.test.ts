@@ -1,10 +1,11 @@
 import { afterAll, expect, test } from "bun:test";
-import { chownSync, closeSync, mkdirSync, openSync, rmSync, writeSync } from "node:fs";
+import { chownSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import postgres from "postgres";
 import { PostgresStore } from "../../src/store/postgres/store";
 import { getJob, importBatch, postJson, waitForJob } from "../helpers/api";
 import { postgresServer, requirePostgres } from "../helpers/postgres";
+import { fillTheDisk } from "../helpers/disk";
 import { spawnServer, type ServerProcess } from "../helpers/process";
 import { assets, seedReferenceData } from "../helpers/records";
 import { tempDir } from "../helpers/server";
@@ -32,20 +33,6 @@ if (requirePostgres("importd on PostgreSQL with a full disk")) {
     rmSync(mountPoint, { recursive: true, force: true });
   });
 
-  /** Writes to the filesystem until it is full; returns how many bytes that took. */
-  function fillTheDisk(): number {
-    const fd = openSync(filler, "w");
-    const chunk = new Uint8Array(256 * 1024);
-    let written = 0;
-    try {
-      for (;;) written += writeSync(fd, chunk);
-    } catch (error) {
-      if ((error as { code?: string }).code !== "ENOSPC") throw error;
-    } finally {
-      closeSync(fd);
-    }
-    return written;
-  }
 
   test("a full disk under PostgreSQL: imports are refused with 507, accepted jobs wait instead of failing, and all of it recovers once space is freed", async () => {
     const mount = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", mountPoint], { stderr: "pipe" });
@@ -69,7 +56,7 @@ if (requirePostgres("importd on PostgreSQL with a full disk")) {
     // A large job accepted just before the disk fills: its run meets the full disk, or finds room in pages
     // PostgreSQL already holds.
     const large = await importBatch(base, "assets", key, assets(20_000));
-    const filled = fillTheDisk();
+    const filled = fillTheDisk(filler);
 
     // PostgreSQL may still write into free space of pages it holds: keep importing until the disk refuses.
     // Every batch accepted on the way is owed its job.
