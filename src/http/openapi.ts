@@ -95,8 +95,8 @@ const problemHeaders = (status: number): OpenAPIV3.ResponseObject["headers"] =>
       : undefined;
 
 /**
- * Problem Details answers. `retryAfterOn`: statuses that carry Retry-After on this route beyond those that always
- * do (the 409 of a job's rejected records, say).
+ * Problem Details answers, by status; `{ status, retryAfter: true }` for a status that carries Retry-After on this
+ * route beyond those that always do (the 409 of a job's rejected records, say).
  */
 export const problemResponses = (...statuses: Array<number | { status: number; retryAfter: true }>): Record<string, OpenAPIV3.ResponseObject> =>
   Object.fromEntries(

@@ -1,5 +1,4 @@
 import { Elysia, t } from "elysia";
-import { Type } from "@sinclair/typebox";
 import type { OpenAPIV3 } from "openapi-types";
 import { jobDocument, jobDocumentSchema, retryAfterSeconds } from "../../jobs/document";
 import { canceledOutput } from "../../jobs/outcome";
@@ -26,7 +25,6 @@ const cannotCancel = (status: JobStatus) =>
       ? "The job is Processing: it is being applied now and can no longer be canceled. Wait for it to finish; its output says what was applied."
       : `The job has already finished (${status}): there is nothing left to cancel.`,
   );
-
 
 /** Job ids in paths: the integer the 202 answered (anything else names no job: 404). */
 const jobIdParameter: OpenAPIV3.ParameterObject = {
@@ -64,22 +62,20 @@ export const jobRoutes = (services: Services) => {
       "/status/:id",
       async ({ params, environmentId, set, request }) => {
         const wait = preferredWait(request.headers.get("prefer"));
-        let job = await findJob(environmentId, params.id);
-        if (wait !== undefined) {
-          set.headers["preference-applied"] = `wait=${wait}`;
-          // Held until the job ends or the wait is over. Registered before each read, so that an end between
-          // the read and the wait is not missed; a wake-up only says "read it again".
-          const until = Date.now() + wait * 1000;
-          while (!isTerminal(job.status) && Date.now() < until && !services.jobWaits.stopped) {
-            const held = services.jobWaits.register(job.id, until - Date.now());
-            job = await findJob(environmentId, params.id).catch((error) => (held.cancel(), Promise.reject(error)));
-            if (isTerminal(job.status)) held.cancel();
-            else await held.done;
-            job = await findJob(environmentId, params.id);
+        if (wait !== undefined) set.headers["preference-applied"] = `wait=${wait}`;
+        // Held until the job ends or the wait is over (no wait: one read). The wait is registered before each
+        // read, so that an end between the read and the wait is not missed; a wake-up only says "read it again".
+        const until = Date.now() + (wait ?? 0) * 1000;
+        for (;;) {
+          const held = services.jobWaits.register(parseJobId(params.id) ?? 0, until - Date.now());
+          const job = await findJob(environmentId, params.id).catch((error) => (held.cancel(), Promise.reject(error)));
+          if (isTerminal(job.status) || Date.now() >= until || services.jobWaits.stopped) {
+            held.cancel();
+            if (!isTerminal(job.status)) set.headers["retry-after"] = String(retryAfterSeconds(job));
+            return jobDocument(job);
           }
+          await held.done;
         }
-        if (!isTerminal(job.status)) set.headers["retry-after"] = String(retryAfterSeconds(job));
-        return jobDocument(job);
       },
       {
         params: t.Object({ env: environmentParameter, id: t.String() }),

@@ -1,5 +1,4 @@
 import { Elysia, t } from "elysia";
-import { Type } from "@sinclair/typebox";
 import type { ResourceDefinition } from "../../resources/definition";
 import { resources } from "../../resources/registry";
 import { authentication } from "../auth";
