@@ -1,5 +1,6 @@
 import { swagger } from "@elysiajs/swagger";
 import { componentSchemas } from "./schemas";
+import { environmentAsServer } from "./openapi";
 import { Elysia } from "elysia";
 import pkg from "../../package.json" with { type: "json" };
 import { internalError, notFound, Problem, storageProblem, validationProblem } from "./problem";
@@ -14,8 +15,8 @@ import type { Services } from "./services";
 const apiDescription = `Asynchronous bulk import. POST a JSON array of records to an import endpoint; the answer is 202 with a job.
 Poll GET /v2/status/{id} until importJobStatus is Succeeded, PartiallySucceeded or Failed.
 
-Every path hangs under an environment's base URL, \`/{env}\` (for example \`/default/v2/assets\`), and needs the
-\`Api-Key\` header with a key of that environment (\`<secret>_<keyId>\`, issued with \`importd key create <env>\`).
+Every path is relative to an environment's base URL, \`/{env}\` (the server variable \`env\`; for example
+\`/default/v2/assets\`), and needs the \`Api-Key\` header with a key of that environment (\`<secret>_<keyId>\`, issued with \`importd key create <env>\`).
 
 Import sub areas, asset types and asset categories before the assets that refer to them: references are checked
 when the job runs, against the records that exist in the environment at that time.`;
@@ -31,6 +32,34 @@ function toProblem(code: string | number, error: unknown): Problem | undefined {
   return undefined;
 }
 
+/**
+ * The OpenAPI document at /swagger/json (the UI is swagger-ui.ts). The plugin writes it from the routes; the hook,
+ * local to this plugin so that no other route pays for it, moves `{env}` into the server URL.
+ */
+const apiDocument = () =>
+  new Elysia({ name: "importd-openapi" })
+    .onAfterHandle(({ path, response }) => (path === "/swagger/json" ? environmentAsServer(response as Parameters<typeof environmentAsServer>[0]) : undefined))
+    .use(
+      swagger({
+        path: "/swagger",
+        provider: "swagger-ui",
+        documentation: {
+          // 3.1: its schemas are JSON Schema, which is what TypeBox writes (examples, null types, records).
+          openapi: "3.1.0",
+          // identifier is OpenAPI 3.1's (the plugin's types know 3.0's license object only).
+          info: { title: "importd", version: pkg.version, description: apiDescription, license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" } as { name: string } },
+          components: { securitySchemes: { ApiKey: { type: "apiKey", in: "header", name: "Api-Key" } }, schemas: componentSchemas() as never },
+          security: [{ ApiKey: [] }],
+          tags: [
+            { name: "Imports", description: "Queue a batch of records as a job." },
+            { name: "Jobs", description: "Follow jobs to their outcome." },
+            { name: "Records", description: "Read back what was imported." },
+          ],
+        },
+        exclude: ["/healthz", "/readyz", "/metrics"],
+      }),
+    );
+
 /** The whole HTTP API, without listening; server.ts and the tests give it a port. */
 export function buildApp(services: Services) {
   const { log } = services;
@@ -45,28 +74,7 @@ export function buildApp(services: Services) {
       return internalError().toResponse();
     })
     .use(swaggerUi("importd API"))
-    .use(
-      swagger({
-        path: "/swagger",
-        provider: "swagger-ui",
-        documentation: {
-          // 3.1: its schemas are JSON Schema, which is what TypeBox writes (examples, null types, records).
-          openapi: "3.1.0",
-          // identifier is OpenAPI 3.1's (the plugin's types know 3.0's license object only).
-          info: { title: "importd", version: pkg.version, description: apiDescription, license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" } as { name: string } },
-          // Relative: Swagger UI and generated clients talk to the server that served the document.
-          servers: [{ url: "/", description: "This importd server; every path starts with the environment's slug." }],
-          components: { securitySchemes: { ApiKey: { type: "apiKey", in: "header", name: "Api-Key" } }, schemas: componentSchemas() as never },
-          security: [{ ApiKey: [] }],
-          tags: [
-            { name: "Imports", description: "Queue a batch of records as a job." },
-            { name: "Jobs", description: "Follow jobs to their outcome." },
-            { name: "Records", description: "Read back what was imported." },
-          ],
-        },
-        exclude: ["/healthz", "/readyz", "/metrics"],
-      }),
-    )
+    .use(apiDocument())
     .use(operationsRoutes(services))
     .group("/:env/v2", (api) => api.use(importRoutes(services)).use(jobRoutes(services)).use(readRoutes(services)));
 }

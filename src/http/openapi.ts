@@ -52,17 +52,39 @@ export const jsonBody = (schema: TSchema, example?: unknown): OpenAPIV3.RequestB
 
 const environmentDescription = "The environment's slug (its base URL is /{env}); `default` is created on the first start.";
 
-/** The `{env}` path segment, prefilled with the environment every server starts with. */
-export const environmentParameter = t.String({ description: environmentDescription, default: "default" });
+type Document = { servers?: OpenAPIV3.ServerObject[]; paths: Record<string, Record<string, unknown>> };
+type PathOperation = { parameters?: Array<OpenAPIV3.ParameterObject | OpenAPIV3.ReferenceObject> };
+const environmentPrefix = "/{env}";
 
-/** The same, for routes whose `detail.parameters` are written out (the plugin then takes them as they are). */
-export const environmentPathParameter: OpenAPIV3.ParameterObject = {
-  name: "env",
-  in: "path",
-  required: true,
-  description: environmentDescription,
-  schema: { type: "string", default: "default" },
-};
+/**
+ * The document as clients want it: the environment is part of the base URL (the spec's `{base_url}`), a server
+ * variable, rather than a parameter of every operation. Routes are registered under `/:env`, so the plugin writes
+ * `/{env}/v2/...` paths; this moves the prefix into `servers`. The plugin's objects are left as they are (it keeps them).
+ */
+export function environmentAsServer<T extends Document>(document: T): T {
+  const isEnvironment = (parameter: OpenAPIV3.ParameterObject | OpenAPIV3.ReferenceObject) => "in" in parameter && parameter.in === "path" && parameter.name === "env";
+  const paths = Object.fromEntries(
+    Object.entries(document.paths).map(([path, operations]) => {
+      if (!path.startsWith(`${environmentPrefix}/`)) return [path, operations];
+      const withoutEnvironment = Object.fromEntries(
+        Object.entries(operations).map(([method, operation]) => {
+          const { parameters } = operation as PathOperation;
+          return [method, parameters ? { ...(operation as object), parameters: parameters.filter((parameter) => !isEnvironment(parameter)) } : operation];
+        }),
+      );
+      return [path.slice(environmentPrefix.length), withoutEnvironment];
+    }),
+  );
+  const server: OpenAPIV3.ServerObject = {
+    url: environmentPrefix,
+    description: "This importd server; the environment's base URL (`/default`, say).",
+    variables: { env: { default: "default", description: environmentDescription } },
+  };
+  return { ...document, servers: [server], paths };
+}
+
+/** The `{env}` path segment; in the document, the server variable (see environmentAsServer). */
+export const environmentParameter = t.String();
 
 export const jsonResponse = (schema: TSchema, description: string, headers?: OpenAPIV3.ResponseObject["headers"]): OpenAPIV3.ResponseObject => ({
   description,

@@ -13,6 +13,7 @@ type Operation = {
 };
 type OpenApiDocument = {
   openapi: string;
+  servers: unknown[];
   paths: Record<string, Record<string, Operation>>;
   components: { securitySchemes: Record<string, unknown>; schemas: Record<string, unknown> };
   security: unknown[];
@@ -57,7 +58,7 @@ describe("the OpenAPI document", () => {
     responseSchemas.forEach((schema, index) => walk(schema, `response ${index}`));
     expect(found).toEqual([]);
     // And the integers are there, as integers: the job id, say.
-    const status = resolved(document.paths["/{env}/v2/status/{id}"]!.get!.responses["200"]!.content!["application/json"]!.schema) as { properties: Record<string, unknown> };
+    const status = resolved(document.paths["/v2/status/{id}"]!.get!.responses["200"]!.content!["application/json"]!.schema) as { properties: Record<string, unknown> };
     expect(status.properties.id).toMatchObject({ type: "integer" });
     // Enums as enums.
     expect(status.properties.importJobStatus).toMatchObject({ type: "string", enum: ["Pending", "Processing", "Succeeded", "PartiallySucceeded", "Failed"] });
@@ -90,15 +91,15 @@ describe("the OpenAPI document", () => {
       const id = operation.parameters?.find((parameter) => parameter.name === "id" && parameter.in === "path");
       if (path.includes("/status/{id}")) expect({ path, schema: id?.schema }).toMatchObject({ path, schema: { type: "integer" } });
     }
-    const rejected = document.paths["/{env}/v2/status/{id}/rejected"]!.get!.responses["409"] as Response;
+    const rejected = document.paths["/v2/status/{id}/rejected"]!.get!.responses["409"] as Response;
     expect(Object.keys(rejected.headers ?? {})).toEqual(["Retry-After"]);
-    const status = document.paths["/{env}/v2/status/{id}"]!.get!;
-    expect(status.parameters?.map((parameter) => parameter.name)).toEqual(["env", "id", "Prefer"]);
+    const status = document.paths["/v2/status/{id}"]!.get!;
+    expect(status.parameters?.map((parameter) => parameter.name)).toEqual(["id", "Prefer"]);
   });
 
   test("an import body's optional fields may be null, as the server accepts them; required ones may not", () => {
     type Schema = { properties: Record<string, { anyOf?: Array<{ type?: string; properties?: Record<string, { anyOf?: unknown[] }> }> }>; required: string[] };
-    const body = resolved(document.paths["/{env}/v2/assets"]!.post!.requestBody!.content["application/json"]!.schema) as { items: Schema };
+    const body = resolved(document.paths["/v2/assets"]!.post!.requestBody!.content["application/json"]!.schema) as { items: Schema };
     const asset = body.items;
     expect(asset.properties.description!.anyOf).toContainEqual({ type: "null" });
     expect(asset.properties.subAreaId!.anyOf).toBeUndefined();
@@ -128,19 +129,20 @@ describe("the OpenAPI document", () => {
     expect(result.valid).toBe(true);
   });
 
-  test("documents every route the app serves, each with the environment as a path parameter prefilled with 'default'", () => {
+  test("documents every route the app serves, under a server whose URL is the environment's base URL (env, 'default' by default)", () => {
     // The app's own route table, built as the server builds it; nothing is listed by hand.
     const app = buildApp({ stores: new Map(resources.map((resource) => [resource.path, {}])), access: {}, log: () => {} } as unknown as Services);
     const served = app.routes.map((route) => `${route.method} ${route.path.replace(/:(\w+)/g, "{$1}")}`);
-    const documented = operations().map(({ path, method }) => `${method.toUpperCase()} ${path}`);
+    // The environment is the server variable: the spec's {base_url} is the server URL, and paths hang under it.
+    expect(document.servers).toEqual([{ url: "/{env}", description: expect.any(String), variables: { env: { default: "default", description: expect.any(String) } } }]);
+    const documented = operations().map(({ path, method }) => `${method.toUpperCase()} /{env}${path}`);
     expect(served.filter((route) => !undocumented.has(route)).sort()).toEqual(documented.sort());
     // Status, its rejected records, cancel and the job list, and per resource: import, list, get.
     expect(documented.length).toBe(4 + 3 * resources.length);
 
     for (const { path, operation } of operations()) {
-      expect(path.startsWith("/{env}/v2/")).toBe(true);
-      const env = operation.parameters?.find((parameter) => parameter.name === "env");
-      expect(env).toMatchObject({ in: "path", required: true, schema: { default: "default" } });
+      expect(path.startsWith("/v2/")).toBe(true);
+      expect(operation.parameters?.find((parameter) => parameter.name === "env")).toBeUndefined();
       expect(Object.keys(operation.responses)).toContain("401");
       expect(Object.keys(operation.responses)).toContain("429");
     }
@@ -154,23 +156,27 @@ describe("the OpenAPI document", () => {
         if (Number(status) >= 400) expect(JSON.stringify(resolved(response.content![type!]!.schema))).toContain("RFC 9457 Problem Details");
       }
     }
-    const post = document.paths["/{env}/v2/assets"]!.post!;
+    const post = document.paths["/v2/assets"]!.post!;
     expect(post.parameters?.find((parameter) => parameter.name === "Idempotency-Key")).toMatchObject({ in: "header", required: false });
     expect(JSON.stringify(post.responses["202"])).toContain("Idempotent-Replayed");
     expect(Object.keys(post.responses).sort()).toEqual(["202", "400", "401", "413", "415", "422", "429", "503", "507"]);
     expect(JSON.stringify(resolved(post.responses["202"]))).toContain("importJobStatus");
-    expect(JSON.stringify(resolved(document.paths["/{env}/v2/status/{id}"]!.get!.responses["200"]))).toContain("recordCount");
+    expect(JSON.stringify(resolved(document.paths["/v2/status/{id}"]!.get!.responses["200"]))).toContain("recordCount");
     for (const resource of resources) {
-      expect(JSON.stringify(resolved(document.paths[`/{env}/v2/${resource.path}`]!.post!.requestBody))).toContain('"name"');
-      expect(JSON.stringify(resolved(document.paths[`/{env}/v2/${resource.path}/{id}`]!.get!.responses["200"]))).toContain("lastJobId");
+      expect(JSON.stringify(resolved(document.paths[`/v2/${resource.path}`]!.post!.requestBody))).toContain('"name"');
+      expect(JSON.stringify(resolved(document.paths[`/v2/${resource.path}/{id}`]!.get!.responses["200"]))).toContain("lastJobId");
     }
   });
 
   test("the import examples succeed when sent in order, as someone trying Swagger UI would", async () => {
+    // Swagger UI's URL: the server's, relative to the document's, with each variable at its default.
+    const { url, variables } = document.servers[0] as { url: string; variables: Record<string, { default: string }> };
+    const base = server.url + url.replace(/\{(\w+)\}/g, (_: string, name: string) => variables[name]!.default);
+    expect(base).toBe(server.base);
     for (const resource of resources) {
-      const example = document.paths[`/{env}/v2/${resource.path}`]!.post!.requestBody!.content["application/json"]!.example!;
+      const example = document.paths[`/v2/${resource.path}`]!.post!.requestBody!.content["application/json"]!.example!;
       expect(example.length).toBeGreaterThan(0);
-      const job = await importAndWait(server.base, resource.path, server.key, example);
+      const job = await importAndWait(base, resource.path, server.key, example);
       expect({ resource: resource.path, status: job.importJobStatus, rejected: job.output?.rejected }).toEqual({ resource: resource.path, status: "Succeeded", rejected: 0 });
     }
   });

@@ -44,7 +44,7 @@ test("types generated with openapi-typescript typecheck the walk-through under -
   expect(code).not.toMatch(/\bas (?!const\b)[A-Za-z{[(]|String\(id\)|Number\(|<any>|!\./);
 
   const { walkthrough } = (await import(join(dir, "walkthrough.ts"))) as { walkthrough: (baseUrl: string, apiKey: string) => Promise<string[]> };
-  expect(await walkthrough(server.url, server.key)).toEqual([
+  expect(await walkthrough(server.base, server.key)).toEqual([
     "SubArea Succeeded",
     "AssetType Succeeded",
     "AssetCategory Succeeded",

@@ -13,27 +13,26 @@ function fail(what: string, problem: Problem | undefined): never {
   throw new Error(`${what}: ${problem ? `${problem.status} ${problem.title} ${problem.detail ?? ""}` : "no answer"}`);
 }
 
-/** Runs the walk-through and answers what it saw, one line per step. */
+/** Runs the walk-through against an environment's base URL (`http://host:port/default`) and answers what it saw, one line per step. */
 export async function walkthrough(baseUrl: string, apiKey: string): Promise<string[]> {
   const client = createClient<paths>({ baseUrl, headers: { "Api-Key": apiKey } });
-  const env = "default";
   const seen: string[] = [];
 
   // Long polls until the job ends; the id the 202 answered goes straight back in.
   const finished = async (id: number): Promise<Job> => {
     for (;;) {
-      const { data, error } = await client.GET("/{env}/v2/status/{id}", { params: { path: { env, id }, header: { Prefer: "wait=10" } } });
+      const { data, error } = await client.GET("/v2/status/{id}", { params: { path: { id }, header: { Prefer: "wait=10" } } });
       if (!data) fail(`job ${id}`, error);
       if (terminal.includes(data.importJobStatus)) return data;
     }
   };
 
   // 1. Reference data, then assets that point at it.
-  const subAreas = await client.POST("/{env}/v2/subareas", { params: { path: { env } }, body: [{ id: "north", name: "North district" }, { id: "south", name: "South district", description: null }] });
+  const subAreas = await client.POST("/v2/subareas", { body: [{ id: "north", name: "North district" }, { id: "south", name: "South district", description: null }] });
   if (!subAreas.data) fail("sub areas", subAreas.error);
-  const types = await client.POST("/{env}/v2/assettypes", { params: { path: { env } }, body: [{ id: "pipe", name: "Pipe" }, { id: "valve", name: "Valve" }] });
+  const types = await client.POST("/v2/assettypes", { body: [{ id: "pipe", name: "Pipe" }, { id: "valve", name: "Valve" }] });
   if (!types.data) fail("asset types", types.error);
-  const categories = await client.POST("/{env}/v2/assetcategories", { params: { path: { env } }, body: [{ id: "water", name: "Water network" }] });
+  const categories = await client.POST("/v2/assetcategories", { body: [{ id: "water", name: "Water network" }] });
   if (!categories.data) fail("asset categories", categories.error);
   for (const job of [subAreas.data, types.data, categories.data]) seen.push(`${job.importJobType} ${(await finished(job.id)).importJobStatus}`);
 
@@ -49,7 +48,7 @@ export async function walkthrough(baseUrl: string, apiKey: string): Promise<stri
     endPoint: 120.5,
     geolocation: { linearReferenceStart: "MAIN-ST", linearReferenceEnd: "MAIN-ST", locationStart: 0, locationEnd: 120.5, locationUnit: "m" as const },
   };
-  const assets = await client.POST("/{env}/v2/assets", { params: { path: { env }, header: { "Idempotency-Key": "walkthrough-assets-1" } }, body: [pipe] });
+  const assets = await client.POST("/v2/assets", { params: { header: { "Idempotency-Key": "walkthrough-assets-1" } }, body: [pipe] });
   if (!assets.data) fail("assets", assets.error);
   const done = await finished(assets.data.id);
   // Plain integers: counted without conversion.
@@ -57,38 +56,35 @@ export async function walkthrough(baseUrl: string, apiKey: string): Promise<stri
   seen.push(`assets ${done.importJobStatus} ${counted} of ${done.recordCount}, created ${done.output?.created ?? 0}`);
 
   // 2. The same key and body again: the same job, not a second one.
-  const replay = await client.POST("/{env}/v2/assets", { params: { path: { env }, header: { "Idempotency-Key": "walkthrough-assets-1" } }, body: [pipe] });
+  const replay = await client.POST("/v2/assets", { params: { header: { "Idempotency-Key": "walkthrough-assets-1" } }, body: [pipe] });
   if (!replay.data) fail("replay", replay.error);
   seen.push(`replay ${replay.data.id === assets.data.id ? "same job" : "another job"} ${replay.response.headers.get("Idempotent-Replayed")}`);
 
   // 3. A partial job, and its rejected records.
-  const partial = await client.POST("/{env}/v2/assets", {
-    params: { path: { env } },
-    body: [{ ...pipe, id: "PIPE-0002" }, { ...pipe, id: "PIPE-0003", subAreaId: "west" }],
-  });
+  const partial = await client.POST("/v2/assets", { body: [{ ...pipe, id: "PIPE-0002" }, { ...pipe, id: "PIPE-0003", subAreaId: "west" }] });
   if (!partial.data) fail("partial", partial.error);
   const partialDone = await finished(partial.data.id);
-  const rejected = await client.GET("/{env}/v2/status/{id}/rejected", { params: { path: { env, id: partialDone.id }, query: { limit: 10 } } });
+  const rejected = await client.GET("/v2/status/{id}/rejected", { params: { path: { id: partialDone.id }, query: { limit: 10 } } });
   if (!rejected.data) fail("rejected", rejected.error);
   seen.push(`partial ${partialDone.importJobStatus}, rejected index ${rejected.data.items.map((item) => item.index).join(",")} field ${rejected.data.items[0]?.field}`);
 
   // 4. A failed job: the same id twice.
-  const failed = await client.POST("/{env}/v2/assets", { params: { path: { env } }, body: [{ ...pipe, id: "PIPE-0004" }, { ...pipe, id: "PIPE-0004" }] });
+  const failed = await client.POST("/v2/assets", { body: [{ ...pipe, id: "PIPE-0004" }, { ...pipe, id: "PIPE-0004" }] });
   if (!failed.data) fail("failed", failed.error);
   seen.push(`duplicates ${(await finished(failed.data.id)).importJobStatus}`);
 
   // 5. A 400: a required field empty.
-  const invalid = await client.POST("/{env}/v2/assets", { params: { path: { env } }, body: [{ ...pipe, subAreaId: "" }] });
+  const invalid = await client.POST("/v2/assets", { body: [{ ...pipe, subAreaId: "" }] });
   seen.push(`invalid ${invalid.response.status} ${Object.keys(invalid.error?.errors ?? {}).join(",")}`);
 
   // 6. Reads, and the jobs list.
-  const read = await client.GET("/{env}/v2/assets/{id}", { params: { path: { env, id: "PIPE-0001" } } });
+  const read = await client.GET("/v2/assets/{id}", { params: { path: { id: "PIPE-0001" } } });
   if (!read.data) fail("read", read.error);
   seen.push(`read ${read.data.id} written by job ${read.data.lastJobId === assets.data.id ? "of step 1" : read.data.lastJobId}`);
-  const page = await client.GET("/{env}/v2/assets", { params: { path: { env }, query: { limit: 2 } } });
+  const page = await client.GET("/v2/assets", { params: { query: { limit: 2 } } });
   if (!page.data) fail("list", page.error);
   seen.push(`list ${page.data.items.map((item) => item.id).join(",")} next ${page.data.nextCursor}`);
-  const jobs = await client.GET("/{env}/v2/jobs", { params: { path: { env }, query: { status: "Failed", limit: 10 } } });
+  const jobs = await client.GET("/v2/jobs", { params: { query: { status: "Failed", limit: 10 } } });
   if (!jobs.data) fail("jobs", jobs.error);
   seen.push(`failed jobs ${jobs.data.items.length}`);
   return seen;

@@ -6,7 +6,7 @@ import { maxErrorKeys } from "../../resources/validate";
 import { authentication } from "../auth";
 import { readBody, requireJson } from "../body";
 import type { OpenAPIV3 } from "openapi-types";
-import { environmentParameter, environmentPathParameter, jsonBody, jsonResponse, problemResponses, resourceOperationIds } from "../openapi";
+import { environmentParameter, jsonBody, jsonResponse, problemResponses, resourceOperationIds } from "../openapi";
 import { resourceSchemas } from "../schemas";
 import { idempotencyKeyReused, validationProblem } from "../problem";
 import type { Services } from "../services";
@@ -76,7 +76,7 @@ function importRoute(services: Services, resource: ResourceDefinition) {
       params: t.Object({ env: environmentParameter }),
       query: t.Object({ dryRun: t.Optional(t.String()) }),
       detail: {
-        parameters: [environmentPathParameter, idempotencyKeyParameter, dryRunParameter],
+        parameters: [idempotencyKeyParameter, dryRunParameter],
         requestBody: jsonBody(t.Array(resourceSchemas(resource).sent, { minItems: 1 }), resource.example),
         responses: {
           202: jsonResponse(jobDocumentSchema, "Accepted: the job is queued; or, for a repeated Idempotency-Key, the job queued the first time.", {

@@ -7,7 +7,7 @@ import { jobPageSchema, rejectedRecordPageSchema } from "../schemas";
 import { maxWaitSeconds, preferredWait } from "../../jobs/job-waits";
 import { isTerminal, jobStatuses, type JobStatus } from "../../jobs/states";
 import { authentication } from "../auth";
-import { environmentParameter, environmentPathParameter, jsonResponse, problemResponses } from "../openapi";
+import { environmentParameter, jsonResponse, problemResponses } from "../openapi";
 import { page, pageLimit, pageParameters } from "../paging";
 import { conflict, notFound, validationProblem } from "../problem";
 import { retainedSince, type Services } from "../services";
@@ -81,7 +81,7 @@ export const jobRoutes = (services: Services) => {
         params: t.Object({ env: environmentParameter, id: t.String() }),
         detail: {
           operationId: "getJob",
-          parameters: [environmentPathParameter, jobIdParameter, preferParameter],
+          parameters: [jobIdParameter, preferParameter],
           summary: "Get a job's status",
           tags: ["Jobs"],
           description:
@@ -124,7 +124,6 @@ export const jobRoutes = (services: Services) => {
             "When nothing was applied (a batch-level failure), every record is listed. Kept as long as the job document. " +
             "Fix the records and send them again as a new batch.",
           parameters: [
-            environmentPathParameter,
             jobIdParameter,
             ...pageParameters("The nextCursor of the previous page (a record index): records after it."),
           ],
@@ -154,7 +153,7 @@ export const jobRoutes = (services: Services) => {
         params: t.Object({ env: environmentParameter, id: t.String() }),
         detail: {
           operationId: "cancelJob",
-          parameters: [environmentPathParameter, jobIdParameter],
+          parameters: [jobIdParameter],
           summary: "Cancel a pending job",
           tags: ["Jobs"],
           description:
@@ -190,7 +189,6 @@ export const jobRoutes = (services: Services) => {
           summary: "List jobs, newest first",
           tags: ["Jobs"],
           parameters: [
-            environmentPathParameter,
             { name: "status", in: "query", required: false, schema: { type: "string", enum: [...jobStatuses] }, description: "Only jobs in this state." } as OpenAPIV3.ParameterObject,
             { name: "dryRun", in: "query", required: false, schema: { type: "boolean" }, description: "true: only dry runs; false: only real imports; absent: both." },
             ...pageParameters("The nextCursor of the previous page (a job id): jobs older than it."),

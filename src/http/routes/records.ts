@@ -2,7 +2,7 @@ import { Elysia, t } from "elysia";
 import type { ResourceDefinition } from "../../resources/definition";
 import { resources } from "../../resources/registry";
 import { authentication } from "../auth";
-import { environmentParameter, environmentPathParameter, jsonResponse, problemResponses, resourceOperationIds } from "../openapi";
+import { environmentParameter, jsonResponse, problemResponses, resourceOperationIds } from "../openapi";
 import { page, pageLimit, pageParameters } from "../paging";
 import { notFound } from "../problem";
 import { resourceSchemas } from "../schemas";
@@ -42,7 +42,7 @@ function recordRoutes(services: Services, resource: ResourceDefinition) {
           operationId: resourceOperationIds(resource.jobType).listRecords,
           summary: `List ${resource.noun} records by id`,
           tags: ["Records"],
-          parameters: [environmentPathParameter, ...pageParameters("The nextCursor of the previous page (an id): records after it.")],
+          parameters: [...pageParameters("The nextCursor of the previous page (an id): records after it.")],
           responses: {
             200: jsonResponse(resourceSchemas(resource).page, "A page of records."),
             ...problemResponses(400, 401, 429),
