@@ -10,6 +10,7 @@ import type { Job, JobQueue, Store } from "../../src/store/ports";
 import { closeDatabase, openDatabase, type Db } from "../../src/store/sqlite/database";
 import { testBackend } from "./backend";
 import { freshPostgresDatabase } from "./postgres-store";
+import { checkAnswersOf, stopChecking } from "./contract";
 import { asset } from "./records";
 
 /** Queues a job straight into the store, without an idempotency key (so it is always a new job). */
@@ -59,6 +60,8 @@ export async function startTestServer(overrides: Partial<Config> = {}): Promise<
   const config = { ...loadConfig({}, {}), port: 0, host: "127.0.0.1", workers: 2, authFailuresPerMinute: 0, ...overrides, dataDir, databaseUrl } as Config;
   const logs: Array<Record<string, unknown>> = [];
   const server = await startServer(Object.freeze(config), (entry) => logs.push(entry));
+  // Whatever a test asks this server, the answer is checked against the server's OpenAPI document.
+  checkAnswersOf(server.url);
   let side: Db | undefined;
   let sidePostgres: postgres.Sql | undefined;
   let sideStore: Promise<Store> | undefined;
@@ -108,6 +111,7 @@ export async function startTestServer(overrides: Partial<Config> = {}): Promise<
       return enqueueJob((await store()).queue, environmentId!, "Asset", 1, body);
     },
     async close() {
+      stopChecking(server.url);
       await server.stop();
       await Promise.allSettled(held);
       await (await sideStore)?.close({ interrupted: true });

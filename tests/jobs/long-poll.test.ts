@@ -71,7 +71,10 @@ test("a finished job is answered at once; a wish above 60 s gets 60", async () =
   expect(response.headers.get("preference-applied")).toBe("wait=60");
   expect(ms).toBeLessThan(500);
   // An unknown job is still a 404, at once.
-  expect((await poll(server.base, server.key, 999_999, "wait=30")).response.status).toBe(404);
+  const unknown = await poll(server.base, server.key, 999_999, "wait=30");
+  expect(unknown.response.status).toBe(404);
+  // No wait was applied to it (and the 404 carries only what the document declares for it).
+  expect(unknown.response.headers.get("preference-applied")).toBeNull();
 }, 30_000);
 
 test("a server that stops answers its held polls at once, with the job as it is", async () => {

@@ -62,7 +62,6 @@ export const jobRoutes = (services: Services) => {
       "/status/:id",
       async ({ params, environmentId, set, request }) => {
         const wait = preferredWait(request.headers.get("prefer"));
-        if (wait !== undefined) set.headers["preference-applied"] = `wait=${wait}`;
         // Held until the job ends or the wait is over (no wait: one read). The wait is registered before each
         // read, so that an end between the read and the wait is not missed; a wake-up only says "read it again".
         const until = Date.now() + (wait ?? 0) * 1000;
@@ -72,6 +71,8 @@ export const jobRoutes = (services: Services) => {
           if (isTerminal(job.status) || Date.now() >= until || services.jobWaits.stopped) {
             held.cancel();
             if (!isTerminal(job.status)) set.headers["retry-after"] = String(retryAfterSeconds(job));
+            // With the job only: a 404 applied no wait.
+            if (wait !== undefined) set.headers["preference-applied"] = `wait=${wait}`;
             return jobDocument(job);
           }
           await held.done;
