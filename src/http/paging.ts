@@ -14,9 +14,13 @@ export function pageLimit(text: string | undefined): number {
   return limit;
 }
 
-export const pageParameters = (afterDescription: string): OpenAPIV3.ParameterObject[] => [
+/**
+ * `limit` and `after`. The cursor is a string, as `nextCursor` is, so that a client passes one back as it came; its
+ * pattern, where the server enforces one, is in the document too.
+ */
+export const pageParameters = (afterDescription: string, afterPattern?: RegExp): OpenAPIV3.ParameterObject[] => [
   { name: "limit", in: "query", required: false, schema: { type: "integer", minimum: 1, maximum: maxPageSize, default: defaultPageSize }, description: "Page size." },
-  { name: "after", in: "query", required: false, schema: { type: "string" }, description: afterDescription },
+  { name: "after", in: "query", required: false, schema: { type: "string", ...(afterPattern ? { pattern: afterPattern.source } : {}) }, description: afterDescription },
 ];
 
 /** A page and the cursor of the next one (null on the last page). */

@@ -43,10 +43,12 @@ const preferParameter: OpenAPIV3.ParameterObject = {
   schema: { type: "string", example: "wait=30" },
 };
 
-const parseIndex = (text: string) => (/^(0|[1-9][0-9]{0,14})$/.test(text) ? Number(text) : undefined);
+const recordIndex = /^(0|[1-9][0-9]{0,14})$/;
+const parseIndex = (text: string) => (recordIndex.test(text) ? Number(text) : undefined);
 
 /** Job ids are positive integers; anything else simply names no job. */
-const parseJobId = (text: string) => (/^[1-9][0-9]{0,14}$/.test(text) ? Number(text) : undefined);
+const jobId = /^[1-9][0-9]{0,14}$/;
+const parseJobId = (text: string) => (jobId.test(text) ? Number(text) : undefined);
 
 export const jobRoutes = (services: Services) => {
   /** The environment's job named in the path, or a 404 (unknown, another environment's, or expired, alike). */
@@ -126,7 +128,7 @@ export const jobRoutes = (services: Services) => {
             "Fix the records and send them again as a new batch.",
           parameters: [
             jobIdParameter,
-            ...pageParameters("The nextCursor of the previous page (a record index): records after it."),
+            ...pageParameters("The nextCursor of the previous page (a record index): records after it.", recordIndex),
           ],
           responses: {
             200: jsonResponse(rejectedRecordPageSchema, "A page of rejected records."),
@@ -192,7 +194,7 @@ export const jobRoutes = (services: Services) => {
           parameters: [
             { name: "status", in: "query", required: false, schema: { type: "string", enum: [...jobStatuses] }, description: "Only jobs in this state." } as OpenAPIV3.ParameterObject,
             { name: "dryRun", in: "query", required: false, schema: { type: "boolean" }, description: "true: only dry runs; false: only real imports; absent: both." },
-            ...pageParameters("The nextCursor of the previous page (a job id): jobs older than it."),
+            ...pageParameters("The nextCursor of the previous page (a job id): jobs older than it.", jobId),
           ],
           responses: {
             200: jsonResponse(jobPageSchema, "A page of jobs."),
