@@ -29,8 +29,8 @@ const problemDescriptions: Record<number, string> = {
   415: "The body is not sent as application/json.",
   422: "The Idempotency-Key was already used for a different request.",
   429: "Too many wrong API keys came from this address; no key is checked until Retry-After seconds have passed.",
-  503: "The batch could not be stored just now; nothing was accepted. Retry after Retry-After seconds.",
-  507: "The server's disk is full; nothing was accepted.",
+  503: "The server could not use its storage just now (the database is unreachable, say); nothing was accepted or changed. Send the request again after Retry-After seconds.",
+  507: "The server's disk is full; nothing was accepted or changed.",
 };
 
 /**

@@ -14,6 +14,9 @@ describe("PostgreSQL faults", () => {
     ["25P03", StorageUnavailable],
     ["ECONNREFUSED", StorageUnavailable],
     ["CONNECTION_CLOSED", StorageUnavailable],
+    ["55000", StorageUnavailable], // database "x" is not currently accepting connections
+    ["3D000", StorageUnavailable], // database "x" does not exist (dropped under a running server)
+    ["28P01", StorageUnavailable], // password authentication failed (changed under a running server)
     ["40P01", StorageConflict],
     ["23505", StorageConflict],
   ])("%s becomes %p, also wrapped by Drizzle ('Failed query: …', the driver's error as its cause)", (code, kind) => {

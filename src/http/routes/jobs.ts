@@ -95,7 +95,7 @@ export const jobRoutes = (services: Services) => {
               "Retry-After": { schema: { type: "integer" }, description: "Seconds to wait before polling again; only while the job is not terminal." },
               "Preference-Applied": { schema: { type: "string", example: "wait=30" }, description: "The wait applied, when the request asked for one with Prefer." },
             }),
-            ...problemResponses(401, 429, 404),
+            ...problemResponses(401, 429, 404, 503),
           },
         },
       },
@@ -132,7 +132,7 @@ export const jobRoutes = (services: Services) => {
           ],
           responses: {
             200: jsonResponse(rejectedRecordPageSchema, "A page of rejected records."),
-            ...problemResponses(400, 401, 429, 404, { status: 409, retryAfter: true }),
+            ...problemResponses(400, 401, 429, 404, { status: 409, retryAfter: true }, 503),
           },
         },
       },
@@ -165,7 +165,7 @@ export const jobRoutes = (services: Services) => {
             "A job claimed by a worker at the same moment either runs (and the cancel is refused) or is canceled (and nothing of it is applied), never both.",
           responses: {
             200: jsonResponse(jobDocumentSchema, "The canceled job."),
-            ...problemResponses(401, 429, 404, 409),
+            ...problemResponses(401, 429, 404, 409, 503, 507),
           },
         },
       },
@@ -198,7 +198,7 @@ export const jobRoutes = (services: Services) => {
           ],
           responses: {
             200: jsonResponse(jobPageSchema, "A page of jobs."),
-            ...problemResponses(400, 401, 429),
+            ...problemResponses(400, 401, 429, 503),
           },
         },
       },

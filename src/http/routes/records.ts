@@ -25,7 +25,7 @@ function recordRoutes(services: Services, resource: ResourceDefinition) {
           operationId: resourceOperationIds(resource.jobType).getRecord,
           summary: `Get one ${resource.noun}`,
           tags: ["Records"],
-          responses: { 200: jsonResponse(resourceSchemas(resource).stored, `The ${resource.noun}.`), ...problemResponses(401, 429, 404) },
+          responses: { 200: jsonResponse(resourceSchemas(resource).stored, `The ${resource.noun}.`), ...problemResponses(401, 429, 404, 503) },
         },
       },
     )
@@ -45,7 +45,7 @@ function recordRoutes(services: Services, resource: ResourceDefinition) {
           parameters: [...pageParameters("The nextCursor of the previous page (an id): records after it.")],
           responses: {
             200: jsonResponse(resourceSchemas(resource).page, "A page of records."),
-            ...problemResponses(400, 401, 429),
+            ...problemResponses(400, 401, 429, 503),
           },
         },
       },

@@ -39,8 +39,11 @@ const connectionEnded = (code: string) =>
   code === "25P03" ||
   /^(CONNECTION_|CONNECT_TIMEOUT|E(CONNREFUSED|CONNRESET|PIPE|HOSTUNREACH|NETUNREACH|TIMEDOUT|AI_AGAIN)|ENOTFOUND)/.test(code);
 
-// Those, and insufficient resources other than a full disk (53).
-const unavailable = (code: string) => connectionEnded(code) || code.startsWith("53");
+// Those; insufficient resources other than a full disk (53); and a database that refuses new connections just
+// now: closed to connections (55000, "not currently accepting connections"), gone (3D000) or refusing the
+// credentials (28). At start-up these are reported as they are (connectionProblem); later, a request meeting
+// one is answered 503, not 500.
+const unavailable = (code: string) => connectionEnded(code) || code.startsWith("53") || code === "55000" || code === "3D000" || code.startsWith("28");
 
 /** Whether `error` ended (or never opened) the connection its statement was sent on. */
 export function endedTheConnection(error: unknown): boolean {
