@@ -42,6 +42,17 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       expect(new TextDecoder().decode(await queue.payload(jobs[0]!.id))).toBe(JSON.stringify(subAreas("A1")));
     });
 
+    test("payloads come back byte for byte, small and large (on PostgreSQL they travel as base64)", async () => {
+      const { queue, e1 } = await setUp();
+      const bodies = [1, 64 * 1024 - 1, 64 * 1024, 3 * 1024 * 1024 + 7].map((size) => crypto.getRandomValues(new Uint8Array(size)));
+      // In one intake, as a group commit stores them, between small ones.
+      const answers = await queue.enqueue(bodies.map((body, n) => ({ environmentId: e1, type: "SubArea", recordCount: n + 1, body })));
+      for (const [n, answer] of answers.entries()) {
+        const stored = await queue.payload((answer.conflict ? undefined : answer.job)!.id);
+        expect({ n, size: stored?.byteLength, equal: Buffer.from(stored!).equals(Buffer.from(bodies[n]!)) }).toEqual({ n, size: bodies[n]!.byteLength, equal: true });
+      }
+    });
+
     test("a claim takes the environment's oldest pending job first, with the small untried ones after it, and marks them Processing", async () => {
       const { queue, e1 } = await setUp();
       const jobs = [await enqueue(e1, subAreas("A")), await enqueue(e1, subAreas("B")), await enqueue(e1, subAreas("C"))];
@@ -77,6 +88,27 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       expect(failed.output!.message).toContain("more than once");
       expect((await store.jobs.rejections(duplicate.id, 10)).map((row) => row.position)).toEqual([0, 1]);
       expect(await queue.payload(good.id)).toBeUndefined();
+    });
+
+    test("a big job's records are stored field for field, awkward text and nulls included, and counted", async () => {
+      const { queue, e1 } = await setUp();
+      const awkward = ["tab\there", "new\nline", "back\\slash", "\\N", "carriage\rreturn", "ünïcødé ✓", "", "quote ' and \" marks"];
+      const records = Array.from({ length: 6_000 }, (_, i) => ({ id: `s${i}`, name: awkward[i % awkward.length]! + i, ...(i % 3 === 0 ? { description: awkward[i % awkward.length] } : {}) }));
+      const first = await enqueue(e1, records);
+      await runNext(queue, e1, { token: token() });
+      expect((await store.jobs.find(e1, first.id, ""))!.output).toMatchObject({ applied: 6_000, created: 6_000, updated: 0, unchanged: 0 });
+      const subareas = resourceByPath("subareas")!;
+      for (const i of [0, 1, 2, 3, 4, 5, 6, 7, 8, 5_999]) {
+        const stored = (await store.records.get(subareas, e1, `s${i}`))!;
+        expect({ id: stored.id, name: stored.name, description: stored.description }).toEqual({ id: `s${i}`, name: records[i]!.name, description: records[i]!.description });
+      }
+      // Again with 10 changed (one to an absent description) and 10 new: the rest unchanged, not written.
+      const again = [...records.slice(0, 5_990), ...records.slice(5_990).map((record) => ({ id: record.id, name: `${record.name}!` })), ...Array.from({ length: 10 }, (_, i) => ({ id: `new${i}`, name: "New" }))];
+      const second = await enqueue(e1, again);
+      await runNext(queue, e1, { token: token() });
+      expect((await store.jobs.find(e1, second.id, ""))!.output).toMatchObject({ applied: 6_010, created: 10, updated: 10, unchanged: 5_990 });
+      expect(await store.records.get(subareas, e1, "s0")).toMatchObject({ lastJobId: first.id });
+      expect(await store.records.get(subareas, e1, "s5999")).toMatchObject({ name: `${records[5_999]!.name}!`, lastJobId: second.id });
     });
 
     test("a stale claim token cannot complete: the run taken over writes nothing", async () => {

@@ -132,7 +132,10 @@ export class PostgresJobQueue implements JobQueue {
       INSERT INTO jobs (environment_id, type, status, record_count, created_at, sequence, dry_run)
       VALUES (${environmentId}, ${type}, ${JobStatus.Pending}, ${recordCount}, ${now()}, ${sequence}, ${dryRun})
       RETURNING ${jobColumns(tx)}`;
-    await tx`INSERT INTO job_payloads (job_id, body) VALUES (${job!.id}, ${Buffer.from(body.buffer, body.byteOffset, body.byteLength)})`;
+    // As base64 text, decoded by the server: postgres.js sends a bytea parameter as hex, twice the size. For a 5 MB
+    // payload (100k assets, compressed), measured alternating: hex 240–430 ms, base64 110–270 ms. (A binary COPY
+    // was as fast, but postgres.js never finishes a COPY whose error comes after its end, so it is not used.)
+    await tx`INSERT INTO job_payloads (job_id, body) VALUES (${job!.id}, decode(${Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("base64")}, 'base64'))`;
     if (idempotency) {
       await tx`
         INSERT INTO idempotency_keys (environment_id, key, request_hash, job_id, created_at)
