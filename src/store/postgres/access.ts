@@ -1,4 +1,4 @@
-import { and, asc, eq, isNull } from "drizzle-orm";
+import { and, asc, eq, isNull, placeholder } from "drizzle-orm";
 import type { AccessStore, Environment, KeyListing, StoredKey } from "../ports";
 import type { Db } from "./connection";
 import { answer, withCode } from "./faults";
@@ -11,7 +11,18 @@ const uniqueViolation = (error: unknown) => withCode(error)?.code === "23505";
 
 /** Environments and their API keys on PostgreSQL. Every read goes to the database: no instance caches a key. */
 export class PostgresAccessStore implements AccessStore {
-  constructor(private readonly db: Db) {}
+  // Asked by every request: prepared once per connection (one round trip, planned once), where Drizzle sends an
+  // unnamed query as Parse and Describe, then Bind and Execute, each time.
+  private readonly keyById;
+
+  constructor(private readonly db: Db) {
+    this.keyById = db
+      .select({ keyId: apiKeys.id, environmentId: environments.id, slug: environments.slug, secretHash: apiKeys.secretHash, revokedAt: apiKeys.revokedAt })
+      .from(apiKeys)
+      .innerJoin(environments, eq(environments.id, apiKeys.environmentId))
+      .where(eq(apiKeys.id, placeholder("keyId")))
+      .prepare("find_key");
+  }
 
   // An environment comes with its job sequence row, which its intakes lock (see PostgresJobQueue.enqueue).
   private async insertEnvironmentNow(db: Db, slug: string): Promise<Environment> {
@@ -87,11 +98,7 @@ export class PostgresAccessStore implements AccessStore {
   findKey(keyId: number): Promise<StoredKey | undefined> {
     if (keyId > maxKeyId) return Promise.resolve(undefined);
     return answer(async () => {
-      const [row] = await this.db
-        .select({ keyId: apiKeys.id, environmentId: environments.id, slug: environments.slug, secretHash: apiKeys.secretHash, revokedAt: apiKeys.revokedAt })
-        .from(apiKeys)
-        .innerJoin(environments, eq(environments.id, apiKeys.environmentId))
-        .where(eq(apiKeys.id, keyId));
+      const [row] = await this.keyById.execute({ keyId });
       return row;
     });
   }

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gt, lt, sql as drizzleSql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, lt, placeholder, sql as drizzleSql } from "drizzle-orm";
 import type { JobOutput } from "../../jobs/outcome";
 import { JobStatus } from "../../jobs/states";
 import { StaleClaim } from "../errors";
@@ -335,11 +335,20 @@ export class PostgresJobQueue implements JobQueue {
 
 /** Reads about jobs; the HTTP thread's. */
 export class PostgresJobReads implements JobReads {
-  constructor(private readonly db: Db) {}
+  // Every status poll: prepared, as the key lookup is (see PostgresAccessStore).
+  private readonly jobById;
+
+  constructor(private readonly db: Db) {
+    this.jobById = db
+      .select()
+      .from(jobs)
+      .where(and(eq(jobs.id, placeholder("id")), eq(jobs.environmentId, placeholder("environmentId"))))
+      .prepare("find_job");
+  }
 
   find(environmentId: number, id: number, retainedSince: string): Promise<Job | undefined> {
     return answer(async () => {
-      const [job] = await this.db.select().from(jobs).where(and(eq(jobs.id, id), eq(jobs.environmentId, environmentId)));
+      const [job] = await this.jobById.execute({ id, environmentId });
       if (!job || (job.completedAt !== null && job.completedAt < retainedSince)) return undefined;
       return toJob(job);
     });
