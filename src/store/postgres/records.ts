@@ -62,7 +62,7 @@ class ResourceTable {
         const values = this.resource.toRow(record as never) as Record<string, unknown>;
         this.valueFields.forEach((field, column) => (columns[column + 1]![row] = values[field] ?? null));
       });
-      const [{ created, written }] = (await sql.unsafe(this.upsertSql, [environmentId, updatedAt, jobId, ...columns] as never[], { prepare: true })) as unknown as [{ created: number; written: number }];
+      const [{ created, written }] = (await sql.unsafe(this.upsertSql, [environmentId, updatedAt, jobId, ...columns] as never[])) as unknown as [{ created: number; written: number }];
       counts.created += created;
       counts.updated += written - created;
       counts.unchanged += chunk.length - written;
@@ -72,7 +72,7 @@ class ResourceTable {
 
   /** Every id of this resource in the environment, as the run's transaction sees it. */
   async idSet(sql: Sql, environmentId: number): Promise<Set<string>> {
-    const rows = await sql.unsafe(`SELECT "id" FROM ${quote(getTableName(this.table))} WHERE "environment_id" = $1`, [environmentId], { prepare: true });
+    const rows = await sql.unsafe(`SELECT "id" FROM ${quote(getTableName(this.table))} WHERE "environment_id" = $1`, [environmentId]);
     return new Set(rows.map((row) => row.id as string));
   }
 
