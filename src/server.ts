@@ -13,6 +13,7 @@ import { Metrics } from "./observability/metrics";
 import { checkReadiness } from "./observability/readiness";
 import { observeRequests } from "./observability/requests";
 import { openStore } from "./store/open";
+import { cachedJobs, cachedKeys } from "./store/read-cache";
 import { WorkerPool } from "./worker/pool";
 import { JobScheduler } from "./worker/scheduler";
 import { JobWaits } from "./jobs/job-waits";
@@ -47,7 +48,10 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   // Before anything else touches the database: on SQLite, a second server must not requeue the first one's
   // running jobs, so opening the store as a server takes the data directory for this process.
   const store = await openStore(config, { server: true });
-  const access = new Access(store.access);
+  // On SQLite, the lookups every request makes (its key, the job it polls) are answered from memory while
+  // nothing was committed; elsewhere they go to the database each time.
+  const access = new Access(store.commits ? cachedKeys(store.access, store.commits) : store.access);
+  const jobReads = store.commits ? cachedJobs(store.jobs, store.commits) : store.jobs;
 
   const requeued = await store.queue.recoverInterrupted();
   if (requeued > 0) log({ msg: "requeued jobs interrupted by a previous stop", count: requeued });
@@ -87,7 +91,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   const readiness = () => checkReadiness(store, pool, () => stopping !== undefined);
   const failedAuthentications = new FailureLimiter(config.authFailuresPerMinute, store.failures ?? new MemoryFailureLog());
   const intake = new IntakeService({ pool, scheduler, log });
-  const services: Services = { config, log, access, failedAuthentications, intake, jobs: store.jobs, queue: store.queue, jobWaits, records: store.records, metrics, readiness };
+  const services: Services = { config, log, access, failedAuthentications, intake, jobs: jobReads, queue: store.queue, jobWaits, records: store.records, metrics, readiness };
 
   const app = buildApp(services);
   const requests = observeRequests(app.fetch, log, metrics);

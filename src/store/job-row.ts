@@ -33,3 +33,6 @@ export function toJob(row: JobRow): Job {
     dryRun: Boolean(row.dryRun),
   };
 }
+
+/** Whether a job is still kept: unfinished, or finished at `retainedSince` or later (timestamps are ISO text). */
+export const isRetained = (job: { completedAt: string | null }, retainedSince: string) => job.completedAt === null || job.completedAt >= retainedSince;

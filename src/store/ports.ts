@@ -180,6 +180,18 @@ export interface AccessStore {
   findKey(keyId: number): Promise<StoredKey | undefined>;
 }
 
+/** A moment in a store's history, from CommitWatch.mark. */
+export type CommitMark = unknown;
+
+/**
+ * Tells cheaply whether anything was committed to the store since a mark, by any process: what lets memory
+ * answer a read while the database has not changed (see read-cache.ts). A hint only: false when unsure.
+ */
+export interface CommitWatch {
+  mark(): CommitMark;
+  unchangedSince(mark: CommitMark): boolean;
+}
+
 /** What Store.watch tells of. */
 export type StoreEvents = { work(): void; jobsFinished(jobIds: number[]): void; missed(): void };
 
@@ -197,6 +209,8 @@ export interface Store {
    * across them; absent where one process owns the store (it counts them in memory).
    */
   readonly failures?: FailureLog;
+  /** Where the store can tell cheaply that nothing changed (SQLite's WAL index); absent elsewhere, and then nothing is cached. */
+  readonly commits?: CommitWatch;
   /**
    * For /readyz: whether the store answers, and is migrated; on a store shared by several processes, also
    * whether wake-ups from the others reach this one (`wakeUps`, once watching).

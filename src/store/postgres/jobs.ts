@@ -3,7 +3,7 @@ import type { JobOutput } from "../../jobs/outcome";
 import { JobStatus } from "../../jobs/states";
 import { StaleClaim } from "../errors";
 import { idempotencyWindowStart } from "../idempotency";
-import { toJob, type JobRow } from "../job-row";
+import { isRetained, toJob, type JobRow } from "../job-row";
 import type {
   ClaimedRun,
   ClaimRequest,
@@ -349,7 +349,7 @@ export class PostgresJobReads implements JobReads {
   find(environmentId: number, id: number, retainedSince: string): Promise<Job | undefined> {
     return answer(async () => {
       const [job] = await this.jobById.execute({ id, environmentId });
-      if (!job || (job.completedAt !== null && job.completedAt < retainedSince)) return undefined;
+      if (!job || !isRetained(job, retainedSince)) return undefined;
       return toJob(job);
     });
   }

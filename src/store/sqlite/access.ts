@@ -6,7 +6,7 @@ import { apiKeys, environments } from "./schema";
 
 const now = () => new Date().toISOString();
 
-/** Environments and their API keys on SQLite. Every read goes to the database, so CLI changes apply at once. */
+/** Environments and their API keys on SQLite. Every write is a writeTransaction, which the server's caches go by. */
 export class SqliteAccessStore implements AccessStore {
   private readonly keyById;
 
@@ -57,7 +57,7 @@ export class SqliteAccessStore implements AccessStore {
   }
 
   insertKey(environmentId: number, secretHash: Uint8Array): Promise<number> {
-    return answer(() => this.insertKeyNow(this.db, environmentId, secretHash));
+    return answer(() => writeTransaction(this.db, (tx) => this.insertKeyNow(tx, environmentId, secretHash)));
   }
 
   listKeys(environmentId: number): Promise<KeyListing[]> {
@@ -72,16 +72,18 @@ export class SqliteAccessStore implements AccessStore {
   }
 
   revokeKey(keyId: number): Promise<"revoked" | "already revoked" | "unknown"> {
-    return answer(() => {
-      const revoked = this.db
-        .update(apiKeys)
-        .set({ revokedAt: now() })
-        .where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt)))
-        .returning({ id: apiKeys.id })
-        .all();
-      if (revoked.length > 0) return "revoked";
-      return this.db.select({ id: apiKeys.id }).from(apiKeys).where(eq(apiKeys.id, keyId)).get() ? "already revoked" : "unknown";
-    });
+    return answer(() =>
+      writeTransaction(this.db, (tx) => {
+        const revoked = tx
+          .update(apiKeys)
+          .set({ revokedAt: now() })
+          .where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt)))
+          .returning({ id: apiKeys.id })
+          .all();
+        if (revoked.length > 0) return "revoked";
+        return tx.select({ id: apiKeys.id }).from(apiKeys).where(eq(apiKeys.id, keyId)).get() ? "already revoked" : "unknown";
+      }),
+    );
   }
 
   findKey(keyId: number): Promise<StoredKey | undefined> {

@@ -3,6 +3,7 @@ import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseError } from "../errors";
+import { ChangeCounter } from "./change-counter";
 import { embeddedMigrations } from "./migrations";
 import * as schema from "./schema";
 import type { WriteLock } from "./write-lock";
@@ -53,6 +54,11 @@ function checkOwnership(client: Database, file: string): void {
 
 // The WriteLock a connection's write transactions take turns on, if its thread shares one (worker threads do).
 const writeLocks = new WeakMap<Db, WriteLock>();
+// Where each connection counts its write transactions (see change-counter.ts).
+const changeCounters = new WeakMap<Db, ChangeCounter>();
+
+/** The data directory's count of write transactions, as this connection keeps it. */
+export const changeCounterOf = (db: Db): ChangeCounter => changeCounters.get(db)!;
 
 /**
  * Opens the data directory's database with the pragmas every connection needs (server, worker and CLI alike).
@@ -83,6 +89,7 @@ export function openDatabase(dataDir: string, options: { writeLock?: WriteLock }
   }
   const db = drizzle({ client, schema }) as Db;
   if (options.writeLock) writeLocks.set(db, options.writeLock);
+  changeCounters.set(db, ChangeCounter.open(dataDir));
   return db;
 }
 
@@ -91,9 +98,23 @@ export function openDatabase(dataDir: string, options: { writeLock?: WriteLock }
  * half-way for want of it). On a connection opened with a WriteLock, in turn with the process's other threads.
  */
 export function writeTransaction<T>(db: Db, fn: (tx: Db) => T): T {
-  const transaction = () => db.transaction((tx) => fn(tx as unknown as Db), { behavior: "immediate" });
+  const changes = changeCounterOf(db);
+  let begun = false;
+  const transaction = () =>
+    db.transaction(
+      (tx) => {
+        changes.begun();
+        begun = true;
+        return fn(tx as unknown as Db);
+      },
+      { behavior: "immediate" },
+    );
   const lock = writeLocks.get(db);
-  return lock ? lock.run(transaction) : transaction();
+  try {
+    return lock ? lock.run(transaction) : transaction();
+  } finally {
+    if (begun) changes.ended();
+  }
 }
 
 /**
@@ -103,9 +124,11 @@ export function writeTransaction<T>(db: Db, fn: (tx: Db) => T): T {
  */
 export async function writeTransactionAsync<T>(db: Db, fn: () => Promise<T>): Promise<T> {
   const lock = writeLocks.get(db);
+  const changes = changeCounterOf(db);
   lock?.acquire();
   try {
     db.$client.exec("BEGIN IMMEDIATE");
+    changes.begun();
     try {
       const result = await fn();
       db.$client.exec("COMMIT");
@@ -113,6 +136,8 @@ export async function writeTransactionAsync<T>(db: Db, fn: () => Promise<T>): Pr
     } catch (error) {
       if (db.$client.inTransaction) db.$client.exec("ROLLBACK");
       throw error;
+    } finally {
+      changes.ended();
     }
   } finally {
     lock?.release();

@@ -3,7 +3,7 @@ import type { JobOutput } from "../../jobs/outcome";
 import { JobStatus } from "../../jobs/states";
 import { StaleClaim } from "../errors";
 import { idempotencyWindowStart } from "../idempotency";
-import { toJob } from "../job-row";
+import { isRetained, toJob } from "../job-row";
 import type {
   ClaimedRun,
   ClaimRequest,
@@ -264,14 +264,17 @@ export class SqliteJobQueue implements JobQueue {
    * never committed, so nothing of it was applied; upserts make the rerun safe anyway.
    */
   recoverInterrupted(): Promise<number> {
-    return answer(
-      () =>
-        this.db
-          .update(jobs)
-          .set({ status: JobStatus.Pending, startedAt: null, claimToken: null })
-          .where(eq(jobs.status, JobStatus.Processing))
-          .returning({ id: jobs.id })
-          .all().length,
+    return answer(() =>
+      writeTransaction(
+        this.db,
+        (tx) =>
+          tx
+            .update(jobs)
+            .set({ status: JobStatus.Pending, startedAt: null, claimToken: null })
+            .where(eq(jobs.status, JobStatus.Processing))
+            .returning({ id: jobs.id })
+            .all().length,
+      ),
     );
   }
 
@@ -319,7 +322,7 @@ export class SqliteJobReads implements JobReads {
   find(environmentId: number, id: number, retainedSince: string): Promise<Job | undefined> {
     return answer(() => {
       const job = this.byId.get({ id, environmentId });
-      if (!job || (job.completedAt !== null && job.completedAt < retainedSince)) return undefined;
+      if (!job || !isRetained(job, retainedSince)) return undefined;
       return toJob(job);
     });
   }

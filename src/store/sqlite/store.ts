@@ -1,7 +1,7 @@
 import type { CopySource } from "../copy";
-import type { Store, StoreHandle } from "../ports";
+import type { CommitWatch, Store, StoreHandle } from "../ports";
 import { SqliteAccessStore } from "./access";
-import { closeDatabase, migrate, migrationsApplied, openDatabase, type Db } from "./database";
+import { changeCounterOf, closeDatabase, migrate, migrationsApplied, openDatabase, type Db } from "./database";
 import { withSnapshot } from "./dump";
 import { SqliteJobQueue, SqliteJobReads } from "./jobs";
 import { RecordTables } from "./records";
@@ -21,6 +21,7 @@ export class SqliteStore implements Store {
   readonly jobs: SqliteJobReads;
   readonly records: RecordTables;
   readonly access: SqliteAccessStore;
+  readonly commits?: CommitWatch;
   private readonly writeLock = WriteLock.sharedBuffer();
 
   private constructor(
@@ -35,6 +36,11 @@ export class SqliteStore implements Store {
     this.jobs = new SqliteJobReads(db);
     this.records = new RecordTables(db);
     this.access = new SqliteAccessStore(db);
+    // For the server's caches (read-cache.ts): its own writes have not begun yet.
+    if (serverLock) {
+      changeCounterOf(db).settle();
+      this.commits = changeCounterOf(db).watch;
+    }
   }
 
   /**
