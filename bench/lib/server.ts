@@ -12,6 +12,7 @@ export type BenchServer = {
   base: string;
   key: string;
   pid: number;
+  dataDir: string;
   process: ServerProcess;
   post(resource: string, body: Uint8Array | string): Promise<{ id: number }>;
   status(id: number): Promise<JobStatus>;
@@ -44,6 +45,7 @@ export async function startBenchServer(extraArgs: string[] = [], joinKey?: strin
     base,
     key,
     pid: process.proc.pid,
+    dataDir,
     process,
     async post(resource, body) {
       const response = await fetch(`${base}/v2/${resource}`, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: body as BodyInit });
