@@ -7,7 +7,7 @@ import postgres from "postgres";
 import { Access } from "../../src/access/access";
 import { openStore } from "../../src/store/open";
 import type { Job, JobQueue, Store } from "../../src/store/ports";
-import { closeDatabase, openDatabase, type Db } from "../../src/store/sqlite/database";
+import { closeDatabase, openDatabase, writeTransaction, type Db } from "../../src/store/sqlite/database";
 import { testBackend } from "./backend";
 import { freshPostgresDatabase } from "./postgres-store";
 import { checkAnswersOf, stopChecking } from "./contract";
@@ -73,7 +73,9 @@ export async function startTestServer(overrides: Partial<Config> = {}): Promise<
       return (await sidePostgres.unsafe(text.replace(/\?/g, () => `$${++n}`), params as never[])) as unknown as T[];
     }
     side ??= openDatabase(dataDir);
-    return side.$client.query(text).all(...(params as never[])) as T[];
+    // A write transaction as importd's store makes them, so that the server's caches see it (see read-cache.ts).
+    const db = side;
+    return writeTransaction(db, () => db.$client.query(text).all(...(params as never[])) as T[]);
   };
   const store = () => (sideStore ??= openStore(config));
   return {
