@@ -27,13 +27,25 @@ export function bufferedStderr(): (line: string) => void {
   };
 }
 
+let lastMs = 0;
+let lastIso = "";
+/** The time as ISO text, formatted once per millisecond (under load many lines share one). */
+function isoNow(): string {
+  const ms = Date.now();
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastIso = new Date(ms).toISOString();
+  }
+  return lastIso;
+}
+
 /** One JSON line per entry on stderr (or a short readable line with --log-format pretty). */
 export function createLog(config: Pick<Config, "logLevel" | "logFormat">, write: (line: string) => void = bufferedStderr()): Log {
   const threshold = rank[config.logLevel] ?? 20;
   return (entry) => {
     const level = entry.level ?? "info";
     if ((rank[level] ?? 20) < threshold) return;
-    const time = new Date().toISOString();
+    const time = isoNow();
     if (config.logFormat === "pretty") {
       const { msg, level: _level, ...rest } = entry;
       const fields = Object.entries(rest).map(([key, value]) => `${key}=${typeof value === "string" ? value : JSON.stringify(value)}`);

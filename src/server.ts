@@ -13,7 +13,7 @@ import { Metrics } from "./observability/metrics";
 import { checkReadiness } from "./observability/readiness";
 import { observeRequests } from "./observability/requests";
 import { openStore } from "./store/open";
-import { cachedJobs, cachedKeys } from "./store/read-cache";
+import { cachedJobs } from "./store/read-cache";
 import { WorkerPool } from "./worker/pool";
 import { JobScheduler } from "./worker/scheduler";
 import { JobWaits } from "./jobs/job-waits";
@@ -50,7 +50,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   const store = await openStore(config, { server: true });
   // On SQLite, the lookups every request makes (its key, the job it polls) are answered from memory while
   // nothing was committed; elsewhere they go to the database each time.
-  const access = new Access(store.commits ? cachedKeys(store.access, store.commits) : store.access);
+  const access = new Access(store.access, store.commits);
   const jobReads = store.commits ? cachedJobs(store.jobs, store.commits) : store.jobs;
 
   const requeued = await store.queue.recoverInterrupted();

@@ -1,4 +1,5 @@
-import type { AccessStore, Environment, KeyListing } from "../store/ports";
+import type { AccessStore, CommitWatch, Environment, KeyListing } from "../store/ports";
+import { CommittedReads } from "../store/read-cache";
 import { formatKey, hashSecret, newSecret, parseKey, secretMatches } from "./api-key";
 
 export const slugPattern = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -10,7 +11,16 @@ export class AccessError extends Error {}
 
 /** Environments and their API keys: the rules, over the store's AccessStore. Shared by the CLI and the server. */
 export class Access {
-  constructor(private readonly store: AccessStore) {}
+  // Keys that passed, by environment slug and header value, while nothing was committed (see read-cache.ts):
+  // a request with the very same key then costs neither a lookup nor a hash. Only where the store can tell.
+  private readonly passed?: CommittedReads<string, number>;
+
+  constructor(
+    private readonly store: AccessStore,
+    commits?: CommitWatch,
+  ) {
+    if (commits) this.passed = new CommittedReads(commits);
+  }
 
   async createEnvironment(slug: string): Promise<Environment> {
     if (!slugPattern.test(slug)) {
@@ -61,9 +71,22 @@ export class Access {
     if (outcome === "unknown") throw new AccessError(`key ${keyId} does not exist`);
   }
 
+  /**
+   * The environment id, if this very key passed for this environment and nothing was committed since; else
+   * undefined, and `authenticate` decides. Synchronous: every request asks.
+   */
+  passedBefore(slug: string, headerValue: string | null): number | undefined {
+    return headerValue === null ? undefined : this.passed?.current(`${slug} ${headerValue}`);
+  }
+
   /** The environment id the key grants access to, or undefined. Which check failed is never told. */
   async authenticate(slug: string, headerValue: string | null): Promise<number | undefined> {
     if (headerValue === null) return undefined;
+    const check = () => this.check(slug, headerValue);
+    return this.passed ? this.passed.get(`${slug} ${headerValue}`, check) : check();
+  }
+
+  private async check(slug: string, headerValue: string): Promise<number | undefined> {
     const parsed = parseKey(headerValue);
     const row = parsed ? await this.store.findKey(parsed.keyId) : undefined;
     // The secret is hashed and compared even when the key is unknown, to keep timing flat.

@@ -23,6 +23,11 @@ export class FailureLimiter {
     private readonly now: () => number = Date.now,
   ) {}
 
+  /** No client can be refused now (no failure counted lately, or no limit): nobody needs to be looked up. */
+  get quiet(): boolean {
+    return this.perMinute === 0 || this.log.empty;
+  }
+
   /** Seconds the client must wait before its next attempt, or undefined when it may try now. */
   async retryAfter(client: string): Promise<number | undefined> {
     if (this.perMinute === 0 || this.log.empty) return undefined;

@@ -10,11 +10,15 @@ import type { JobReads } from "../store/ports";
  */
 export class Metrics {
   private readonly registry = new Registry();
+  // Requests are counted here, by "<method> <status>", and handed to prom-client when scraped: its inc() with
+  // labels costs a status poll about as much as its key check.
+  private readonly answered = new Map<string, number>();
   private readonly requests = new Counter({
     name: "importd_http_requests_total",
     help: "HTTP requests answered, by method and status code.",
     labelNames: ["method", "status"] as const,
     registers: [this.registry],
+    collect: () => this.countAnswered(),
   });
   private readonly recordsApplied = new Counter({
     name: "importd_records_applied_total",
@@ -71,7 +75,16 @@ export class Metrics {
   readonly contentType = this.registry.contentType;
 
   requestAnswered(method: string, status: number): void {
-    this.requests.inc({ method, status: String(status) });
+    const key = `${method} ${status}`;
+    this.answered.set(key, (this.answered.get(key) ?? 0) + 1);
+  }
+
+  private countAnswered(): void {
+    for (const [key, count] of this.answered) {
+      const [method, status] = key.split(" ") as [string, string];
+      this.requests.inc({ method, status }, count);
+    }
+    this.answered.clear();
   }
 
   jobFinished(job: JobResult, seconds: number): void {

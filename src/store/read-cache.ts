@@ -1,5 +1,5 @@
 import { isRetained } from "./job-row";
-import type { AccessStore, CommitMark, CommitWatch, Job, JobReads, StoredKey } from "./ports";
+import type { CommitMark, CommitWatch, Job, JobReads } from "./ports";
 
 /**
  * Answers from memory while the store says nothing was committed since: status polls and the key check of
@@ -18,13 +18,18 @@ export class CommittedReads<K, V> {
     this.since = commits.mark();
   }
 
-  /** `key`'s value: remembered, or `read` (and remembered when found and nothing was committed meanwhile). */
-  async get(key: K, read: () => Promise<V | undefined>): Promise<V | undefined> {
+  /** `key`'s value if it is remembered and nothing was committed since it was read. Synchronous: the hot path. */
+  current(key: K): V | undefined {
     if (!this.commits.unchangedSince(this.since)) {
       this.entries.clear();
       this.since = this.commits.mark();
     }
-    const remembered = this.entries.get(key);
+    return this.entries.get(key);
+  }
+
+  /** `key`'s value: remembered, or `read` (and remembered when found and nothing was committed meanwhile). */
+  async get(key: K, read: () => Promise<V | undefined>): Promise<V | undefined> {
+    const remembered = this.current(key);
     if (remembered !== undefined) return remembered;
     // The mark was taken before the read: a commit in between makes unchangedSince false, and the value is not kept.
     const since = this.since;
@@ -36,21 +41,17 @@ export class CommittedReads<K, V> {
   }
 }
 
-/** The store's key lookup, answered from memory while nothing was committed. */
-export function cachedKeys(store: AccessStore, commits: CommitWatch): AccessStore {
-  const keys = new CommittedReads<number, StoredKey>(commits);
-  return Object.assign(Object.create(store) as AccessStore, {
-    findKey: (keyId: number) => keys.get(keyId, () => store.findKey(keyId)),
-  });
-}
-
 /** The store's job lookup, answered from memory while nothing was committed (retention is checked every time). */
 export function cachedJobs(reads: JobReads, commits: CommitWatch): JobReads {
   const jobs = new CommittedReads<string, Job>(commits);
+  const retained = (job: Job | undefined, retainedSince: string) => (job && isRetained(job, retainedSince) ? job : undefined);
+  // Everything but find is the store's own.
   return Object.assign(Object.create(reads) as JobReads, {
-    find: async (environmentId: number, id: number, retainedSince: string) => {
-      const job = await jobs.get(`${environmentId}/${id}`, () => reads.find(environmentId, id, retainedSince));
-      return job && isRetained(job, retainedSince) ? job : undefined;
+    find: (environmentId: number, id: number, retainedSince: string) => {
+      const key = `${environmentId}/${id}`;
+      const remembered = jobs.current(key);
+      if (remembered) return Promise.resolve(retained(remembered, retainedSince));
+      return jobs.get(key, () => reads.find(environmentId, id, retainedSince)).then((job) => retained(job, retainedSince));
     },
   });
 }
