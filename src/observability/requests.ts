@@ -23,36 +23,52 @@ export type ObservedHandler = {
 export function observeRequests(handle: Handler, log: Log, metrics: Metrics): ObservedHandler {
   let inFlight = 0;
   const idleWaiters: Array<() => void> = [];
-  const fetch: Handler = async (request) => {
+  const answered = (request: Request, started: number, status: number, location: string | null) => {
+    // Counted out first: a request whose log line failed must not keep a stop waiting for it.
+    if (--inFlight === 0) for (const resolve of idleWaiters.splice(0)) resolve();
+    const path = pathOf(request.url);
+    const match = apiPath.exec(path);
+    const jobId = match?.[2] ?? (location ? /\/status\/(\d+)$/.exec(location)?.[1] : undefined);
+    metrics.requestAnswered(request.method, status);
+    const entry: Parameters<Log>[0] = {
+      level: status >= 500 ? "error" : "info",
+      msg: "request",
+      method: request.method,
+      path: path.length > maxLoggedPath ? `${path.slice(0, maxLoggedPath)}…` : path,
+      status,
+      durationMs: Math.round((performance.now() - started) * 10) / 10,
+      client: clientAddress(request),
+    };
+    if (match) entry.environment = match[1]!.slice(0, 100);
+    if (jobId) entry.jobId = Number(jobId);
+    log(entry);
+  };
+  // Not an async function: a status poll is short enough that one more promise per request shows.
+  const fetch: Handler = (request) => {
     inFlight++;
     const started = performance.now();
-    let status = 500;
-    let location: string | null = null;
+    let answer: Response | Promise<Response>;
     try {
-      const response = await handle(request);
-      status = response.status;
-      // Only a 202 names the job it created.
-      if (status === 202) location = response.headers.get("location");
-      return response;
-    } finally {
-      // Counted out first: a request whose log line failed must not keep a stop waiting for it.
-      if (--inFlight === 0) for (const resolve of idleWaiters.splice(0)) resolve();
-      const path = pathOf(request.url);
-      const match = apiPath.exec(path);
-      const jobId = match?.[2] ?? (location ? /\/status\/(\d+)$/.exec(location)?.[1] : undefined);
-      metrics.requestAnswered(request.method, status);
-      log({
-        level: status >= 500 ? "error" : "info",
-        msg: "request",
-        method: request.method,
-        path: path.length > maxLoggedPath ? `${path.slice(0, maxLoggedPath)}…` : path,
-        status,
-        durationMs: Math.round((performance.now() - started) * 10) / 10,
-        client: clientAddress(request),
-        ...(match ? { environment: match[1]!.slice(0, 100) } : {}),
-        ...(jobId ? { jobId: Number(jobId) } : {}),
-      });
+      answer = handle(request);
+    } catch (error) {
+      answered(request, started, 500, null);
+      throw error;
     }
+    if (answer instanceof Response) {
+      // Only a 202 names the job it created.
+      answered(request, started, answer.status, answer.status === 202 ? answer.headers.get("location") : null);
+      return answer;
+    }
+    return answer.then(
+      (response) => {
+        answered(request, started, response.status, response.status === 202 ? response.headers.get("location") : null);
+        return response;
+      },
+      (error) => {
+        answered(request, started, 500, null);
+        throw error;
+      },
+    );
   };
   return {
     fetch,
