@@ -11,6 +11,7 @@ import { environmentParameter, jsonResponse, problemResponses } from "../openapi
 import { page, pageLimit, pageParameters } from "../paging";
 import { conflict, notFound, validationProblem } from "../problem";
 import { retainedSince, type Services } from "../services";
+import type { Job } from "../../store/ports";
 
 const jobNotFound = () => notFound("No job with this id exists in this environment (job documents are kept for a limited time after they finish).");
 
@@ -63,19 +64,24 @@ export const jobRoutes = (services: Services) => {
     .get(
       "/status/:id",
       async ({ params, environmentId, set, request }) => {
+        const answer = (job: Job) => {
+          if (!isTerminal(job.status)) set.headers["retry-after"] = String(retryAfterSeconds(job));
+          return jobDocument(job);
+        };
         const wait = preferredWait(request.headers.get("prefer"));
-        // Held until the job ends or the wait is over (no wait: one read). The wait is registered before each
+        // The common poll: one read, nothing to wait for.
+        if (wait === undefined) return answer(await findJob(environmentId, params.id));
+        // Held until the job ends or the wait is over. The wait is registered before each
         // read, so that an end between the read and the wait is not missed; a wake-up only says "read it again".
-        const until = Date.now() + (wait ?? 0) * 1000;
+        const until = Date.now() + wait * 1000;
         for (;;) {
           const held = services.jobWaits.register(parseJobId(params.id) ?? 0, until - Date.now());
           const job = await findJob(environmentId, params.id).catch((error) => (held.cancel(), Promise.reject(error)));
           if (isTerminal(job.status) || Date.now() >= until || services.jobWaits.stopped) {
             held.cancel();
-            if (!isTerminal(job.status)) set.headers["retry-after"] = String(retryAfterSeconds(job));
             // With the job only: a 404 applied no wait.
-            if (wait !== undefined) set.headers["preference-applied"] = `wait=${wait}`;
-            return jobDocument(job);
+            set.headers["preference-applied"] = `wait=${wait}`;
+            return answer(job);
           }
           await held.done;
         }
