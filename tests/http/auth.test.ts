@@ -165,6 +165,11 @@ describe("keys managed with the CLI", () => {
     expect((await fetch(`${server.base}/v2/jobs`, { headers: { "Api-Key": server.key } })).status).toBe(200);
   }, 20_000);
 
+  test("a key that passed again and again in its environment still gets 401 in another", async () => {
+    for (let i = 0; i < 5; i++) expect((await fetch(`${other.base}/v2/jobs`, { headers: { "Api-Key": other.key } })).status).toBe(200);
+    await expectUnauthorized(await fetch(`${server.base}/v2/status/${jobId}`, { headers: { "Api-Key": other.key } }));
+  });
+
   test("an environment created with the CLI is served at once", async () => {
     await cli("env", "create", "fresh");
     const key = await cli("key", "create", "fresh");
