@@ -1,4 +1,6 @@
 import { afterEach, expect, test } from "bun:test";
+import { chownSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { Access } from "../../src/access/access";
 import { changeCounterOf, writeTransaction } from "../../src/store/sqlite/database";
 import { environments } from "../../src/store/sqlite/schema";
@@ -78,4 +80,12 @@ test("a write cut short (its process killed) stops caching until the next server
   opened.length = 0;
   const next = open(dataDir, true).commits!;
   expect(next.unchangedSince(next.mark())).toBe(true);
+});
+
+// Needs root (to give the directory away); CI runs as root, so there it always runs.
+test.skipIf(process.getuid?.() !== 0 && !process.env.CI)("made by root (the CLI without sudo -u), the count file belongs to the data directory's owner", () => {
+  const dataDir = tempDir();
+  chownSync(dataDir, 4321, 4321);
+  open(dataDir);
+  expect(statSync(join(dataDir, "importd.changes"))).toMatchObject({ uid: 4321, gid: 4321 });
 });

@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, ftruncateSync, openSync } from "node:fs";
+import { closeSync, fchownSync, fstatSync, ftruncateSync, openSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { CommitMark, CommitWatch } from "../ports";
 
@@ -22,9 +22,17 @@ export class ChangeCounter {
   static open(dataDir: string): ChangeCounter {
     const file = join(dataDir, "importd.changes");
     // Created by whichever process comes first; only ever extended, never truncated (that would crash a mapping).
-    const fd = openSync(file, "a");
+    const fd = openSync(file, "a", 0o600);
     try {
-      if (fstatSync(fd).size < fileSize) ftruncateSync(fd, fileSize);
+      if (fstatSync(fd).size < fileSize) {
+        // Made by root (a CLI command run without sudo -u), it is given to the data directory's owner, as SQLite
+        // does with its -wal and -shm files: else the service's user could not open it, and would not start.
+        if (process.getuid?.() === 0) {
+          const owner = statSync(dataDir);
+          fchownSync(fd, owner.uid, owner.gid);
+        }
+        ftruncateSync(fd, fileSize);
+      }
     } finally {
       closeSync(fd);
     }
