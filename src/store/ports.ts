@@ -184,8 +184,8 @@ export interface AccessStore {
 export type CommitMark = unknown;
 
 /**
- * Tells cheaply whether anything was committed to the store since a mark, by any process: what lets memory
- * answer a read while the database has not changed (see read-cache.ts). A hint only: false when unsure.
+ * Tells cheaply whether anything was written to the store since a mark, by any of importd's processes: what
+ * lets memory answer a read while the database has not changed (see read-cache.ts). False when unsure.
  */
 export interface CommitWatch {
   mark(): CommitMark;
@@ -209,7 +209,7 @@ export interface Store {
    * across them; absent where one process owns the store (it counts them in memory).
    */
   readonly failures?: FailureLog;
-  /** Where the store can tell cheaply that nothing changed (SQLite's WAL index); absent elsewhere, and then nothing is cached. */
+  /** Where the store can tell cheaply that nothing changed (SQLite: its count of write transactions); absent elsewhere, and then nothing is cached. */
   readonly commits?: CommitWatch;
   /**
    * For /readyz: whether the store answers, and is migrated; on a store shared by several processes, also
