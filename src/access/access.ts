@@ -4,6 +4,9 @@ import { formatKey, hashSecret, newSecret, parseKey, secretMatches } from "./api
 
 export const slugPattern = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
+// How a key that passed is remembered: neither a slug nor a key that can pass has a space, so no two pairs share one.
+const passedKey = (slug: string, headerValue: string) => `${slug} ${headerValue}`;
+
 export type { Environment };
 
 /** A request about environments or keys that cannot be done (an unknown environment, a bad slug). */
@@ -76,14 +79,14 @@ export class Access {
    * undefined, and `authenticate` decides. Synchronous: every request asks.
    */
   passedBefore(slug: string, headerValue: string | null): number | undefined {
-    return headerValue === null ? undefined : this.passed?.current(`${slug} ${headerValue}`);
+    return headerValue === null ? undefined : this.passed?.current(passedKey(slug, headerValue));
   }
 
   /** The environment id the key grants access to, or undefined. Which check failed is never told. */
   async authenticate(slug: string, headerValue: string | null): Promise<number | undefined> {
     if (headerValue === null) return undefined;
     const check = () => this.check(slug, headerValue);
-    return this.passed ? this.passed.get(`${slug} ${headerValue}`, check) : check();
+    return this.passed ? this.passed.get(passedKey(slug, headerValue), check) : check();
   }
 
   private async check(slug: string, headerValue: string): Promise<number | undefined> {

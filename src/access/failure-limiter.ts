@@ -30,7 +30,7 @@ export class FailureLimiter {
 
   /** Seconds the client must wait before its next attempt, or undefined when it may try now. */
   async retryAfter(client: string): Promise<number | undefined> {
-    if (this.perMinute === 0 || this.log.empty) return undefined;
+    if (this.quiet) return undefined;
     const now = this.now();
     const recent = await this.log.recent(client, now - failureWindowMs, this.perMinute);
     if (recent.length < this.perMinute) return undefined;

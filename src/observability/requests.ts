@@ -23,9 +23,13 @@ export type ObservedHandler = {
 export function observeRequests(handle: Handler, log: Log, metrics: Metrics): ObservedHandler {
   let inFlight = 0;
   const idleWaiters: Array<() => void> = [];
-  const answered = (request: Request, started: number, status: number, location: string | null) => {
+  /** `response` undefined: the handler failed, and Bun's error handler answers 500. */
+  const answered = (request: Request, started: number, response: Response | undefined) => {
     // Counted out first: a request whose log line failed must not keep a stop waiting for it.
     if (--inFlight === 0) for (const resolve of idleWaiters.splice(0)) resolve();
+    const status = response?.status ?? 500;
+    // Only a 202 names the job it created.
+    const location = status === 202 ? response!.headers.get("location") : null;
     const path = pathOf(request.url);
     const match = apiPath.exec(path);
     const jobId = match?.[2] ?? (location ? /\/status\/(\d+)$/.exec(location)?.[1] : undefined);
@@ -51,21 +55,20 @@ export function observeRequests(handle: Handler, log: Log, metrics: Metrics): Ob
     try {
       answer = handle(request);
     } catch (error) {
-      answered(request, started, 500, null);
+      answered(request, started, undefined);
       throw error;
     }
     if (answer instanceof Response) {
-      // Only a 202 names the job it created.
-      answered(request, started, answer.status, answer.status === 202 ? answer.headers.get("location") : null);
+      answered(request, started, answer);
       return answer;
     }
     return answer.then(
       (response) => {
-        answered(request, started, response.status, response.status === 202 ? response.headers.get("location") : null);
+        answered(request, started, response);
         return response;
       },
       (error) => {
-        answered(request, started, 500, null);
+        answered(request, started, undefined);
         throw error;
       },
     );
