@@ -21,8 +21,11 @@ export type Accepted = { result: IntakeResult; records?: Records };
  */
 export async function acceptBatches(queue: JobQueue, requests: IntakeRequest[]): Promise<Accepted[]> {
   const answers: Accepted[] = new Array(requests.length);
-  const stored: Array<{ index: number; records: Records; request: EnqueueRequest }> = [];
+  const stored: Array<{ index: number; records: Records; request: Omit<EnqueueRequest, "body">; payload: Promise<Uint8Array> }> = [];
   requests.forEach(({ environmentId, resource, body, idempotencyKey, dryRun = false }, index) => {
+    // Compressing a big body takes about half as long as parsing and validating it (docs/performance.md, row 3):
+    // started first, it runs on another core meanwhile. An invalid body's compression is thrown away.
+    const payload = storedPayload(body);
     const batch = readBatch(resource, body);
     if (!batch.ok) return void (answers[index] = { result: batch });
     // The same key means the same request only for the same resource, the same bytes and the same dry-run flag
@@ -31,10 +34,11 @@ export async function acceptBatches(queue: JobQueue, requests: IntakeRequest[]):
     const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: new Bun.CryptoHasher("sha256").update(`${target}\n`).update(body).digest("hex") };
     // The exact bytes are stored (compressed when big), not a re-serialization: an apply step without the
     // records handed back here (another thread, a restart) parses them again.
-    stored.push({ index, records: batch.records, request: { environmentId, type: resource.jobType, recordCount: batch.records.length, body: storedPayload(body), idempotency, dryRun } });
+    stored.push({ index, records: batch.records, request: { environmentId, type: resource.jobType, recordCount: batch.records.length, idempotency, dryRun }, payload });
   });
   if (stored.length === 0) return answers;
-  const enqueued = await queue.enqueue(stored.map(({ request }) => request));
+  const bodies = await Promise.all(stored.map(({ payload }) => payload));
+  const enqueued = await queue.enqueue(stored.map(({ request }, n) => ({ ...request, body: bodies[n]! })));
   stored.forEach(({ index, records }, n) => {
     const outcome = enqueued[n]!;
     if (outcome.conflict) answers[index] = { result: { ok: false, idempotencyConflict: true } };

@@ -13,9 +13,12 @@ const zstdMagic = [0x28, 0xb5, 0x2f, 0xfd];
 
 const isZstd = (bytes: Uint8Array) => bytes.length >= 4 && zstdMagic.every((byte, index) => bytes[index] === byte);
 
-/** The bytes to store for a request body. */
-export function storedPayload(body: Uint8Array): Uint8Array {
-  return body.byteLength < compressFrom ? body : Bun.zstdCompressSync(body, { level: 1 });
+/**
+ * The bytes to store for a request body. A big body is compressed on Bun's own thread pool, so the caller can
+ * start it first and parse and validate the body meanwhile, on another core.
+ */
+export async function storedPayload(body: Uint8Array): Promise<Uint8Array> {
+  return body.byteLength < compressFrom ? body : await Bun.zstdCompress(body, { level: 1 });
 }
 
 /** The request body a stored payload was made from. */

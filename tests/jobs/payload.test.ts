@@ -12,18 +12,18 @@ const bytes = (value: unknown) => new TextEncoder().encode(typeof value === "str
 const zstdMagic = [0x28, 0xb5, 0x2f, 0xfd];
 
 describe("stored payloads", () => {
-  test("a big body is stored compressed (several times smaller) and reads back byte for byte", () => {
+  test("a big body is stored compressed (several times smaller) and reads back byte for byte", async () => {
     const body = bytes(assets(500));
     expect(body.byteLength).toBeGreaterThan(64 * 1024);
-    const stored = storedPayload(body);
+    const stored = await storedPayload(body);
     expect([...stored.subarray(0, 4)]).toEqual(zstdMagic);
     expect(stored.byteLength).toBeLessThan(body.byteLength / 4);
     expect(requestBody(stored)).toEqual(body);
   });
 
-  test("a small body is stored as it came", () => {
+  test("a small body is stored as it came", async () => {
     const body = bytes(assets(2));
-    expect(storedPayload(body)).toBe(body);
+    expect(await storedPayload(body)).toBe(body);
     expect(requestBody(body)).toBe(body);
   });
 
