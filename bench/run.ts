@@ -11,6 +11,7 @@ import { backendsCpuMs, postgresAvailable, stopPostgres, withFreshDatabase, with
 import { importAndTime, importAndWait, startBenchServer, type BenchServer, type ImportPhases } from "./lib/server";
 import { cpuMsOf, median, peakRssOf, percentile } from "./lib/stats";
 import { holdPolls, parkJob, waitHeld } from "./lib/held-polls";
+import { runtimeEnv } from "./lib/runtime";
 
 const quick = process.argv.includes("--quick");
 const only = process.argv.find((arg) => arg.startsWith("--only="))?.slice("--only=".length).split(",");
@@ -45,7 +46,7 @@ function writeBody(name: string, body: Uint8Array): string {
 
 /** Runs a Bun script to its end and parses the JSON line it prints. */
 async function runScript<T>(script: string, args: Array<string | number>): Promise<T> {
-  const proc = spawn([bun, join(here, script), ...args.map(String)], { stdout: "pipe", stderr: "pipe" });
+  const proc = spawn([bun, join(here, script), ...args.map(String)], { env: runtimeEnv, stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   if (code !== 0) throw new Error(`${script} exited ${code}: ${stderr}`);
   return JSON.parse(stdout.trim().split("\n").pop()!) as T;
@@ -185,7 +186,7 @@ async function statusThroughput() {
     await server.waitSucceeded(id);
     const url = `${server.base}/v2/status/${id}`;
     const documentFile = writeBody("status.json", new Uint8Array(await (await fetch(url, { headers: { "api-key": server.key } })).arrayBuffer()));
-    const bare = spawn([bun, join(here, "baselines/bare-server.ts"), documentFile], { stdout: "pipe" });
+    const bare = spawn([bun, join(here, "baselines/bare-server.ts"), documentFile], { env: runtimeEnv, stdout: "pipe" });
     const reader = bare.stdout.getReader();
     const port = Number(new TextDecoder().decode((await reader.read()).value).trim());
     // Alternated, so that a noisy neighbour hurts both alike.
