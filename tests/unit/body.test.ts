@@ -7,13 +7,13 @@ import { Problem } from "../../src/http/problem";
 const sixteenMiB = 16 * 1024 * 1024;
 
 /** Bytes that differ from place to place, so that a chunk copied to the wrong offset shows. */
-function bytesOf(length: number): Uint8Array {
+function bytesOf(length: number): Uint8Array<ArrayBuffer> {
   const bytes = new Uint8Array(length);
   for (let i = 0; i < length; i++) bytes[i] = (i * 31 + (i >> 12)) & 0xff;
   return bytes;
 }
 
-const declared = (body: Uint8Array) =>
+const declared = (body: Uint8Array<ArrayBuffer>) =>
   new Request("http://importd.test/default/v2/assets", { method: "POST", body, headers: { "content-length": String(body.byteLength) } });
 
 /** A body without a Content-Length, in chunks of `chunkBytes`. */
