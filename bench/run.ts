@@ -103,8 +103,12 @@ async function endToEnd() {
     });
   }
   for (const [row, label, times, baseTimes] of [["1a", "100k assets, one request, empty table", empty, base.empty], ["1b", "100k assets, one request, the same again (all unchanged)", update, base.update]] as const) {
+    // Issue 17: met only if every pair is, not only the medians.
     const ratio = median(times) / median(baseTimes);
-    rows.push({ row, what: `${label}: POST → Succeeded`, importd: median(times), baseline: median(baseTimes), unit: "ms", ratio, target: "≤ 1.5×", ok: ratio <= 1.5, details: { runs: times, baselineRuns: baseTimes } });
+    const pairRatios = times.map((time, i) => time / baseTimes[i]!);
+    const worst = Math.max(...pairRatios);
+    const what = `${label}: POST → Succeeded (pairs: ${pairRatios.map((pair) => `${pair.toFixed(2)}×`).join(", ")})`;
+    rows.push({ row, what, importd: median(times), baseline: median(baseTimes), unit: "ms", ratio, target: "≤ 1.4× in every pair", ok: worst <= 1.4, details: { runs: times, baselineRuns: baseTimes, pairRatios } });
   }
   // Re-importing what is already there is cheaper than the first import: unchanged records are not written.
   const reimport = median(update) / median(empty);
@@ -136,7 +140,7 @@ async function fiveRequests() {
     });
   }
   const ratio = median(times) / median(baseTimes);
-  rows.push({ row: "2", what: "100k assets as 5 requests of 20k: first POST → all Succeeded", importd: median(times), baseline: median(baseTimes), unit: "ms", ratio, target: "≤ 1.7×", ok: ratio <= 1.7, details: { runs: times, baselineRuns: baseTimes } });
+  rows.push({ row: "2", what: "100k assets as 5 requests of 20k: first POST → all Succeeded", importd: median(times), baseline: median(baseTimes), unit: "ms", ratio, target: "≤ 1.5×", ok: ratio <= 1.5, details: { runs: times, baselineRuns: baseTimes } });
 }
 
 async function timeTo202() {
