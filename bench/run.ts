@@ -147,10 +147,14 @@ async function timeTo202() {
   const { body, count } = assetsBodyOfSize(8 * 1024 * 1024);
   const file = writeBody("assets-8mb.json", body);
   const requests = quick ? 8 : 20;
-  const base = await runScript<{ times: number[] }>("baselines/durable-intake.ts", [file, work, requests]);
-  const times = await withServer(async (server) => {
+  // Untimed on both sides, as in row 7: the tail measured is a running server's, not its first requests' (the
+  // first 8 MB intake of a fresh server took 285 ms, the next two 167 and 190, the rest 38-150). The first
+  // request's time is kept in the details, on both sides.
+  const warmUp = 2;
+  const base = await runScript<{ times: number[]; warmUpTimes: number[] }>("baselines/durable-intake.ts", [file, work, requests, warmUp]);
+  const timed = await withServer(async (server) => {
     const samples: number[] = [];
-    for (let i = 0; i < requests; i++) {
+    for (let i = 0; i < warmUp + requests; i++) {
       const start = performance.now();
       const { id } = await server.post("assets", body);
       samples.push(performance.now() - start);
@@ -159,9 +163,12 @@ async function timeTo202() {
     }
     return samples;
   });
+  const times = timed.slice(warmUp);
+  const cold = { firstMs: timed[0], baselineFirstMs: base.warmUpTimes[0] };
   for (const p of [50, 99]) {
     const ratio = percentile(times, p) / percentile(base.times, p);
-    rows.push({ row: `3 p${p}`, what: `time to 202 for an 8 MB batch (${count} assets), p${p} of ${requests}`, importd: percentile(times, p), baseline: percentile(base.times, p), unit: "ms", ratio, target: "≤ 2×", ok: ratio <= 2, details: { runs: times, baselineRuns: base.times } });
+    const what = `time to 202 for an 8 MB batch (${count} assets), p${p} of ${requests} after ${warmUp} untimed`;
+    rows.push({ row: `3 p${p}`, what, importd: percentile(times, p), baseline: percentile(base.times, p), unit: "ms", ratio, target: "≤ 2×", ok: ratio <= 2, details: { runs: times, baselineRuns: base.times, ...cold } });
   }
 }
 
