@@ -67,18 +67,23 @@ const gaveUpMessage = (attempts: number) =>
   "Re-send the batch; if it fails again, split it and contact the operator.";
 
 /**
- * One environment's records as the jobs of one run see them: the ids that references are checked against,
- * read once and kept up to date as the run's jobs upsert (a later job may refer to records an earlier one brought).
+ * One environment's records as the jobs of one run see them, for reference checks: the ids known to exist, looked
+ * up as the run's batches refer to them (a one-record job looks up one id, however many the environment has) and
+ * kept up to date as the run's jobs upsert (a later job may refer to records an earlier one brought).
  */
 class EnvironmentRecords {
-  private readonly idSets = new Map<string, Set<string>>();
+  private readonly present = new Map<string, Set<string>>();
 
   constructor(private readonly records: RunRecords) {}
 
-  async ids(resource: ResourceDefinition): Promise<Set<string>> {
-    let ids = this.idSets.get(resource.path);
-    if (!ids) this.idSets.set(resource.path, (ids = await this.records.ids(resource)));
-    return ids;
+  /** The ids known to exist in `resource`, once those of `wanted` not known yet were looked up. */
+  async existing(resource: ResourceDefinition, wanted: Iterable<string>): Promise<Set<string>> {
+    let present = this.present.get(resource.path);
+    if (!present) this.present.set(resource.path, (present = new Set()));
+    const unknown = new Set<string>();
+    for (const id of wanted) if (!present.has(id)) unknown.add(id);
+    if (unknown.size > 0) for (const id of await this.records.existing(resource, [...unknown])) present.add(id);
+    return present;
   }
 
   /** `fn`'s writes undone afterwards (a dry run); the ids it added are forgotten too. */
@@ -86,14 +91,14 @@ class EnvironmentRecords {
     try {
       return await this.records.undone(fn);
     } finally {
-      this.idSets.clear();
+      this.present.clear();
     }
   }
 
   async upsert(resource: ResourceDefinition, jobId: number, records: Records): Promise<AppliedCounts> {
     const counts = await this.records.upsert(resource, jobId, records);
-    const ids = this.idSets.get(resource.path);
-    if (ids) for (const record of records) ids.add(record.id);
+    const present = this.present.get(resource.path);
+    if (present) for (const record of records) present.add(record.id);
     return counts;
   }
 }
@@ -139,7 +144,9 @@ async function applyOne(job: Job, environment: EnvironmentRecords, batch: Stored
   const checks = await Promise.all(
     resource.references.map(async (reference) => {
       const target = resourceByPath(reference.resource)!;
-      return { ...reference, target, ids: await environment.ids(target) };
+      const wanted = new Set<string>();
+      for (const record of records) if (typeof record[reference.field] === "string") wanted.add(record[reference.field] as string);
+      return { ...reference, target, ids: await environment.existing(target, wanted) };
     }),
   );
   const rejections: Rejection[] = [];

@@ -78,8 +78,11 @@ export type UpsertCounts = { created: number; updated: number; unchanged: number
 
 /** One resource's records of one environment, read and written inside a run's transaction. */
 export interface RunRecords {
-  /** Every id of `resource` in the environment, as the run's transaction sees it. */
-  ids(resource: ResourceDefinition): Promise<Set<string>>;
+  /**
+   * Which of `ids` exist as records of `resource` in the environment, as the run's transaction sees it. Asked with
+   * the ids a batch refers to, so that its cost follows the batch, not the size of the table referred to.
+   */
+  existing(resource: ResourceDefinition, ids: readonly string[]): Promise<Set<string>>;
   /**
    * Upserts the records by id, as written by `jobId`, and says what that did to each: created, updated, or
    * unchanged (equal to the stored record in every field its resource defines; not written at all, so its

@@ -90,6 +90,27 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       expect(await queue.payload(good.id)).toBeUndefined();
     });
 
+    test("a run sees which of the ids asked exist in its environment, its own upserts and awkward ids included, another environment's not", async () => {
+      const { queue, e1, e2 } = await setUp();
+      const awkward = ["quote ' \" mark", "ünïcødé ✓", "[\"json\"]", "back\\slash", "with,comma"];
+      const sub = resourceByPath("subareas")!;
+      for (const [environmentId, names] of [[e1, ["North", ...awkward]], [e2, ["South"]]] as const) {
+        await enqueue(environmentId, names.map((name) => ({ id: name === "North" ? "north" : name === "South" ? "south" : name, name })));
+        await runNext(queue, environmentId, { token: token() });
+      }
+      await enqueue(e1, subAreas("East"));
+      const run = (await queue.claimRun({ token: token(), environmentId: e1 }, groupLimits))!;
+      const seen: Array<Set<string>> = [];
+      await queue.completeRun(run, async (records) => {
+        seen.push(await records.existing(sub, ["north", "south", "west", ...awkward]));
+        seen.push(await records.existing(sub, []));
+        await records.upsert(sub, run.jobs[0]!.id, subAreas("East"));
+        seen.push(await records.existing(sub, ["east", "west"]));
+        return [{ jobId: run.jobs[0]!.id, status: "Succeeded", output: { message: "ok", total: 1, applied: 1, rejected: 0, errors: [] }, rejected: [] }];
+      });
+      expect(seen.map((ids) => [...ids].sort())).toEqual([["north", ...awkward].sort(), [], ["east"]]);
+    });
+
     test("a big job's records are stored field for field, awkward text and nulls included, and counted", async () => {
       const { queue, e1 } = await setUp();
       const awkward = ["tab\there", "new\nline", "back\\slash", "\\N", "carriage\rreturn", "ünïcødé ✓", "", "quote ' and \" marks"];

@@ -70,9 +70,10 @@ class ResourceTable {
     return counts;
   }
 
-  /** Every id of this resource in the environment, as the run's transaction sees it. */
-  async idSet(sql: Sql, environmentId: number): Promise<Set<string>> {
-    const rows = await sql.unsafe(`SELECT "id" FROM ${quote(getTableName(this.table))} WHERE "environment_id" = $1`, [environmentId]);
+  /** Which of `ids` exist in the environment, as the run's transaction sees it: one index probe per id. */
+  async existing(sql: Sql, environmentId: number, ids: readonly string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await sql.unsafe(`SELECT "id" FROM ${quote(getTableName(this.table))} WHERE "environment_id" = $1 AND "id" = ANY($2::text[])`, [environmentId, ids as string[]]);
     return new Set(rows.map((row) => row.id as string));
   }
 
@@ -113,7 +114,7 @@ export class PostgresRecords implements RecordReads {
   /** The records of one environment as a run's transaction, on its own connection, reads and writes them. */
   forRun(sql: Sql, environmentId: number): RunRecords {
     return {
-      ids: (resource) => answer(() => this.of(resource).idSet(sql, environmentId)),
+      existing: (resource, ids) => answer(() => this.of(resource).existing(sql, environmentId, ids)),
       upsert: (resource, jobId, records) => answer(() => this.of(resource).upsertAll(sql, environmentId, jobId, records)),
       undone: async (fn) => {
         await answer(() => sql`SAVEPOINT dry_run`);

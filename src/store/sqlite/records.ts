@@ -1,5 +1,5 @@
 import type { Statement } from "bun:sqlite";
-import { and, asc, eq, getTableColumns, getTableName, gt } from "drizzle-orm";
+import { and, asc, eq, getTableColumns, getTableName, gt, sql } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { ResourceDefinition } from "../../resources/definition";
 import type { RecordReads, RunRecords, UpsertCounts } from "../ports";
@@ -91,12 +91,13 @@ class ResourceTable {
     return counts;
   }
 
-  /** Every id of this resource in the environment, for job-time reference checks. */
-  idSet(environmentId: number): Set<string> {
+  /** Which of `ids` exist in the environment, for job-time reference checks: one seek per id, however big the table. */
+  existing(environmentId: number, ids: readonly string[]): Set<string> {
+    if (ids.length === 0) return new Set();
     const rows = this.db
       .select({ id: this.keyed.id })
       .from(this.table)
-      .where(eq(this.keyed.environmentId, environmentId))
+      .where(and(eq(this.keyed.environmentId, environmentId), sql`${this.keyed.id} IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`))
       .all() as Array<{ id: string }>;
     return new Set(rows.map((row) => row.id));
   }
@@ -141,7 +142,7 @@ export class RecordTables implements RecordReads {
   /** The records of one environment as a run's transaction reads and writes them. */
   forRun(environmentId: number): RunRecords {
     return {
-      ids: (resource) => answer(() => this.of(resource).idSet(environmentId)),
+      existing: (resource, ids) => answer(() => this.of(resource).existing(environmentId, ids)),
       upsert: (resource, jobId, records) => answer(() => this.of(resource).upsertAll(environmentId, jobId, records)),
       undone: async (fn) => {
         this.db.$client.run("SAVEPOINT dry_run");
