@@ -67,40 +67,62 @@ const gaveUpMessage = (attempts: number) =>
   "Re-send the batch; if it fails again, split it and contact the operator.";
 
 /**
- * One environment's records as the jobs of one run see them, for reference checks: the ids known to exist, looked
- * up as the run's batches refer to them (a one-record job looks up one id, however many the environment has) and
- * kept up to date as the run's jobs upsert (a later job may refer to records an earlier one brought).
+ * One environment's records as the jobs of one run see them, for reference checks: which of the ids the run's
+ * batches refer to exist, looked up once when its transaction begins (a one-record job looks up its own few ids,
+ * however many records the environment has), and kept up to date as the run's jobs upsert (a later job may refer
+ * to records an earlier one brought). Nothing else writes the environment's records while its run holds it.
  */
 class EnvironmentRecords {
-  private readonly present = new Map<string, Set<string>>();
+  private constructor(
+    private readonly records: RunRecords,
+    private present: Map<string, Set<string>>,
+  ) {}
 
-  constructor(private readonly records: RunRecords) {}
+  static async lookUp(records: RunRecords, referred: Map<ResourceDefinition, Set<string>>): Promise<EnvironmentRecords> {
+    const present = new Map<string, Set<string>>();
+    for (const [resource, ids] of referred) present.set(resource.path, await records.existing(resource, [...ids]));
+    return new EnvironmentRecords(records, present);
+  }
 
-  /** The ids known to exist in `resource`, once those of `wanted` not known yet were looked up. */
-  async existing(resource: ResourceDefinition, wanted: Iterable<string>): Promise<Set<string>> {
+  /** The ids of `resource` known to exist: those the run's batches refer to, and those the run upserted. */
+  ids(resource: ResourceDefinition): Set<string> {
     let present = this.present.get(resource.path);
     if (!present) this.present.set(resource.path, (present = new Set()));
-    const unknown = new Set<string>();
-    for (const id of wanted) if (!present.has(id)) unknown.add(id);
-    if (unknown.size > 0) for (const id of await this.records.existing(resource, [...unknown])) present.add(id);
     return present;
   }
 
-  /** `fn`'s writes undone afterwards (a dry run); the ids it added are forgotten too. */
+  /** `fn`'s writes undone afterwards (a dry run); so are the ids it added. */
   async undone<T>(fn: () => Promise<T>): Promise<T> {
+    const before = new Map([...this.present].map(([path, ids]) => [path, new Set(ids)]));
     try {
       return await this.records.undone(fn);
     } finally {
-      this.present.clear();
+      this.present = before;
     }
   }
 
   async upsert(resource: ResourceDefinition, jobId: number, records: Records): Promise<AppliedCounts> {
     const counts = await this.records.upsert(resource, jobId, records);
-    const present = this.present.get(resource.path);
-    if (present) for (const record of records) present.add(record.id);
+    const present = this.ids(resource);
+    for (const record of records) present.add(record.id);
     return counts;
   }
+}
+
+/** The ids each resource is referred to by in the run's batches (that passed validation), by resource. */
+function referredIds(jobs: Job[], batches: StoredBatch[]): Map<ResourceDefinition, Set<string>> {
+  const referred = new Map<ResourceDefinition, Set<string>>();
+  jobs.forEach((job, index) => {
+    const batch = batches[index];
+    if (!batch?.ok) return;
+    for (const reference of resourceByJobType(job.type).references) {
+      const target = resourceByPath(reference.resource)!;
+      let ids = referred.get(target);
+      if (!ids) referred.set(target, (ids = new Set()));
+      for (const record of batch.records) if (typeof record[reference.field] === "string") ids.add(record[reference.field] as string);
+    }
+  });
+  return referred;
 }
 
 /** A job's batch as its run reads it: undefined when its payload was lost. */
@@ -141,14 +163,10 @@ async function applyOne(job: Job, environment: EnvironmentRecords, batch: Stored
     return outcome(ending, records, ending.rejections);
   }
 
-  const checks = await Promise.all(
-    resource.references.map(async (reference) => {
-      const target = resourceByPath(reference.resource)!;
-      const wanted = new Set<string>();
-      for (const record of records) if (typeof record[reference.field] === "string") wanted.add(record[reference.field] as string);
-      return { ...reference, target, ids: await environment.existing(target, wanted) };
-    }),
-  );
+  const checks = resource.references.map((reference) => {
+    const target = resourceByPath(reference.resource)!;
+    return { ...reference, target, ids: environment.ids(target) };
+  });
   const rejections: Rejection[] = [];
   const accepted = checks.length === 0 ? records : records.filter((record, index) => {
     for (const check of checks) {
@@ -214,8 +232,9 @@ export async function runNext(queue: JobQueue, environmentId: number, options: R
     for (const job of run.jobs) batches.push(await batchOf(queue, job, options.parsed?.(job.id)));
     if (options.inspect) for (const batch of batches) if (batch?.ok) options.inspect(batch.records as Records);
     const completions: Completion[] = [];
+    const referred = referredIds(run.jobs, batches);
     await queue.completeRun(run, async (records) => {
-      const environment = new EnvironmentRecords(records);
+      const environment = await EnvironmentRecords.lookUp(records, referred);
       completions.length = 0;
       for (let index = 0; index < run.jobs.length; index++) {
         const job = run.jobs[index]!;

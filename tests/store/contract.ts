@@ -6,6 +6,7 @@ import { groupLimits, runNext } from "../../src/jobs/apply";
 import { resourceByPath } from "../../src/resources/registry";
 import { StaleClaim } from "../../src/store/errors";
 import type { Store } from "../../src/store/ports";
+import { asset } from "../helpers/records";
 
 const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 const subAreas = (...names: string[]) => names.map((name) => ({ id: name.toLowerCase(), name }));
@@ -109,6 +110,28 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
         return [{ jobId: run.jobs[0]!.id, status: "Succeeded", output: { message: "ok", total: 1, applied: 1, rejected: 0, errors: [] }, rejected: [] }];
       });
       expect(seen.map((ids) => [...ids].sort())).toEqual([["north", ...awkward].sort(), [], ["east"]]);
+    });
+
+    test("in one run, a job's references are checked against the records as the jobs before it left them", async () => {
+      const { queue, e1 } = await setUp();
+      const enqueueAs = async (type: string, records: unknown[]) => {
+        const [answer] = await queue.enqueue([{ environmentId: e1, type, recordCount: records.length, body: encode(records) }]);
+        return (answer!.conflict ? undefined : answer!.job)!;
+      };
+      await enqueueAs("AssetType", [{ id: "pipe", name: "Pipe" }]);
+      await enqueueAs("AssetCategory", [{ id: "water", name: "Water network" }]);
+      await enqueueAs("SubArea", [{ id: "north", name: "North" }]);
+      await runNext(queue, e1, { token: token() });
+      const before = await enqueueAs("Asset", [asset(1, { subAreaId: "x" }), asset(2)]);
+      const created = await enqueueAs("SubArea", [{ id: "x", name: "X" }]);
+      const after = await enqueueAs("Asset", [asset(4, { subAreaId: "x" })]);
+      const results = (await runNext(queue, e1, { token: token() }))!;
+      expect(results.map((result) => [result.id, result.status, result.applied])).toEqual([
+        [before.id, "PartiallySucceeded", 1],
+        [created.id, "Succeeded", 1],
+        [after.id, "Succeeded", 1],
+      ]);
+      expect((await store.jobs.rejections(before.id, 10)).map((row) => [row.position, row.field])).toEqual([[0, "subAreaId"]]);
     });
 
     test("a big job's records are stored field for field, awkward text and nulls included, and counted", async () => {
