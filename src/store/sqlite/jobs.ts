@@ -36,7 +36,7 @@ const now = () => new Date().toISOString();
 /**
  * The oldest pending job of each environment with no run in progress: a few index seeks per environment. Asked
  * on the HTTP thread after every run and many intakes. CROSS JOIN keeps environments as the outer loop: with a
- * plain JOIN, SQLite chose to scan every job, finished ones included (4 ms with 6,400 jobs, and more with each
+ * plain JOIN, SQLite chose to scan every job, finished ones included (3.6 ms with 6,400 jobs, and more with each
  * day of retention), running the subqueries for each.
  */
 export const queueHeadsSql =

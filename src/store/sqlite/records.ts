@@ -1,5 +1,5 @@
 import type { Statement } from "bun:sqlite";
-import { and, asc, eq, getTableColumns, getTableName, gt, sql } from "drizzle-orm";
+import { and, asc, eq, getTableColumns, getTableName, gt } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { ResourceDefinition } from "../../resources/definition";
 import type { RecordReads, RunRecords, UpsertCounts } from "../ports";
@@ -20,6 +20,10 @@ function tableOf(resource: ResourceDefinition): SQLiteTable {
   return table as SQLiteTable;
 }
 
+/** Which of the ids (a JSON array, ?2) exist in the environment (?1): the table's primary key, sought once per id. */
+export const existingIdsSql = (table: string) =>
+  `SELECT "id" FROM "${table}" WHERE "environment_id" = ?1 AND "id" IN (SELECT value FROM json_each(?2))`;
+
 /**
  * Reads and writes of one resource's table. The upsert is the hot path of every job: one bun:sqlite
  * statement, prepared once and reused for every row inside the run's transaction (Drizzle's batched
@@ -31,6 +35,7 @@ class ResourceTable {
   private readonly columns: Record<string, SQLiteColumn>;
   private readonly valueFields: string[];
   private upsertStatement?: Statement;
+  private existingStatement?: Statement;
   private lastRowid?: Statement;
   private readonly keyed: RecordTable;
 
@@ -94,11 +99,8 @@ class ResourceTable {
   /** Which of `ids` exist in the environment, for job-time reference checks: one seek per id, however big the table. */
   existing(environmentId: number, ids: readonly string[]): Set<string> {
     if (ids.length === 0) return new Set();
-    const rows = this.db
-      .select({ id: this.keyed.id })
-      .from(this.table)
-      .where(and(eq(this.keyed.environmentId, environmentId), sql`${this.keyed.id} IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`))
-      .all() as Array<{ id: string }>;
+    this.existingStatement ??= this.db.$client.prepare(existingIdsSql(getTableName(this.table)));
+    const rows = this.existingStatement.all(environmentId, JSON.stringify(ids)) as Array<{ id: string }>;
     return new Set(rows.map((row) => row.id));
   }
 
