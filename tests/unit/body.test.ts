@@ -1,10 +1,8 @@
-import { describe, expect, test } from "bun:test";
-import { readBody } from "../../src/http/body";
+import { describe, expect, spyOn, test } from "bun:test";
+import { readBody, wholeBodyBytes } from "../../src/http/body";
 import { Problem } from "../../src/http/problem";
 
 /** readBody reads a body of up to 16 MB with a declared length in one go, a bigger one or a chunked one as a stream. */
-
-const sixteenMiB = 16 * 1024 * 1024;
 
 /** Bytes that differ from place to place, so that a chunk copied to the wrong offset shows. */
 function bytesOf(length: number): Uint8Array<ArrayBuffer> {
@@ -41,12 +39,22 @@ async function expectTooLarge(read: Promise<unknown>, maxBytes: number) {
 
 describe("readBody", () => {
   test("a body with a declared length comes back byte for byte, read in one go up to 16 MB and as a stream above", async () => {
-    for (const length of [0, 1, 300 * 1024, sixteenMiB, sixteenMiB + 1, sixteenMiB + 3 * 1024 * 1024 + 7]) {
+    expect(wholeBodyBytes).toBe(16 * 1024 * 1024);
+    for (const length of [0, 1, 300 * 1024, wholeBodyBytes, wholeBodyBytes + 1, wholeBodyBytes + 3 * 1024 * 1024 + 7]) {
       const body = bytesOf(length);
-      const read = await readBody(declared(body), 64 * 1024 * 1024);
+      const request = declared(body);
+      const inOneGo = spyOn(request, "bytes");
+      const read = await readBody(request, 64 * 1024 * 1024);
+      expect({ length, inOneGo: inOneGo.mock.calls.length }).toEqual({ length, inOneGo: length <= wholeBodyBytes ? 1 : 0 });
       expect(read.byteLength).toBe(length);
       expect(Buffer.compare(read, body)).toBe(0);
     }
+  });
+
+  test("a body longer than its declared length is refused once it passes the limit", async () => {
+    const request = new Request("http://importd.test/default/v2/assets", { method: "POST", body: bytesOf(5_000), headers: { "content-length": "10" } });
+    expect(request.headers.get("content-length")).toBe("10");
+    await expectTooLarge(readBody(request, 4_000), 4_000);
   });
 
   test("a chunked body comes back byte for byte, growing its buffer as it goes", async () => {
