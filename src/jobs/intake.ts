@@ -24,8 +24,9 @@ export async function acceptBatches(queue: JobQueue, requests: IntakeRequest[]):
   const stored: Array<{ index: number; records: Records; request: Omit<EnqueueRequest, "body">; payload: Promise<Uint8Array> }> = [];
   requests.forEach(({ environmentId, resource, body, idempotencyKey, dryRun = false }, index) => {
     // Compressing a big body takes about half as long as parsing and validating it (docs/performance.md, row 3):
-    // started first, it runs on another core meanwhile. An invalid body's compression is thrown away unawaited,
-    // so its failure, if any, must not surface as an unhandled rejection (which ends a worker thread).
+    // started first, it runs on another core meanwhile. An invalid body's compression is wasted (a big invalid
+    // body costs its compression too) and thrown away unawaited, so its failure, if any, must not surface as an
+    // unhandled rejection (which ends a worker thread).
     const payload = storedPayload(body);
     payload.catch(() => {});
     const batch = readBatch(resource, body);
