@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fromSourceWith, spawnServer, type ServerProcess } from "../../tests/helpers/process";
 import { referenceData } from "./data";
-import { runtimeEnv } from "./runtime";
+import { runtimeVariables } from "./runtime";
 
 export type BenchServer = {
   base: string;
@@ -38,7 +38,7 @@ const terminal = new Set(["Succeeded", "PartiallySucceeded", "Failed"]);
  */
 export async function startBenchServer(extraArgs: string[] = [], joinKey?: string): Promise<BenchServer> {
   const dataDir = mkdtempSync(join(tmpdir(), "importd-bench-"));
-  const process = await spawnServer(dataDir, extraArgs, undefined, fromSourceWith(runtimeEnv));
+  const process = await spawnServer(dataDir, extraArgs, undefined, fromSourceWith(runtimeVariables));
   const base = `${process.url}/default`;
   const key = joinKey ?? process.firstRunKey!;
   const headers = { "api-key": key };
