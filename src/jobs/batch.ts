@@ -26,5 +26,8 @@ export function readBatch(resource: ResourceDefinition, bytes: Uint8Array): Batc
     const errors: FieldErrors = { $: [parsed.message] };
     return { ok: false, errors, errorCount: 1, truncated: false };
   }
-  return validateBatch(resource.schema, resource.rules as never, parsed.value);
+  // JSON can write U+0000 in a string only as this escape (a raw control character is not JSON), and a body
+  // without it is spared the record-by-record walk that finds it (1-2 ms to look through 35 MB).
+  const mayHoldNul = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).includes("\\u0000");
+  return validateBatch(resource.schema, resource.rules as never, parsed.value, { mayHoldNul });
 }

@@ -14,7 +14,8 @@ import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
  * (the same schema, generated code); only
  * records it refuses are walked, to explain them, and to accept what the walker allows and it does not
  * (a `null` optional field). Everything the checker accepts the walker accepts too: same types, lengths,
- * patterns, minimums and literals, unknown fields allowed by both.
+ * patterns, minimums and literals, unknown fields allowed by both. All but one thing: the walker refuses text
+ * holding the NUL character, which the schema cannot say; a body that may hold one has every record walked.
  */
 
 export type FieldErrors = Record<string, string[]>;
@@ -88,6 +89,10 @@ function checkValue(
         report(path, `${label} must not be empty.`);
       } else if (schema.maxLength !== undefined && value.length > schema.maxLength) {
         report(path, `${label} must be ${schema.maxLength} characters or fewer. You entered ${value.length} characters.`);
+      } else if (value.includes("\u0000")) {
+        // PostgreSQL's text cannot hold it: refused on every backend alike, so that a batch means the same on each
+        // and a SQLite database can always be copied to PostgreSQL (importd storage copy).
+        report(path, `${label} must not contain the NUL character (\\u0000). Remove it and send the batch again.`);
       }
       return value;
     }
@@ -170,12 +175,14 @@ function compiledValidator(schema: TObject) {
 /**
  * Validates a parsed request body. Shape problems of the body itself go under `$`; record problems under
  * `[index].field`. The error map is capped at `maxErrorKeys` keys so that a bad 100 MB body does not produce
- * a 100 MB answer; `errorCount` still counts them all.
+ * a 100 MB answer; `errorCount` still counts them all. `mayHoldNul`: false only when no string of the body can
+ * hold U+0000 (its JSON text has no `\u0000` escape, see readBatch): then the compiled checker may vouch for a record.
  */
 export function validateBatch<T>(
   schema: TObject,
   rules: RecordRule<T>[],
   body: unknown,
+  { mayHoldNul = true }: { mayHoldNul?: boolean } = {},
 ): BatchValidation<T> {
   const errors: FieldErrors = {};
   let keys = 0;
@@ -210,7 +217,7 @@ export function validateBatch<T>(
     }
     const before = errorCount;
     const fields = item as Record<string, unknown>;
-    const record = (checker.Check(fields) ? copy(fields) : checkObject(schema, fields, `[${index}].`, report)) as T;
+    const record = (!mayHoldNul && checker.Check(fields) ? copy(fields) : checkObject(schema, fields, `[${index}].`, report)) as T;
     // Cross-field rules only make sense once every field has the right type.
     if (errorCount === before) {
       for (const rule of rules) {

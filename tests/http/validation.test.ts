@@ -92,6 +92,11 @@ describe("400 Problem Details", () => {
     });
   });
 
+  test("rejects the NUL character in a text field, which PostgreSQL cannot store, on every backend", async () => {
+    const problem = await expectValidationProblem(await postJson(server.base, "assets", server.key, [asset(0), asset(1, { name: "Main\u0000St" })]));
+    expect(problem.errors).toEqual({ "[1].name": ["'Name' must not contain the NUL character (\\u0000). Remove it and send the batch again."] });
+  });
+
   test("caps the error map at 1000 keys and says so in detail", async () => {
     const problem = await expectValidationProblem(await postJson(server.base, "assets", server.key, Array.from({ length: 1001 }, () => ({}))));
     expect(Object.keys(problem.errors)).toHaveLength(1000);
