@@ -136,7 +136,7 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
 
     test("a big job's records are stored field for field, awkward text and nulls included, and counted", async () => {
       const { queue, e1 } = await setUp();
-      const awkward = ["tab\there", "new\nline", "back\\slash", "\\N", "carriage\rreturn", "ünïcødé ✓", "", "quote ' and \" marks"];
+      const awkward = ["tab\there", "new\nline", "back\\slash", "\\N", "carriage\rreturn", "ünïcødé ✓", "", "quote ' and \" marks", "💧 [1,2] {\"a\":null}", "\\u0041 not an escape"];
       const records = Array.from({ length: 6_000 }, (_, i) => ({ id: `s${i}`, name: awkward[i % awkward.length]! + i, ...(i % 3 === 0 ? { description: awkward[i % awkward.length] } : {}) }));
       const first = await enqueue(e1, records);
       await runNext(queue, e1, { token: token() });
@@ -153,6 +153,29 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       expect((await store.jobs.find(e1, second.id, ""))!.output).toMatchObject({ applied: 6_010, created: 10, updated: 10, unchanged: 5_990 });
       expect(await store.records.get(subareas, e1, "s0")).toMatchObject({ lastJobId: first.id });
       expect(await store.records.get(subareas, e1, "s5999")).toMatchObject({ name: `${records[5_999]!.name}!`, lastJobId: second.id });
+    });
+
+    test("an asset's numbers come back as sent, extremes included, and a lone surrogate as U+FFFD", async () => {
+      const { queue, e1 } = await setUp();
+      const enqueueAs = async (type: string, records: unknown[]) => {
+        const [answer] = await queue.enqueue([{ environmentId: e1, type, recordCount: records.length, body: encode(records) }]);
+        return (answer!.conflict ? undefined : answer!.job)!;
+      };
+      await enqueueAs("AssetType", [{ id: "pipe", name: "Pipe" }, { id: "valve", name: "Valve" }]);
+      await enqueueAs("AssetCategory", [{ id: "water", name: "Water network" }]);
+      await enqueueAs("SubArea", [{ id: "north", name: "North" }, { id: "south", name: "South" }]);
+      const numbers = [0, 0.1 + 0.2, 1e308, 5e-324, 123456789.12345679, Number.MAX_SAFE_INTEGER + 2, 1e21];
+      const sent = numbers.map((value, i) => asset(i, { startPoint: value, endPoint: value, description: i === 0 ? "lone \ud800 surrogate" : null, geolocation: { ...asset(i).geolocation, locationStart: value, locationEnd: value } }));
+      const job = await enqueueAs("Asset", sent);
+      await runNext(queue, e1, { token: token() });
+      expect((await store.jobs.find(e1, job.id, ""))!.output).toMatchObject({ applied: numbers.length, rejected: 0 });
+      const assets = resourceByPath("assets")!;
+      for (const [i, value] of numbers.entries()) {
+        const stored = (await store.records.get(assets, e1, sent[i]!.id))!;
+        expect([stored.startPoint, stored.endPoint, (stored.geolocation as { locationStart: number }).locationStart]).toEqual([value, value, value]);
+      }
+      expect((await store.records.get(assets, e1, sent[0]!.id))!.description).toBe("lone \ufffd surrogate");
+      expect((await store.records.get(assets, e1, sent[1]!.id))!.description ?? null).toBeNull();
     });
 
     test("a stale claim token cannot complete: the run taken over writes nothing", async () => {

@@ -12,11 +12,17 @@ const upsertChunk = 5_000;
 
 const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
+// JSON.stringify writes a lone surrogate as its \uD8xx escape, which jsonb refuses; stored as text, it has always
+// become U+FFFD (as UTF-8 encoding makes it, on SQLite too).
+const wellFormed = (value: unknown) => (typeof value === "string" ? value.toWellFormed() : value);
+
 /**
- * One resource's table. The upsert is the hot path of every job: one statement per chunk of records, each
- * column sent as one array and turned back into rows by unnest (measured here at 80–110k rows/s for 100k
- * assets, against 24k/s for a statement per row). Its SQL is derived from the Drizzle table, so the table
- * definition stays the single source of the columns.
+ * One resource's table. The upsert is the hot path of every job: one statement per chunk of records, the chunk
+ * sent as one JSON array of rows (each an array of its column values, in order) and taken apart by
+ * jsonb_array_elements. Measured against one array parameter per column turned back into rows by unnest: 100k
+ * assets in 1.3-1.6 s against 1.7 s, and runs of one-record jobs with about 30% less of the server's CPU
+ * (docs/performance.md). Its SQL is derived from the Drizzle table, so the table definition stays the single
+ * source of the columns.
  */
 class ResourceTable {
   private readonly table: PgTable;
@@ -34,19 +40,20 @@ class ResourceTable {
     this.columns = getTableColumns(this.table) as Record<string, PgColumn>;
     this.valueFields = Object.keys(this.columns).filter((field) => !sharedColumns.has(field));
     const name = (field: string) => quote(this.columns[field]!.name);
-    const arrays = ["id", ...this.valueFields].map((field, index) => `$${index + 4}::${this.columns[field]!.getSQLType()}[]`);
+    // ->> reads a value as text (a JSON null as NULL), cast back to its column's type: text or a number.
+    const values = ["id", ...this.valueFields].map((field, index) => `(r->>${index})::${this.columns[field]!.getSQLType()}`);
     const updates = [...this.valueFields, "updatedAt", "lastJobId"].map((field) => `${name(field)} = excluded.${name(field)}`);
     // A record equal to the stored one is not written (its updatedAt and lastJobId stay): the update's WHERE is
     // false, and then no row comes back. Of those that do, a new row has no xmax yet (an updated one has this
     // transaction's). Counted in the statement: one row comes back, not one per record, so that a run's
     // connection never has a large answer to read while it holds its environment's lock.
-    const values = this.valueFields.map(name);
+    const stored = this.valueFields.map(name);
     this.upsertSql =
       `WITH written AS (` +
       `INSERT INTO ${quote(getTableName(this.table))} AS stored (${["environmentId", "updatedAt", "lastJobId", "id", ...this.valueFields].map(name).join(", ")}) ` +
-      `SELECT $1::integer, $2::text, $3::bigint, * FROM unnest(${arrays.join(", ")}) ` +
+      `SELECT $1::integer, $2::text, $3::bigint, ${values.join(", ")} FROM jsonb_array_elements($4::jsonb) AS r ` +
       `ON CONFLICT (${name("environmentId")}, ${name("id")}) DO UPDATE SET ${updates.join(", ")} ` +
-      `WHERE (${values.map((column) => `stored.${column}`).join(", ")}) IS DISTINCT FROM (${values.map((column) => `excluded.${column}`).join(", ")}) ` +
+      `WHERE (${stored.map((column) => `stored.${column}`).join(", ")}) IS DISTINCT FROM (${stored.map((column) => `excluded.${column}`).join(", ")}) ` +
       `RETURNING (stored.xmax = 0) AS created) ` +
       `SELECT count(*) FILTER (WHERE created)::integer AS "created", count(*)::integer AS "written" FROM written`;
   }
@@ -56,16 +63,14 @@ class ResourceTable {
     const updatedAt = new Date().toISOString();
     const counts = { created: 0, updated: 0, unchanged: 0 };
     for (let start = 0; start < records.length; start += upsertChunk) {
-      const chunk = records.slice(start, start + upsertChunk);
-      const columns: unknown[][] = [chunk.map((record) => record.id), ...this.valueFields.map(() => new Array(chunk.length))];
-      chunk.forEach((record, row) => {
+      const rows = records.slice(start, start + upsertChunk).map((record) => {
         const values = this.resource.toRow(record as never) as Record<string, unknown>;
-        this.valueFields.forEach((field, column) => (columns[column + 1]![row] = values[field] ?? null));
+        return [wellFormed(record.id), ...this.valueFields.map((field) => wellFormed(values[field] ?? null))];
       });
-      const [{ created, written }] = (await sql.unsafe(this.upsertSql, [environmentId, updatedAt, jobId, ...columns] as never[])) as unknown as [{ created: number; written: number }];
+      const [{ created, written }] = (await sql.unsafe(this.upsertSql, [environmentId, updatedAt, jobId, JSON.stringify(rows)] as never[])) as unknown as [{ created: number; written: number }];
       counts.created += created;
       counts.updated += written - created;
-      counts.unchanged += chunk.length - written;
+      counts.unchanged += rows.length - written;
     }
     return counts;
   }
