@@ -166,7 +166,9 @@ export async function runImport(run: ImportRun): Promise<number> {
   /** --validate-only: one line per problem, one count per record that has any. */
   const check = (chunk: Chunk): Rejection[] => {
     const rejections = [...chunk.local];
-    const validation = validateBatch(run.resource.schema, run.resource.rules as never, chunk.sources.map((source) => source.record));
+    // The texts are JSON.stringify's, which writes U+0000 only as this escape (see readBatch).
+    const mayHoldNul = chunk.texts.some((text) => text.includes("\\u0000"));
+    const validation = validateBatch(run.resource.schema, run.resource.rules as never, chunk.sources.map((source) => source.record), { mayHoldNul });
     if (validation.ok) return rejections;
     const withProblems = new Set<number>();
     for (const [key, messages] of Object.entries(validation.errors)) {

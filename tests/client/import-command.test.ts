@@ -264,6 +264,13 @@ describe("importd import", () => {
     expect((await importd(["import", write("clean.csv", [header, "V-4,north,Ok,ACT,water,pipe,Point,,,,,,,"].join("\n")), "--resource", "assets", "--validate-only"])).code).toBe(0);
   }, 60_000);
 
+  test("--validate-only finds the NUL character, which the server refuses too", async () => {
+    const file = write("nul.ndjson", [asset(1), asset(2, { name: "Main\u0000St" })].map((record) => JSON.stringify(record)).join("\n"));
+    const result = await importd(["import", file, "--resource", "assets", "--validate-only"]);
+    expect(result.code).toBe(1);
+    expect(result.stdout.split("\n")[0]).toBe("line 2: name: 'Name' must not contain the NUL character (\\u0000). Remove it and send the batch again.");
+  }, 60_000);
+
   test("usage and connection errors are one line and exit 2", async () => {
     const file = write("one.ndjson", JSON.stringify(asset(1)));
     const cases: Array<[string[], Record<string, string>, string]> = [

@@ -174,6 +174,11 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
         const stored = (await store.records.get(assets, e1, sent[i]!.id))!;
         expect([stored.startPoint, stored.endPoint, (stored.geolocation as { locationStart: number }).locationStart]).toEqual([value, value, value]);
       }
+      // Below zero too, where a location may go.
+      const below = asset(100, { geolocation: { ...asset(100).geolocation, locationStart: -123.456, locationEnd: -1e-300 } });
+      await enqueueAs("Asset", [below]);
+      await runNext(queue, e1, { token: token() });
+      expect((await store.records.get(assets, e1, below.id))!.geolocation).toMatchObject({ locationStart: -123.456, locationEnd: -1e-300 });
       expect((await store.records.get(assets, e1, sent[0]!.id))!.description).toBe("lone \ufffd surrogate");
       expect((await store.records.get(assets, e1, sent[1]!.id))!.description ?? null).toBeNull();
     });

@@ -7,13 +7,13 @@ import { answer } from "./faults";
 import { recordTables } from "./schema";
 
 const sharedColumns = new Set(["environmentId", "id", "updatedAt", "lastJobId"]);
-// Rows per statement: each column goes as one array parameter.
+// Rows per statement, each chunk one JSON text: about 1.7 MB of assets, parsed by the server in one go.
 const upsertChunk = 5_000;
 
 const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
-// JSON.stringify writes a lone surrogate as its \uD8xx escape, which jsonb refuses; stored as text, it has always
-// become U+FFFD (as UTF-8 encoding makes it, on SQLite too).
+// JSON.stringify writes a lone surrogate as a \uD800-\uDFFF escape, which jsonb refuses; stored as text, it has
+// always become U+FFFD (as UTF-8 encoding makes it, on SQLite too).
 const wellFormed = (value: unknown) => (typeof value === "string" ? value.toWellFormed() : value);
 
 /**
@@ -40,7 +40,8 @@ class ResourceTable {
     this.columns = getTableColumns(this.table) as Record<string, PgColumn>;
     this.valueFields = Object.keys(this.columns).filter((field) => !sharedColumns.has(field));
     const name = (field: string) => quote(this.columns[field]!.name);
-    // ->> reads a value as text (a JSON null as NULL), cast back to its column's type: text or a number.
+    // ->> gives a JSON null as NULL and a number as jsonb keeps it, exactly as sent (numeric), so the cast to double
+    // precision gives back the very double that JSON.stringify wrote.
     const values = ["id", ...this.valueFields].map((field, index) => `(r->>${index})::${this.columns[field]!.getSQLType()}`);
     const updates = [...this.valueFields, "updatedAt", "lastJobId"].map((field) => `${name(field)} = excluded.${name(field)}`);
     // A record equal to the stored one is not written (its updatedAt and lastJobId stay): the update's WHERE is
@@ -51,7 +52,7 @@ class ResourceTable {
     this.upsertSql =
       `WITH written AS (` +
       `INSERT INTO ${quote(getTableName(this.table))} AS stored (${["environmentId", "updatedAt", "lastJobId", "id", ...this.valueFields].map(name).join(", ")}) ` +
-      `SELECT $1::integer, $2::text, $3::bigint, ${values.join(", ")} FROM jsonb_array_elements($4::jsonb) AS r ` +
+      `SELECT $1::integer, $2::text, $3::bigint, ${values.join(", ")} FROM jsonb_array_elements($4::text::jsonb) AS r ` +
       `ON CONFLICT (${name("environmentId")}, ${name("id")}) DO UPDATE SET ${updates.join(", ")} ` +
       `WHERE (${stored.map((column) => `stored.${column}`).join(", ")}) IS DISTINCT FROM (${stored.map((column) => `excluded.${column}`).join(", ")}) ` +
       `RETURNING (stored.xmax = 0) AS created) ` +
@@ -65,8 +66,13 @@ class ResourceTable {
     for (let start = 0; start < records.length; start += upsertChunk) {
       const rows = records.slice(start, start + upsertChunk).map((record) => {
         const values = this.resource.toRow(record as never) as Record<string, unknown>;
-        return [wellFormed(record.id), ...this.valueFields.map((field) => wellFormed(values[field] ?? null))];
+        const row = new Array(this.valueFields.length + 1);
+        row[0] = wellFormed(record.id);
+        for (let column = 0; column < this.valueFields.length; column++) row[column + 1] = wellFormed(values[this.valueFields[column]!] ?? null);
+        return row;
       });
+      // Sent as text: a parameter typed jsonb would go through the client's jsonb serializer, which postgres.js
+      // makes JSON.stringify (it would arrive as one JSON string) and Drizzle replaces; text is sent as it is.
       const [{ created, written }] = (await sql.unsafe(this.upsertSql, [environmentId, updatedAt, jobId, JSON.stringify(rows)] as never[])) as unknown as [{ created: number; written: number }];
       counts.created += created;
       counts.updated += written - created;
