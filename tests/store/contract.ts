@@ -183,6 +183,14 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       expect((await store.records.get(assets, e1, sent[1]!.id))!.description ?? null).toBeNull();
     });
 
+    test("ids that differ only in lone surrogates are one row once stored: the batch fails as holding an id twice", async () => {
+      const { queue, e1 } = await setUp();
+      const job = await enqueue(e1, [{ id: "area-\ud800", name: "One" }, { id: "area-\udc00", name: "Two" }, { id: "area-ok", name: "Ok" }]);
+      const [result] = (await runNext(queue, e1, { token: token() }))!;
+      expect(result).toMatchObject({ id: job.id, status: "Failed", applied: 0 });
+      expect((await store.jobs.find(e1, job.id, ""))!.output!.message).toContain("more than once");
+    });
+
     test("a stale claim token cannot complete: the run taken over writes nothing", async () => {
       const { queue, e1 } = await setUp();
       const job = await enqueue(e1, subAreas("A"));
