@@ -1,7 +1,7 @@
 import { statSync } from "node:fs";
 import { createClient, ImportdConnectionError, ImportdProblem, type JobDocument } from "../client";
 import type { ResourceDefinition } from "../resources/definition";
-import { validateBatch } from "../resources/validate";
+import { jsonMayHoldNul, validateBatch } from "../resources/validate";
 import { Journal } from "./journal";
 import { progressEntry, progressLine, type Progress } from "./progress";
 import { RejectedFile, rejectedFilePath } from "./rejected-file";
@@ -166,8 +166,7 @@ export async function runImport(run: ImportRun): Promise<number> {
   /** --validate-only: one line per problem, one count per record that has any. */
   const check = (chunk: Chunk): Rejection[] => {
     const rejections = [...chunk.local];
-    // The texts are JSON.stringify's, which writes U+0000 only as this escape (see readBatch).
-    const mayHoldNul = chunk.texts.some((text) => text.includes("\\u0000"));
+    const mayHoldNul = chunk.texts.some(jsonMayHoldNul);
     const validation = validateBatch(run.resource.schema, run.resource.rules as never, chunk.sources.map((source) => source.record), { mayHoldNul });
     if (validation.ok) return rejections;
     const withProblems = new Set<number>();

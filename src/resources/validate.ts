@@ -175,11 +175,22 @@ function compiledValidator(schema: TObject) {
   return validator;
 }
 
+const nulEscape = "\\u0000";
+
+/**
+ * Whether a string of this JSON text may hold U+0000: JSON writes it only as the escape `\u0000` (a raw control
+ * character is not JSON), so text without the escape holds none. Looking costs 1-2 ms in 35 MB. Pass the answer
+ * to validateBatch as `mayHoldNul`.
+ */
+export function jsonMayHoldNul(json: string | Uint8Array): boolean {
+  return typeof json === "string" ? json.includes(nulEscape) : Buffer.from(json.buffer, json.byteOffset, json.byteLength).includes(nulEscape);
+}
+
 /**
  * Validates a parsed request body. Shape problems of the body itself go under `$`; record problems under
  * `[index].field`. The error map is capped at `maxErrorKeys` keys so that a bad 100 MB body does not produce
  * a 100 MB answer; `errorCount` still counts them all. `mayHoldNul`: false only when no string of the body can
- * hold U+0000 (its JSON text has no `\u0000` escape, see readBatch): then the compiled checker may vouch for a record.
+ * hold U+0000 (see jsonMayHoldNul): then the compiled checker may vouch for a record.
  */
 export function validateBatch<T>(
   schema: TObject,
