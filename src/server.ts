@@ -86,7 +86,13 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
     },
   });
   // Other instances on a shared store queue work here too, and leave runs behind when they die.
-  store.watch({ work: () => scheduler.wake(), jobsFinished: (jobIds) => jobWaits.finished(jobIds), missed: () => jobWaits.wakeAll() });
+  store.watch({
+    work: () => scheduler.wake(),
+    jobsFinished: (jobIds) => jobWaits.finished(jobIds),
+    missed: () => jobWaits.wakeAll(),
+    stalled: (stalled) => log({ level: "warn", msg: "ended the connections of a stalled instance; its runs will be taken over", ...stalled }),
+    problem: (msg, error) => log({ level: "warn", msg, error: String(error) }),
+  });
   let stopping: Promise<void> | undefined;
   const readiness = () => checkReadiness(store, pool, () => stopping !== undefined);
   const failedAuthentications = new FailureLimiter(config.authFailuresPerMinute, store.failures ?? new MemoryFailureLog());

@@ -13,7 +13,7 @@ export type StoreLocation = { dataDir: string; databaseUrl?: string };
  * one (StoreInUse otherwise).
  */
 export async function openStore(location: StoreLocation, { server = false } = {}): Promise<Store> {
-  if (location.databaseUrl) return PostgresStore.open(location.databaseUrl);
+  if (location.databaseUrl) return PostgresStore.open(location.databaseUrl, { server });
   return SqliteStore.open(location.dataDir, { server });
 }
 

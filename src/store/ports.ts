@@ -196,7 +196,21 @@ export interface CommitWatch {
 }
 
 /** What Store.watch tells of. */
-export type StoreEvents = { work(): void; jobsFinished(jobIds: number[]): void; missed(): void };
+/**
+ * An instance of a shared store found stalled (silent for `silentMs`), whose `connections` were ended; `address`
+ * is where they came from, as the database saw it (none over a Unix socket).
+ */
+export type StalledInstance = { instance: string; address: string | null; silentMs: number; connections: number };
+
+export type StoreEvents = {
+  work(): void;
+  jobsFinished(jobIds: number[]): void;
+  missed(): void;
+  /** Another instance was found stalled, and its connections ended: its runs will be taken over. */
+  stalled(instance: StalledInstance): void;
+  /** Something went wrong looking after the other instances (the store goes on). */
+  problem(message: string, error: unknown): void;
+};
 
 /** How a worker thread opens the store its process uses: structured-cloneable, opaque outside store/. */
 export type StoreHandle = { backend: string };

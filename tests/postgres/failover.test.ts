@@ -37,7 +37,7 @@ if (requirePostgres("the lost-connection test")) {
     const terminator = (async () => {
       for (let round = 0; round < 5; round++) {
         await Bun.sleep(1_000);
-        const rows = await admin`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = 'importd' AND pid <> pg_backend_pid()`;
+        const rows = await admin`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name LIKE 'importd %' AND pid <> pg_backend_pid()`;
         terminated += rows.filter((row) => row.ok).length;
       }
       await Bun.sleep(1_000);

@@ -1,4 +1,5 @@
 import { afterAll, expect, test } from "bun:test";
+import { randomUUID } from "node:crypto";
 import { rmSync } from "node:fs";
 import postgres from "postgres";
 import { getJob, postJson, waitForJob } from "../helpers/api";
@@ -8,8 +9,10 @@ import { spawnServer, type ServerProcess } from "../helpers/process";
 import { tempDir } from "../helpers/server";
 
 // An instance paused (SIGSTOP) in the middle of a run, as a long GC pause, a frozen VM or a partition would:
-// PostgreSQL ends its idle transaction (idle_in_transaction_session_timeout, lowered here), another instance
-// takes the job over and applies it; the paused one, resumed, cannot commit what it had started.
+// PostgreSQL ends its idle transaction (idle_in_transaction_session_timeout, lowered here), or, where it was paused
+// in the middle of a statement, another instance finds its heartbeat silent and ends its connections
+// (store/postgres/liveness.ts); another instance takes the job over and applies it; the paused one, resumed,
+// cannot commit what it had started.
 
 if (requirePostgres("the fencing test")) {
   const servers: ServerProcess[] = [];
@@ -73,4 +76,40 @@ if (requirePostgres("the fencing test")) {
     expect(log.some((entry) => entry.msg === "job attempt failed; will retry" && entry.jobId === jobId)).toBe(true);
     expect(log.some((entry) => entry.msg === "job finished" && entry.jobId === jobId)).toBe(false);
   }, 120_000);
+
+  // The case no timeout of PostgreSQL's ends: a backend waiting for the rest of a statement is `active`, not idle.
+  // Stood in for by a connection named as a stalled instance's, silent for an hour, holding the environment's lock
+  // in pg_sleep, with idle_in_transaction_session_timeout not set.
+  test("an environment held mid-statement by a stalled instance is freed by the others, and its job applied", async () => {
+    const database = await freshPostgresDatabase();
+    cleanups.push(database.drop);
+    const admin = postgres(database.url, { max: 1, onnotice: () => {} });
+    cleanups.push(() => admin.end());
+    const server = await start(database.url);
+    const key = server.firstRunKey!;
+    const base = `${server.url}/default`;
+
+    const stalledId = randomUUID();
+    await admin`INSERT INTO instances (id, heartbeat_at) VALUES (${stalledId}, now() - interval '1 hour')`;
+    const stalled = postgres(database.url, { max: 1, onnotice: () => {}, connection: { application_name: `importd ${stalledId}` } });
+    cleanups.push(() => stalled.end({ timeout: 1 }));
+    // One simple query, so that nothing more is sent on the connection once it is ended.
+    const held = stalled.unsafe(`BEGIN; SELECT id FROM environments WHERE slug = 'default' FOR NO KEY UPDATE; SELECT pg_sleep(600)`).catch((error) => error);
+
+    const response = await postJson(base, "subareas", key, [{ id: "sa-1", name: "Sub area 1" }]);
+    expect(response.status).toBe(202);
+    const jobId = ((await response.json()) as { id: number }).id;
+    const done = await waitForJob(base, key, jobId, 30_000);
+    expect(done).toMatchObject({ importJobStatus: "Succeeded", output: { applied: 1 } });
+    expect(["57P01", "CONNECTION_CLOSED"]).toContain((await held).code);
+
+    server.proc.kill("SIGTERM");
+    await server.proc.exited;
+    const log = (await server.stderr).split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(log.find((entry) => entry.msg === "ended the connections of a stalled instance; its runs will be taken over")).toMatchObject({
+      level: "warn",
+      instance: stalledId,
+      connections: 1,
+    });
+  }, 60_000);
 }

@@ -79,17 +79,23 @@ if (requirePostgres("the PostgreSQL store's multi-instance tests")) {
       const [answer] = await stores[n % 3]!.queue.enqueue([{ environmentId: environment.id, type: "SubArea", recordCount: 1, body: encode([{ id: "x", name: `v${n}` }]) }]);
       accepted.push(answer!.conflict ? 0 : answer!.job.id);
     }
-    const applied: number[] = [];
+    // The order: each run's record noted while the run holds its environment's lock (after its claim, before its
+    // commit), so in the order the runs held it. (Noted after runNext returns, a run could be noted after the
+    // next, which commits while the first still waits for its answers.)
+    const held: string[] = [];
+    const finished: number[] = [];
     await Promise.all(
       stores.map(async (store) => {
         for (let idle = 0; idle < 20; ) {
-          const results = await runNext(store.queue, environment.id, { token: crypto.randomUUID(), singleJob: true });
-          if (results) applied.push(...results.map((result) => result.id));
+          const inspect = (records: Array<Record<string, unknown>>) => void held.push(String(records[0]!.name));
+          const results = await runNext(store.queue, environment.id, { token: crypto.randomUUID(), singleJob: true, inspect });
+          if (results) finished.push(...results.map((result) => result.id));
           else idle++, await Bun.sleep(5);
         }
       }),
     );
-    expect(applied).toEqual(accepted);
+    expect(held).toEqual(accepted.map((_, n) => `v${n}`));
+    expect(finished.sort((a, b) => a - b)).toEqual(accepted);
     const subareas = (await import("../../src/resources/registry")).resourceByPath("subareas")!;
     expect(await stores[1]!.records.get(subareas, environment.id, "x")).toMatchObject({ name: "v29", lastJobId: accepted[29] });
   });
@@ -105,7 +111,7 @@ if (requirePostgres("the PostgreSQL store's multi-instance tests")) {
     const { url, stores: [a, b] } = await instances(2);
     const environment = await new Access(a!.access).createEnvironment("one");
     let wakes = 0;
-    b!.watch({ work: () => wakes++, jobsFinished: () => {}, missed: () => {} });
+    b!.watch({ work: () => wakes++, jobsFinished: () => {}, missed: () => {}, stalled: () => {}, problem: () => {} });
     for (let tries = 0; !(await b!.health()).wakeUps && tries < 100; tries++) await Bun.sleep(10);
     expect((await b!.health()).wakeUps).toBe(true);
 

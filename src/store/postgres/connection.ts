@@ -28,7 +28,15 @@ export type ConnectOptions = {
   onclose?: () => void;
   /** Keep idle connections open (the listener's one connection). */
   keepIdle?: boolean;
+  /** The serving instance the connection belongs to, named in its application_name (see liveness.ts). */
+  instance?: string;
 };
+
+/** What a serving instance's connections' application_name starts with, before the instance's id. */
+export const instanceNamePrefix = "importd ";
+
+/** The application_name of a serving instance's connections; a CLI command's are plain "importd". */
+export const applicationName = (instance?: string) => (instance ? instanceNamePrefix + instance : "importd");
 
 export function connect(url: string, options: ConnectOptions): { sql: Sql; db: Db } {
   // onnotify and onclose are postgres.js options its types leave out (its own listen() uses them).
@@ -50,7 +58,7 @@ export function connect(url: string, options: ConnectOptions): { sql: Sql; db: D
     onnotice: () => {},
     onnotify: options.onnotify,
     onclose: options.onclose,
-    connection: { application_name: "importd" },
+    connection: { application_name: applicationName(options.instance) },
     // Job ids are bigint: as numbers (safe up to 2^53) rather than the driver's strings.
     types: { bigint: { to: 20, from: [20], serialize: (value: number) => String(value), parse: (value: string) => Number(value) } },
   } as postgres.Options<{}>) as unknown as Sql;

@@ -4,12 +4,14 @@ import journal from "../../../drizzle-pg/meta/_journal.json" with { type: "json"
 import initial from "../../../drizzle-pg/0000_initial.sql" with { type: "text" };
 import authFailures from "../../../drizzle-pg/0001_auth_failures.sql" with { type: "text" };
 import dryRun from "../../../drizzle-pg/0002_dry_run.sql" with { type: "text" };
+import instances from "../../../drizzle-pg/0003_instances.sql" with { type: "text" };
 import { embeddedMigrations as embed, type EmbeddedMigration } from "../embedded-migrations";
 
 const sqlByTag: Record<string, string> = {
   "0000_initial": initial,
   "0001_auth_failures": authFailures,
   "0002_dry_run": dryRun,
+  "0003_instances": instances,
 };
 
 export const embeddedMigrations = (): EmbeddedMigration[] => embed(journal, sqlByTag, "src/store/postgres/migrations.ts");

@@ -1,4 +1,4 @@
-import { bigint, boolean, customType, doublePrecision, index, integer, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
+import { bigint, boolean, customType, doublePrecision, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 
 // The same tables as store/sqlite/schema.ts, column for column (tests/store/schema-parity.test.ts keeps them
 // so). Timestamps are ISO 8601 UTC text here too: the store code and the wire need no conversion, and they
@@ -121,6 +121,16 @@ export const authFailures = pgTable(
   },
   (table) => [index("auth_failures_client_idx").on(table.client, table.failedAt), index("auth_failures_failed_idx").on(table.failedAt)],
 );
+
+// Each serving instance's heartbeat, so that the others can tell a stalled one (paused, frozen, cut off) from a
+// busy one and end its connections (see liveness.ts). PostgreSQL only: one process serves a SQLite file.
+// Unlogged (the migration says so): a crash empties it, and every live instance writes its row again within
+// seconds.
+export const instances = pgTable("instances", {
+  // The instance's random id; its connections carry it in their application_name.
+  id: text("id").primaryKey(),
+  heartbeatAt: timestamp("heartbeat_at", { withTimezone: true, mode: "string" }).notNull(),
+});
 
 const recordKey = {
   environmentId: integer("environment_id").notNull(),

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { CopyReport, CopySource } from "../copy";
 import { DatabaseError } from "../errors";
 import type { Store, StoreEvents, StoreHandle } from "../ports";
@@ -6,6 +7,7 @@ import { PostgresFailureLog } from "./failure-log";
 import { connect, type Db, type Sql } from "./connection";
 import { connectionProblem } from "./faults";
 import { fillEmptyDatabase } from "./fill";
+import { InstanceLiveness } from "./liveness";
 import { PostgresJobQueue, PostgresJobReads } from "./jobs";
 import { embeddedMigrations } from "./migrations";
 import { PostgresRecords } from "./records";
@@ -13,8 +15,8 @@ import { dropDriverStrays } from "./strays";
 import { TransactionConnections } from "./transactions";
 import { WakeUps } from "./wake-ups";
 
-/** What a worker thread needs to open the store: the database's URL. */
-export type PostgresHandle = StoreHandle & { backend: "postgres"; url: string };
+/** What a worker thread needs to open the store: the database's URL, and the serving instance it belongs to. */
+export type PostgresHandle = StoreHandle & { backend: "postgres"; url: string; instance?: string };
 
 // Connections per pool. Each thread has a pool and one connection for its transactions (a run's, an
 // intake's); the server's pool serves reads and key checks, a worker's the claim's marks and payload reads.
@@ -44,44 +46,56 @@ export class PostgresStore implements Store {
     private readonly url: string,
     private readonly sql: Sql,
     db: Db,
+    // A serving instance's heartbeat; a CLI command's store and a worker thread's have none.
+    private readonly liveness?: InstanceLiveness,
+    // The serving instance whose connections these are (see liveness.ts).
+    private readonly instance = liveness?.instance,
   ) {
     this.records = new PostgresRecords(db);
-    this.transactions = new TransactionConnections(url);
+    this.transactions = new TransactionConnections(url, instance);
     this.queue = new PostgresJobQueue(sql, this.records, this.transactions);
     this.jobs = new PostgresJobReads(db);
     this.access = new PostgresAccessStore(db);
     this.failures = new PostgresFailureLog(sql);
   }
 
-  /** Connects and migrates (one instance at a time: the others wait, then find nothing left to do). */
-  static async open(url: string): Promise<PostgresStore> {
+  /**
+   * Connects and migrates (one instance at a time: the others wait, then find nothing left to do). `server`: a
+   * serving instance, which names its connections after itself and writes its first heartbeat before it runs
+   * anything.
+   */
+  static async open(url: string, { server = false } = {}): Promise<PostgresStore> {
     dropDriverStrays();
-    const { sql, db } = connect(url, { max: serverConnections });
+    const instance = server ? randomUUID() : undefined;
+    const { sql, db } = connect(url, { max: serverConnections, instance });
+    const liveness = instance ? new InstanceLiveness(sql, instance) : undefined;
     try {
       await migrate(sql, db);
+      await liveness?.beat();
     } catch (error) {
       await sql.end({ timeout: 1 });
       throw connectionProblem(error, url);
     }
-    return new PostgresStore(url, sql, db);
+    return new PostgresStore(url, sql, db, liveness);
   }
 
   /** A worker thread's own pool; the server has migrated. */
   static openInThread(handle: PostgresHandle): PostgresStore {
     dropDriverStrays();
-    const { sql, db } = connect(handle.url, { max: workerConnections });
-    return new PostgresStore(handle.url, sql, db);
+    const { sql, db } = connect(handle.url, { max: workerConnections, instance: handle.instance });
+    return new PostgresStore(handle.url, sql, db, undefined, handle.instance);
   }
 
   handleFor(): PostgresHandle {
-    return { backend: "postgres", url: this.url };
+    return { backend: "postgres", url: this.url, instance: this.instance };
   }
 
   // A thread that dies closes its connections with it: PostgreSQL rolls its transaction back and frees its locks.
   threadDied(): void {}
 
   watch(events: StoreEvents): void {
-    this.wakeUps ??= new WakeUps(this.url, events);
+    this.wakeUps ??= new WakeUps(this.url, events, this.instance);
+    this.liveness?.start(events);
   }
 
   /** Fills this database, which must hold no importd data yet, with `source` (storage copy; see fill.ts). */
@@ -95,6 +109,7 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.liveness?.stop();
     await this.wakeUps?.stop();
     await this.queue.abandonAll();
     await this.transactions.close();

@@ -20,6 +20,8 @@ export class TransactionConnections {
 
   constructor(
     private readonly url: string,
+    // The serving instance whose connections these are (see liveness.ts).
+    private readonly instance?: string,
     private readonly max = 4,
   ) {}
 
@@ -51,7 +53,7 @@ export class TransactionConnections {
 
   private connectSlot(slot: Slot): void {
     // Only this pool's connection counts: a renewed slot's old pool closes later.
-    const { sql } = connect(this.url, { max: 1, onclose: () => void (slot.sql === sql && (slot.lost = true)) });
+    const { sql } = connect(this.url, { max: 1, instance: this.instance, onclose: () => void (slot.sql === sql && (slot.lost = true)) });
     slot.sql = sql;
   }
 

@@ -23,9 +23,11 @@ export class WakeUps {
   constructor(
     url: string,
     private readonly events: StoreEvents,
+    instance?: string,
   ) {
     this.sql = connect(url, {
       max: 1,
+      instance,
       keepIdle: true,
       onnotify: (channel, payload) => {
         if (channel === workChannel) this.events.work();

@@ -1,0 +1,88 @@
+import type { StalledInstance, StoreEvents } from "../ports";
+import { instanceNamePrefix, type Sql } from "./connection";
+
+/** How often a serving instance writes its heartbeat and looks for stalled instances. */
+export const heartbeatEveryMs = 2_000;
+
+// An instance is stalled once silent for idle_in_transaction_session_timeout, the operator's word on how long a
+// run may wait on its instance; but never before 10 s (five heartbeats missed, not one late), and after 60 s
+// where the timeout is not set.
+const minStalledMs = 10_000;
+const unsetStalledMs = 60_000;
+// The row of an instance silent this long, with no connection left, is deleted.
+const forgottenAfter = "1 hour";
+
+/**
+ * Tells stalled instances from live ones, and ends the connections of the stalled, so that their environments'
+ * locks are freed and their runs taken over.
+ *
+ * A paused instance's transaction is ended by PostgreSQL's idle_in_transaction_session_timeout only while it is
+ * idle. Paused in the middle of a statement (between the two exchanges of a statement's first run on a
+ * connection, or part way through sending a large one), its backend is `active`, waiting for the rest: no
+ * timeout of PostgreSQL's ends that, and the environment's lock would be held until the instance resumes, for
+ * hours if its machine is frozen. So every instance writes a heartbeat, names its connections after itself
+ * (application_name "importd <id>"), and ends the connections of any instance whose heartbeat has gone silent.
+ * Fencing is unchanged: a run whose connection is ended commits nothing (see PostgresJobQueue).
+ */
+export class InstanceLiveness {
+  private timer?: ReturnType<typeof setInterval>;
+  private ticking = false;
+
+  constructor(
+    private readonly sql: Sql,
+    readonly instance: string,
+  ) {}
+
+  /** Writes this instance's heartbeat: first at start-up, before any of its runs can take a lock. */
+  async beat(): Promise<void> {
+    await this.sql`
+      INSERT INTO instances (id, heartbeat_at) VALUES (${this.instance}, now())
+      ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()`;
+  }
+
+  /** Beats every heartbeatEveryMs, each time ending the connections of the instances found stalled. */
+  start(events: Pick<StoreEvents, "stalled" | "problem">): void {
+    this.timer ??= setInterval(async () => {
+      if (this.ticking) return;
+      this.ticking = true;
+      try {
+        await this.beat();
+        for (const stalled of await this.endStalled()) events.stalled(stalled);
+      } catch (error) {
+        events.problem("could not write this instance's heartbeat or end a stalled instance's connections", error);
+      } finally {
+        this.ticking = false;
+      }
+    }, heartbeatEveryMs);
+  }
+
+  /**
+   * Ends every connection of the instances whose heartbeat is older than the limit, and forgets instances long
+   * gone. Times are the database's own (now()), so the instances' clocks do not matter.
+   */
+  async endStalled(): Promise<StalledInstance[]> {
+    const ended = (await this.sql`
+      WITH limits AS (
+        SELECT CASE WHEN setting::bigint > 0 THEN greatest(setting::bigint, ${minStalledMs}) ELSE ${unsetStalledMs} END AS ms
+        FROM pg_settings WHERE name = 'idle_in_transaction_session_timeout'
+      ), stalled AS (
+        SELECT id, (extract(epoch FROM now() - heartbeat_at) * 1000)::bigint AS silent_ms
+        FROM instances, limits WHERE heartbeat_at < now() - limits.ms * interval '1 millisecond'
+      )
+      SELECT stalled.id AS instance, stalled.silent_ms AS "silentMs", min(host(activity.client_addr)) AS address,
+        count(*) FILTER (WHERE pg_terminate_backend(activity.pid))::int AS connections
+      FROM stalled JOIN pg_stat_activity activity ON activity.application_name = ${instanceNamePrefix}::text || stalled.id
+      WHERE activity.datname = current_database()
+      GROUP BY stalled.id, stalled.silent_ms`) as unknown as StalledInstance[];
+    await this.sql`
+      DELETE FROM instances WHERE heartbeat_at < now() - ${forgottenAfter}::interval
+        AND NOT EXISTS (SELECT 1 FROM pg_stat_activity activity WHERE activity.application_name = ${instanceNamePrefix}::text || instances.id)`;
+    return ended.filter((stalled) => stalled.connections > 0);
+  }
+
+  /** Stops beating and removes this instance's row: it is gone, not stalled. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.sql`DELETE FROM instances WHERE id = ${this.instance}`.catch(() => {});
+  }
+}
