@@ -11,8 +11,8 @@ function findDuplicateIds(records: Records): Map<string, number[]> {
   const firstIndex = new Map<string, number>();
   const duplicates = new Map<string, number[]>();
   for (let index = 0; index < records.length; index++) {
-    // Stored as text, a lone surrogate becomes U+FFFD (both stores): ids that differ only there are one row.
-    const id = records[index]!.id.toWellFormed();
+    // As validated: as stored (a lone surrogate made U+FFFD), so ids that differ only there are found here.
+    const id = records[index]!.id;
     const first = firstIndex.get(id);
     if (first === undefined) firstIndex.set(id, index);
     else {

@@ -1,5 +1,5 @@
 import type { ResourceDefinition } from "../resources/definition";
-import { jsonMayHoldNul, validateBatch, type BatchValidation, type FieldErrors } from "../resources/validate";
+import { jsonMayHoldUnstorableText, validateBatch, type BatchValidation, type FieldErrors } from "../resources/validate";
 
 /** Decodes and parses a request body; the problem, if any, is worded for the `$` key of a 400. */
 export function parseBody(bytes: Uint8Array): { ok: true; value: unknown } | { ok: false; message: string } {
@@ -26,5 +26,5 @@ export function readBatch(resource: ResourceDefinition, bytes: Uint8Array): Batc
     const errors: FieldErrors = { $: [parsed.message] };
     return { ok: false, errors, errorCount: 1, truncated: false };
   }
-  return validateBatch(resource.schema, resource.rules as never, parsed.value, { mayHoldNul: jsonMayHoldNul(bytes) });
+  return validateBatch(resource.schema, resource.rules as never, parsed.value, { mayHoldUnstorableText: jsonMayHoldUnstorableText(bytes) });
 }

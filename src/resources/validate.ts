@@ -14,10 +14,12 @@ import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
  * (the same schema, generated code); only
  * records it refuses are walked, to explain them, and to accept what the walker allows and it does not
  * (a `null` optional field). Everything the checker accepts the walker accepts too: same types, lengths,
- * patterns, minimums and literals, unknown fields allowed by both. All but one thing: the walker refuses text
- * holding the NUL character. A pattern could say it, but each string's pattern slot holds not-blank already, and
- * a second regular expression over every string of every record would cost the checker's speed for a character
- * that almost never comes; instead a body that may hold one has every record walked (see validateBatch).
+ * patterns, minimums and literals, unknown fields allowed by both. All but two things, text the stores cannot
+ * keep as it is: the walker refuses text holding the NUL character, and makes a lone surrogate U+FFFD, as both
+ * stores would store it, so that the apply step compares ids and references as they are stored. A pattern
+ * could find them, but each string's pattern slot holds not-blank already, and a second regular expression
+ * over every string of every record would cost the checker's speed for characters that almost never come;
+ * instead a body that may hold one has every record walked (see jsonMayHoldUnstorableText).
  */
 
 export type FieldErrors = Record<string, string[]>;
@@ -97,7 +99,8 @@ function checkValue(
         // and what a SQLite database takes from now on can be copied to PostgreSQL (importd storage copy).
         report(path, `${label} must not contain the NUL character (\\u0000). Remove it and send the batch again.`);
       }
-      return value;
+      // Stored as text (UTF-8), a lone surrogate becomes U+FFFD on both stores: the records applied are as stored.
+      return value.toWellFormed();
     }
     case "number": {
       if (typeof value !== "number") {
@@ -176,27 +179,41 @@ function compiledValidator(schema: TObject) {
 }
 
 const nulEscape = "\\u0000";
+const surrogateEscapes = ["\\ud", "\\uD"];
+// The third hex digit of a surrogate's escape, \uD800 to \uDFFF: 8, 9, a-f or A-F.
+const isSurrogateDigit = (code: number | undefined) =>
+  code !== undefined && ((code >= 0x38 && code <= 0x39) || (code >= 0x61 && code <= 0x66) || (code >= 0x41 && code <= 0x46));
 
 /**
- * Whether a string of this JSON text may hold U+0000: JSON writes it only as the escape `\u0000` (a raw control
- * character is not JSON), so text without the escape holds none. Looking costs 1-2 ms in 35 MB. Pass the answer
- * to validateBatch as `mayHoldNul`.
+ * Whether a string of this JSON text may hold what the stores cannot keep as it is: U+0000, which JSON writes
+ * only as the escape `\u0000` (a raw control character is not JSON), or a lone surrogate, which it writes only
+ * as an escape from `\uD800` to `\uDFFF` (raw, it is not UTF-8). Text with neither escape holds neither; a
+ * surrogate pair's escapes (an emoji, from an encoder that escapes everything beyond ASCII) only cost a walk.
+ * Looking costs a few milliseconds in 35 MB. Pass the answer to validateBatch as `mayHoldUnstorableText`.
  */
-export function jsonMayHoldNul(json: string | Uint8Array): boolean {
-  return typeof json === "string" ? json.includes(nulEscape) : Buffer.from(json.buffer, json.byteOffset, json.byteLength).includes(nulEscape);
+export function jsonMayHoldUnstorableText(json: string | Uint8Array): boolean {
+  const text = typeof json === "string" ? json : Buffer.from(json.buffer, json.byteOffset, json.byteLength);
+  if (text.includes(nulEscape)) return true;
+  for (const escape of surrogateEscapes) {
+    for (let at = text.indexOf(escape); at !== -1; at = text.indexOf(escape, at + escape.length)) {
+      if (isSurrogateDigit(typeof text === "string" ? text.charCodeAt(at + 3) : text[at + 3])) return true;
+    }
+  }
+  return false;
 }
 
 /**
  * Validates a parsed request body. Shape problems of the body itself go under `$`; record problems under
  * `[index].field`. The error map is capped at `maxErrorKeys` keys so that a bad 100 MB body does not produce
- * a 100 MB answer; `errorCount` still counts them all. `mayHoldNul`: false only when no string of the body can
- * hold U+0000 (see jsonMayHoldNul): then the compiled checker may vouch for a record.
+ * a 100 MB answer; `errorCount` still counts them all. `mayHoldUnstorableText`: false only when no string of the
+ * body can hold U+0000 or a lone surrogate (see jsonMayHoldUnstorableText): then the compiled checker may vouch
+ * for a record.
  */
 export function validateBatch<T>(
   schema: TObject,
   rules: RecordRule<T>[],
   body: unknown,
-  { mayHoldNul = true }: { mayHoldNul?: boolean } = {},
+  { mayHoldUnstorableText = true }: { mayHoldUnstorableText?: boolean } = {},
 ): BatchValidation<T> {
   const errors: FieldErrors = {};
   let keys = 0;
@@ -231,7 +248,7 @@ export function validateBatch<T>(
     }
     const before = errorCount;
     const fields = item as Record<string, unknown>;
-    const record = (!mayHoldNul && checker.Check(fields) ? copy(fields) : checkObject(schema, fields, `[${index}].`, report)) as T;
+    const record = (!mayHoldUnstorableText && checker.Check(fields) ? copy(fields) : checkObject(schema, fields, `[${index}].`, report)) as T;
     // Cross-field rules only make sense once every field has the right type.
     if (errorCount === before) {
       for (const rule of rules) {

@@ -86,7 +86,8 @@ export interface RunRecords {
   /**
    * Upserts the records by id, as written by `jobId`, and says what that did to each: created, updated, or
    * unchanged (equal to the stored record in every field its resource defines; not written at all, so its
-   * updatedAt and lastJobId stay as they were).
+   * updatedAt and lastJobId stay as they were). The records are as validation gives them: their text is
+   * well-formed (no lone surrogate) and holds no U+0000.
    */
   upsert(resource: ResourceDefinition, jobId: number, records: ReadonlyArray<{ id: string } & Record<string, unknown>>): Promise<UpsertCounts>;
   /** Runs `fn` and then undoes every write it made (a savepoint rolled back): a dry run's apply. */

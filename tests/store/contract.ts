@@ -191,6 +191,23 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       expect((await store.jobs.find(e1, job.id, ""))!.output!.message).toContain("more than once");
     });
 
+    test("a reference sent with a lone surrogate finds the record stored with it", async () => {
+      const { queue, e1 } = await setUp();
+      const enqueueAs = async (type: string, records: unknown[]) => {
+        const [answer] = await queue.enqueue([{ environmentId: e1, type, recordCount: records.length, body: encode(records) }]);
+        return (answer!.conflict ? undefined : answer!.job)!;
+      };
+      await enqueueAs("AssetType", [{ id: "pipe", name: "Pipe" }, { id: "valve", name: "Valve" }]);
+      await enqueueAs("AssetCategory", [{ id: "water", name: "Water network" }]);
+      await enqueueAs("SubArea", [{ id: "north-\ud800", name: "North" }, { id: "south", name: "South" }]);
+      await runNext(queue, e1, { token: token() });
+      const later = await enqueueAs("Asset", [asset(0, { subAreaId: "north-\ud800" })]);
+      const [result] = (await runNext(queue, e1, { token: token() }))!;
+      expect(result).toMatchObject({ id: later.id, status: "Succeeded", applied: 1 });
+      const stored = (await store.records.get(resourceByPath("assets")!, e1, asset(0).id))!;
+      expect(stored.subAreaId).toBe("north-\ufffd");
+    });
+
     test("a stale claim token cannot complete: the run taken over writes nothing", async () => {
       const { queue, e1 } = await setUp();
       const job = await enqueue(e1, subAreas("A"));

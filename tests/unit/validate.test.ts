@@ -4,7 +4,7 @@ import { t } from "elysia";
 import { readBatch } from "../../src/jobs/batch";
 import { assetRecord, assetResource, locationUnits, shapeTypes } from "../../src/resources/assets";
 import { resourceByPath } from "../../src/resources/registry";
-import { displayName, maxErrorKeys, requiredText, validateBatch, type BatchValidation } from "../../src/resources/validate";
+import { displayName, jsonMayHoldUnstorableText, maxErrorKeys, requiredText, validateBatch, type BatchValidation } from "../../src/resources/validate";
 import { asset } from "../helpers/records";
 
 /** Request-time validation, DECISIONS section 3 and spec 7.1, rule by rule. */
@@ -221,7 +221,7 @@ describe("the NUL character", () => {
     expect(nul).toContain("\\u0000");
     expect(failed(readAssets(nul)).errors).toEqual({ "[1].name": [nulMessage("Name")] });
     // The same record, told it holds no NUL, goes by the checker: the flag is what keeps the fast path honest.
-    expect(validateBatch(assetResource.schema, assetResource.rules as never, JSON.parse(nul), { mayHoldNul: false }).ok).toBe(true);
+    expect(validateBatch(assetResource.schema, assetResource.rules as never, JSON.parse(nul), { mayHoldUnstorableText: false }).ok).toBe(true);
   });
 
   test("a backslash before u0000, an unknown field's NUL and other control characters are accepted", () => {
@@ -229,6 +229,32 @@ describe("the NUL character", () => {
     expect(body).toContain("\\u0000");
     const [record] = passed(readAssets(body));
     expect([record!.name, record!.description, "x\u0000" in record!]).toEqual(["C:\\u0000 is a path", "tab\tnew\nline\u0001", false]);
+  });
+});
+
+describe("lone surrogates", () => {
+  test("are made U+FFFD in every text field, as both stores keep them, where the compiled checker would pass the record; a surrogate pair is kept", () => {
+    const record = asset(0, { id: "a-\ud800", name: "Main\udfffSt", subAreaId: "north\udc00", geolocation: { ...asset(0).geolocation, linearReferenceStart: "LR\ud83d" } });
+    const paired = asset(1, { name: "Pipe \ud83d\udca7" });
+    // JSON.stringify writes the pair as it is; an encoder that escapes all beyond ASCII writes it as two escapes.
+    const body = JSON.stringify([record, paired]).replace("\u{1f4a7}", "\\ud83d\\udca7");
+    expect(body).toContain("\\ud800");
+    expect(body).toContain("\\ud83d\\udca7");
+    const [made, kept] = passed(readAssets(body));
+    expect([made!.id, made!.name, made!.subAreaId, (made!.geolocation as { linearReferenceStart: string }).linearReferenceStart]).toEqual(["a-\ufffd", "Main\ufffdSt", "north\ufffd", "LR\ufffd"]);
+    expect(kept!.name).toBe("Pipe \u{1f4a7}");
+    // Told it holds nothing of the kind, the body's records go by the checker, as sent: the flag keeps the fast path honest.
+    const [unchanged] = passed(validateBatch<Asset>(assetResource.schema, assetResource.rules as never, JSON.parse(body), { mayHoldUnstorableText: false }));
+    expect(unchanged!.id).toBe("a-\ud800");
+  });
+
+  test("a body may hold them (or U+0000) only where it holds their escapes: \\uD800 to \\uDFFF, in either case", () => {
+    for (const text of ['"\\ud800"', '"\\uDBFF"', '"\\udc00"', '"\\uDfff"', '"x\\u0000"', '"\\u00e9\\ud83d\\udca7"']) {
+      expect([text, jsonMayHoldUnstorableText(text), jsonMayHoldUnstorableText(encode(text))]).toEqual([text, true, true]);
+    }
+    for (const text of ['"\\u00e9"', '"\\uD7FF"', '"\\ue000"', '"\\u0041 ud800"', '"plain \u00e9 text"', '"ends with \\ud']) {
+      expect([text, jsonMayHoldUnstorableText(text), jsonMayHoldUnstorableText(encode(text))]).toEqual([text, false, false]);
+    }
   });
 });
 

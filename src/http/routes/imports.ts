@@ -91,7 +91,8 @@ function importRoute(services: Services, resource: ResourceDefinition) {
         description:
           `Queues a batch of ${resource.noun} records as one ${resource.jobType} job and answers 202 with the job. ` +
           `Records are upserted by id when the job runs; poll the job's statusUrl until it is terminal. ` +
-          `Unknown fields are ignored; no field's text may hold the NUL character (\\u0000), which is a 400. ` +
+          `Unknown fields are ignored; no field's text may hold the NUL character (\\u0000), which is a 400; ` +
+          `a lone surrogate (\\uD800 to \\uDFFF, not part of a pair) is taken as U+FFFD, as it is stored. ` +
           `Send at most 100 MB per request (under 8 MB is recommended).`,
       },
     },

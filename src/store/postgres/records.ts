@@ -12,10 +12,6 @@ const upsertChunk = 5_000;
 
 const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
-// JSON.stringify writes a lone surrogate as a \uD800-\uDFFF escape, which jsonb refuses; stored as text, it has
-// always become U+FFFD (as UTF-8 encoding makes it, on SQLite too).
-const wellFormed = (value: unknown) => (typeof value === "string" ? value.toWellFormed() : value);
-
 /**
  * One resource's table. The upsert is the hot path of every job: one statement per chunk of records, the chunk
  * sent as one JSON array of rows (each an array of its column values, in order) and taken apart by
@@ -67,8 +63,9 @@ class ResourceTable {
       const rows = records.slice(start, start + upsertChunk).map((record) => {
         const values = this.resource.toRow(record as never) as Record<string, unknown>;
         const row = new Array(this.valueFields.length + 1);
-        row[0] = wellFormed(record.id);
-        for (let column = 0; column < this.valueFields.length; column++) row[column + 1] = wellFormed(values[this.valueFields[column]!] ?? null);
+        // Well-formed text (validation made it so): JSON.stringify would write a lone surrogate as an escape jsonb refuses.
+        row[0] = record.id;
+        for (let column = 0; column < this.valueFields.length; column++) row[column + 1] = values[this.valueFields[column]!] ?? null;
         return row;
       });
       // Sent as text: a parameter typed jsonb would go through the client's jsonb serializer, which postgres.js
