@@ -180,7 +180,8 @@ function compiledValidator(schema: TObject) {
 
 const nulEscape = "\\u0000";
 const surrogateEscapes = ["\\ud", "\\uD"];
-// The third hex digit of a surrogate's escape, \uD800 to \uDFFF: 8, 9, a-f or A-F.
+// The second hex digit of a surrogate's escape, \uD800 to \uDFFF: 8, 9, a-f or A-F. Past the end of the text
+// it is undefined (a byte) or NaN (a character code), and neither is one.
 const isSurrogateDigit = (code: number | undefined) =>
   code !== undefined && ((code >= 0x38 && code <= 0x39) || (code >= 0x61 && code <= 0x66) || (code >= 0x41 && code <= 0x46));
 

@@ -196,13 +196,13 @@ export interface CommitWatch {
   unchangedSince(mark: CommitMark): boolean;
 }
 
-/** What Store.watch tells of. */
 /**
  * An instance of a shared store found stalled (silent for `silentMs`), whose `connections` were ended; `address`
  * is where they came from, as the database saw it (none over a Unix socket).
  */
 export type StalledInstance = { instance: string; address: string | null; silentMs: number; connections: number };
 
+/** What Store.watch tells of. */
 export type StoreEvents = {
   work(): void;
   jobsFinished(jobIds: number[]): void;

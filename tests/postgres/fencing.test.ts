@@ -79,7 +79,8 @@ if (requirePostgres("the fencing test")) {
 
   // The case no timeout of PostgreSQL's ends: a backend waiting for the rest of a statement is `active`, not idle.
   // Stood in for by a connection named as a stalled instance's, silent for an hour, holding the environment's lock
-  // in pg_sleep, with idle_in_transaction_session_timeout not set.
+  // in pg_sleep, with idle_in_transaction_session_timeout not set. The server judges others once it has beaten
+  // for 10 s.
   test("an environment held mid-statement by a stalled instance is freed by the others, and its job applied", async () => {
     const database = await freshPostgresDatabase();
     cleanups.push(database.drop);
@@ -95,6 +96,10 @@ if (requirePostgres("the fencing test")) {
     cleanups.push(() => stalled.end({ timeout: 1 }));
     // One simple query, so that nothing more is sent on the connection once it is ended.
     const held = stalled.unsafe(`BEGIN; SELECT id FROM environments WHERE slug = 'default' FOR NO KEY UPDATE; SELECT pg_sleep(600)`).catch((error) => error);
+    for (let tries = 0; (await admin`SELECT 1 FROM pg_stat_activity WHERE application_name = ${`importd ${stalledId}`} AND state = 'active'`).length === 0; tries++) {
+      if (tries > 200) throw new Error("the stand-in never took the environment's lock");
+      await Bun.sleep(10);
+    }
 
     const response = await postJson(base, "subareas", key, [{ id: "sa-1", name: "Sub area 1" }]);
     expect(response.status).toBe(202);

@@ -10,7 +10,34 @@ export const heartbeatEveryMs = 2_000;
 const minStalledMs = 10_000;
 const unsetStalledMs = 60_000;
 // The row of an instance silent this long, with no connection left, is deleted.
-const forgottenAfter = "1 hour";
+const forgetAfterMs = 60 * 60_000;
+
+/**
+ * How long this instance has written its heartbeat without a gap: it judges others only after doing so for
+ * minStalledMs, so that after an outage of the database (every heartbeat late, the rows kept) or a pause of its
+ * own, the live instances have written theirs again before anyone is judged. Times are this process's monotonic
+ * clock.
+ */
+export class BeatContinuity {
+  private since?: number;
+  private last?: number;
+
+  /** A heartbeat was written at `nowMs`: a gap of over two periods since the last (a pause) starts afresh. */
+  beat(nowMs: number): void {
+    if (this.last === undefined || nowMs - this.last > 2 * heartbeatEveryMs + 1_000) this.since = nowMs;
+    this.last = nowMs;
+  }
+
+  /** A heartbeat could not be written. */
+  failed(): void {
+    this.since = this.last = undefined;
+  }
+
+  /** Whether this instance has beaten long enough, without a gap, to judge others at `nowMs`. */
+  mayJudge(nowMs: number): boolean {
+    return this.since !== undefined && nowMs - this.since >= minStalledMs;
+  }
+}
 
 /**
  * Tells stalled instances from live ones, and ends the connections of the stalled, so that their environments'
@@ -23,66 +50,86 @@ const forgottenAfter = "1 hour";
  * hours if its machine is frozen. So every instance writes a heartbeat, names its connections after itself
  * (application_name "importd <id>"), and ends the connections of any instance whose heartbeat has gone silent.
  * Fencing is unchanged: a run whose connection is ended commits nothing (see PostgresJobQueue).
+ *
+ * The heartbeat goes through the server thread's pool, whose statements are short, so a beat waits for a
+ * connection for milliseconds, not seconds; an instance that cannot write it for seconds cannot reach the
+ * database for its runs either.
  */
 export class InstanceLiveness {
   private timer?: ReturnType<typeof setInterval>;
-  private ticking = false;
+  private tick?: Promise<void>;
+  private events?: Pick<StoreEvents, "stalled" | "problem">;
+  private readonly continuity = new BeatContinuity();
 
   constructor(
     private readonly sql: Sql,
-    readonly instance: string,
+    private readonly instance: string,
   ) {}
 
   /** Writes this instance's heartbeat: first at start-up, before any of its runs can take a lock. */
   async beat(): Promise<void> {
-    await this.sql`
-      INSERT INTO instances (id, heartbeat_at) VALUES (${this.instance}, now())
-      ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()`;
+    try {
+      await this.sql`
+        INSERT INTO instances (id, heartbeat_at) VALUES (${this.instance}, now())
+        ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()`;
+      this.continuity.beat(performance.now());
+    } catch (error) {
+      this.continuity.failed();
+      throw error;
+    }
   }
 
-  /** Beats every heartbeatEveryMs, each time ending the connections of the instances found stalled. */
-  start(events: Pick<StoreEvents, "stalled" | "problem">): void {
-    this.timer ??= setInterval(async () => {
-      if (this.ticking) return;
-      this.ticking = true;
-      try {
-        await this.beat();
-        for (const stalled of await this.endStalled()) events.stalled(stalled);
-      } catch (error) {
-        events.problem("could not write this instance's heartbeat or end a stalled instance's connections", error);
-      } finally {
-        this.ticking = false;
-      }
+  /** Beats every heartbeatEveryMs from now on (from start-up, so that a slow start is not taken for a stall). */
+  start(): void {
+    this.timer ??= setInterval(() => {
+      this.tick ??= this.beatAndJudge().finally(() => (this.tick = undefined));
     }, heartbeatEveryMs);
   }
 
+  /** From now on, also ends the connections of the instances found stalled, telling `events`. */
+  judge(events: Pick<StoreEvents, "stalled" | "problem">): void {
+    this.events = events;
+  }
+
+  private async beatAndJudge(): Promise<void> {
+    try {
+      await this.beat();
+      if (!this.events || !this.continuity.mayJudge(performance.now())) return;
+      for (const stalled of await this.endStalled()) this.events.stalled(stalled);
+    } catch (error) {
+      this.events?.problem("could not write this instance's heartbeat or end a stalled instance's connections", error);
+    }
+  }
+
   /**
-   * Ends every connection of the instances whose heartbeat is older than the limit, and forgets instances long
-   * gone. Times are the database's own (now()), so the instances' clocks do not matter.
+   * Ends every connection of the instances whose heartbeat is older than the limit (those of a role this one may
+   * not signal are left alone), and forgets instances long gone. Times are the database's own (now()), so the
+   * instances' clocks do not matter.
    */
-  async endStalled(): Promise<StalledInstance[]> {
+  private async endStalled(): Promise<StalledInstance[]> {
     const ended = (await this.sql`
       WITH limits AS (
         SELECT CASE WHEN setting::bigint > 0 THEN greatest(setting::bigint, ${minStalledMs}) ELSE ${unsetStalledMs} END AS ms
         FROM pg_settings WHERE name = 'idle_in_transaction_session_timeout'
       ), stalled AS (
         SELECT id, (extract(epoch FROM now() - heartbeat_at) * 1000)::bigint AS silent_ms
-        FROM instances, limits WHERE heartbeat_at < now() - limits.ms * interval '1 millisecond'
+        FROM instances, limits WHERE heartbeat_at < now() - limits.ms * interval '1 millisecond' AND id <> ${this.instance}
       )
       SELECT stalled.id AS instance, stalled.silent_ms AS "silentMs", min(host(activity.client_addr)) AS address,
         count(*) FILTER (WHERE pg_terminate_backend(activity.pid))::int AS connections
       FROM stalled JOIN pg_stat_activity activity ON activity.application_name = ${instanceNamePrefix}::text || stalled.id
-      WHERE activity.datname = current_database()
+      WHERE activity.datname = current_database() AND pg_has_role(activity.usesysid, 'MEMBER')
       GROUP BY stalled.id, stalled.silent_ms`) as unknown as StalledInstance[];
     await this.sql`
-      DELETE FROM instances WHERE heartbeat_at < now() - ${forgottenAfter}::interval
+      DELETE FROM instances WHERE heartbeat_at < now() - ${forgetAfterMs} * interval '1 millisecond'
         AND NOT EXISTS (SELECT 1 FROM pg_stat_activity activity WHERE activity.application_name = ${instanceNamePrefix}::text || instances.id)`;
     return ended.filter((stalled) => stalled.connections > 0);
   }
 
-  /** Stops beating and removes this instance's row: it is gone, not stalled. */
+  /** Stops beating and removes this instance's row, after any beat under way: it is gone, not stalled. */
   async stop(): Promise<void> {
     clearInterval(this.timer);
+    await this.tick;
     await this.sql`DELETE FROM instances WHERE id = ${this.instance}`.catch(() => {});
   }
 }

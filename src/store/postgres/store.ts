@@ -46,10 +46,10 @@ export class PostgresStore implements Store {
     private readonly url: string,
     private readonly sql: Sql,
     db: Db,
-    // A serving instance's heartbeat; a CLI command's store and a worker thread's have none.
+    // The serving instance whose connections these are (see liveness.ts); none for a CLI command's store.
+    private readonly instance?: string,
+    // The serving instance's heartbeat, kept by its server thread's store (not by its worker threads').
     private readonly liveness?: InstanceLiveness,
-    // The serving instance whose connections these are (see liveness.ts).
-    private readonly instance = liveness?.instance,
   ) {
     this.records = new PostgresRecords(db);
     this.transactions = new TransactionConnections(url, instance);
@@ -76,14 +76,15 @@ export class PostgresStore implements Store {
       await sql.end({ timeout: 1 });
       throw connectionProblem(error, url);
     }
-    return new PostgresStore(url, sql, db, liveness);
+    liveness?.start();
+    return new PostgresStore(url, sql, db, instance, liveness);
   }
 
   /** A worker thread's own pool; the server has migrated. */
   static openInThread(handle: PostgresHandle): PostgresStore {
     dropDriverStrays();
     const { sql, db } = connect(handle.url, { max: workerConnections, instance: handle.instance });
-    return new PostgresStore(handle.url, sql, db, undefined, handle.instance);
+    return new PostgresStore(handle.url, sql, db, handle.instance);
   }
 
   handleFor(): PostgresHandle {
@@ -95,7 +96,7 @@ export class PostgresStore implements Store {
 
   watch(events: StoreEvents): void {
     this.wakeUps ??= new WakeUps(this.url, events, this.instance);
-    this.liveness?.start(events);
+    this.liveness?.judge(events);
   }
 
   /** Fills this database, which must hold no importd data yet, with `source` (storage copy; see fill.ts). */
