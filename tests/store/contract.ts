@@ -26,8 +26,9 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       const e2 = (await access.createEnvironment("two")).id;
       return { queue: store.queue, e1, e2 };
     }
-    const enqueue = async (environmentId: number, records: unknown[], idempotency?: { key: string; requestHash: string }) => {
-      const [outcome] = await store.queue.enqueue([{ environmentId, type: "SubArea", recordCount: records.length, body: encode(records), idempotency }]);
+    const enqueue = (environmentId: number, records: unknown[], idempotency?: { key: string; requestHash: string }) => enqueueAs(environmentId, "SubArea", records, idempotency);
+    const enqueueAs = async (environmentId: number, type: string, records: unknown[], idempotency?: { key: string; requestHash: string }) => {
+      const [outcome] = await store.queue.enqueue([{ environmentId, type, recordCount: records.length, body: encode(records), idempotency }]);
       if (outcome!.conflict) throw new Error("conflict");
       return outcome!.job;
     };
@@ -114,17 +115,13 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
 
     test("in one run, a job's references are checked against the records as the jobs before it left them", async () => {
       const { queue, e1 } = await setUp();
-      const enqueueAs = async (type: string, records: unknown[]) => {
-        const [answer] = await queue.enqueue([{ environmentId: e1, type, recordCount: records.length, body: encode(records) }]);
-        return (answer!.conflict ? undefined : answer!.job)!;
-      };
-      await enqueueAs("AssetType", [{ id: "pipe", name: "Pipe" }]);
-      await enqueueAs("AssetCategory", [{ id: "water", name: "Water network" }]);
-      await enqueueAs("SubArea", [{ id: "north", name: "North" }]);
+      await enqueueAs(e1, "AssetType", [{ id: "pipe", name: "Pipe" }]);
+      await enqueueAs(e1, "AssetCategory", [{ id: "water", name: "Water network" }]);
+      await enqueueAs(e1, "SubArea", [{ id: "north", name: "North" }]);
       await runNext(queue, e1, { token: token() });
-      const before = await enqueueAs("Asset", [asset(1, { subAreaId: "x" }), asset(2)]);
-      const created = await enqueueAs("SubArea", [{ id: "x", name: "X" }]);
-      const after = await enqueueAs("Asset", [asset(4, { subAreaId: "x" })]);
+      const before = await enqueueAs(e1, "Asset", [asset(1, { subAreaId: "x" }), asset(2)]);
+      const created = await enqueueAs(e1, "SubArea", [{ id: "x", name: "X" }]);
+      const after = await enqueueAs(e1, "Asset", [asset(4, { subAreaId: "x" })]);
       const results = (await runNext(queue, e1, { token: token() }))!;
       expect(results.map((result) => [result.id, result.status, result.applied])).toEqual([
         [before.id, "PartiallySucceeded", 1],
@@ -157,16 +154,12 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
 
     test("an asset's numbers come back as sent, extremes included, and a lone surrogate as U+FFFD", async () => {
       const { queue, e1 } = await setUp();
-      const enqueueAs = async (type: string, records: unknown[]) => {
-        const [answer] = await queue.enqueue([{ environmentId: e1, type, recordCount: records.length, body: encode(records) }]);
-        return (answer!.conflict ? undefined : answer!.job)!;
-      };
-      await enqueueAs("AssetType", [{ id: "pipe", name: "Pipe" }, { id: "valve", name: "Valve" }]);
-      await enqueueAs("AssetCategory", [{ id: "water", name: "Water network" }]);
-      await enqueueAs("SubArea", [{ id: "north", name: "North" }, { id: "south", name: "South" }]);
+      await enqueueAs(e1, "AssetType", [{ id: "pipe", name: "Pipe" }, { id: "valve", name: "Valve" }]);
+      await enqueueAs(e1, "AssetCategory", [{ id: "water", name: "Water network" }]);
+      await enqueueAs(e1, "SubArea", [{ id: "north", name: "North" }, { id: "south", name: "South" }]);
       const numbers = [0, 0.1 + 0.2, 1e308, 5e-324, 123456789.12345679, Number.MAX_SAFE_INTEGER + 2, 1e21];
       const sent = numbers.map((value, i) => asset(i, { startPoint: value, endPoint: value, description: i === 0 ? "lone \ud800 surrogate" : null, geolocation: { ...asset(i).geolocation, locationStart: value, locationEnd: value } }));
-      const job = await enqueueAs("Asset", sent);
+      const job = await enqueueAs(e1, "Asset", sent);
       await runNext(queue, e1, { token: token() });
       expect((await store.jobs.find(e1, job.id, ""))!.output).toMatchObject({ applied: numbers.length, rejected: 0 });
       const assets = resourceByPath("assets")!;
@@ -176,7 +169,7 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       }
       // Below zero too, where a location may go.
       const below = asset(100, { geolocation: { ...asset(100).geolocation, locationStart: -123.456, locationEnd: -1e-300 } });
-      await enqueueAs("Asset", [below]);
+      await enqueueAs(e1, "Asset", [below]);
       await runNext(queue, e1, { token: token() });
       expect((await store.records.get(assets, e1, below.id))!.geolocation).toMatchObject({ locationStart: -123.456, locationEnd: -1e-300 });
       expect((await store.records.get(assets, e1, sent[0]!.id))!.description).toBe("lone \ufffd surrogate");
@@ -193,15 +186,11 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
 
     test("a reference sent with a lone surrogate finds the record stored with it", async () => {
       const { queue, e1 } = await setUp();
-      const enqueueAs = async (type: string, records: unknown[]) => {
-        const [answer] = await queue.enqueue([{ environmentId: e1, type, recordCount: records.length, body: encode(records) }]);
-        return (answer!.conflict ? undefined : answer!.job)!;
-      };
-      await enqueueAs("AssetType", [{ id: "pipe", name: "Pipe" }, { id: "valve", name: "Valve" }]);
-      await enqueueAs("AssetCategory", [{ id: "water", name: "Water network" }]);
-      await enqueueAs("SubArea", [{ id: "north-\ud800", name: "North" }, { id: "south", name: "South" }]);
+      await enqueueAs(e1, "AssetType", [{ id: "pipe", name: "Pipe" }, { id: "valve", name: "Valve" }]);
+      await enqueueAs(e1, "AssetCategory", [{ id: "water", name: "Water network" }]);
+      await enqueueAs(e1, "SubArea", [{ id: "north-\ud800", name: "North" }, { id: "south", name: "South" }]);
       await runNext(queue, e1, { token: token() });
-      const later = await enqueueAs("Asset", [asset(0, { subAreaId: "north-\ud800" })]);
+      const later = await enqueueAs(e1, "Asset", [asset(0, { subAreaId: "north-\ud800" })]);
       const [result] = (await runNext(queue, e1, { token: token() }))!;
       expect(result).toMatchObject({ id: later.id, status: "Succeeded", applied: 1 });
       const stored = (await store.records.get(resourceByPath("assets")!, e1, asset(0).id))!;
