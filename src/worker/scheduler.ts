@@ -37,6 +37,9 @@ export class JobScheduler {
   // The environments this process has a run of in progress: a hint that spares asking for work that cannot
   // start (the store would refuse it anyway).
   private readonly running = new Map<number, Run>();
+  // The runs of `running` waiting out their back-off before trying again, by environment: nothing of theirs is
+  // in progress, so a stop ends them at once.
+  private readonly backingOff = new Set<number>();
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
   // The worker slot that accepted a job and holds its batch parsed (see ParsedBatches): a run starting at it goes there.
   private readonly acceptedOn = new Map<number, number>();
@@ -114,15 +117,22 @@ export class JobScheduler {
     return this.running.size;
   }
 
-  /** The first job of each run in progress. */
+  /** The first job of each run in progress in a worker thread (not of those backing off). */
   get runningJobIds(): number[] {
-    return [...this.running.values()].map((run) => run.jobId);
+    return [...this.running].filter(([environmentId]) => !this.backingOff.has(environmentId)).map(([, run]) => run.jobId);
   }
 
-  /** Stops starting runs; resolves when the ones in progress are done (or left to the next start). */
+  /**
+   * Stops starting runs; resolves when the ones in progress are done. Those backing off are left to the next
+   * start at once: their timers go with the others, and nothing else would end them.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     for (const timer of this.timers) clearTimeout(timer);
+    for (const environmentId of [...this.backingOff]) {
+      this.backingOff.delete(environmentId);
+      this.done(environmentId, this.running.get(environmentId)!, false, []);
+    }
     if (this.running.size === 0 && !this.asking) return;
     await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
@@ -171,8 +181,9 @@ export class JobScheduler {
     const storage = error instanceof StorageError;
     if (storage) run.storageWaits++;
     const delayMs = storage ? Math.min(maxStorageDelayMs, this.options.retryDelayMs * 2 ** Math.min(run.storageWaits, 10)) : this.options.retryDelayMs;
+    this.backingOff.add(environmentId);
     this.later(() => {
-      if (this.stopped) return this.done(environmentId, run, false, []);
+      this.backingOff.delete(environmentId);
       this.start(environmentId, run.jobId, storage ? run.attempt : run.attempt + 1, { run, countsAsAttempt: !storage });
     }, delayMs);
   }

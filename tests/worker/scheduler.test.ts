@@ -217,6 +217,35 @@ describe("JobScheduler", () => {
     for (const [, , seconds] of finished) expect(seconds).toBeGreaterThan(0);
   });
 
+  test("a stop while a run backs off after a fault ends at once, leaving the job to the next start", async () => {
+    const { queue, pool, calls } = await harness([1], () => new StorageFull("database or disk is full"));
+    const scheduler = new JobScheduler(queue, pool, { maxConcurrentRuns: 2, retryDelayMs: 60_000 });
+    scheduler.wake();
+    for (let i = 0; i < 200 && calls.length === 0; i++) await Bun.sleep(5);
+    await Bun.sleep(20);
+    // Backing off for a minute: nothing of it is in a thread, so no job to wait for.
+    expect(scheduler.runsInProgress).toBe(1);
+    expect(scheduler.runningJobIds).toEqual([]);
+    const stopping = scheduler.stop();
+    expect(await Promise.race([stopping.then(() => "stopped"), Bun.sleep(1_000).then(() => "still waiting")])).toBe("stopped");
+    expect(scheduler.runsInProgress).toBe(0);
+    expect((await jobOfEnvironmentOne(1)).status).toBe("Processing");
+  });
+
+  test("a stop waits for a run in progress, which commits", async () => {
+    let release!: () => void;
+    const slow = await harness([1], undefined, () => new Promise<void>((resolve) => (release = resolve)));
+    const busy = new JobScheduler(slow.queue, slow.pool, { maxConcurrentRuns: 2, retryDelayMs: 1 });
+    busy.wake();
+    for (let i = 0; i < 200 && !release; i++) await Bun.sleep(5);
+    expect(busy.runningJobIds).toEqual([1]);
+    const busyStopping = busy.stop();
+    expect(await Promise.race([busyStopping.then(() => "stopped"), Bun.sleep(100).then(() => "still waiting")])).toBe("still waiting");
+    release();
+    await busyStopping;
+    expect((await jobOfEnvironmentOne(1)).status).toBe("Succeeded");
+  });
+
   test("a full disk is waited out, however long: the job is retried, never given up, and its environment's next job waits", async () => {
     let fullFor = 6;
     const { queue, pool, calls } = await harness([1, 1], (jobId, attempt) => (jobId === 1 && attempt <= 1 && fullFor-- > 0 ? new StorageFull("database or disk is full") : undefined));
