@@ -7,6 +7,7 @@ import { requirePostgres } from "../helpers/postgres";
 import { freshPostgresDatabase } from "../helpers/postgres-store";
 import { spawnServer, type ServerProcess } from "../helpers/process";
 import { tempDir } from "../helpers/server";
+import { lostConnection, statementInProgress } from "../helpers/statement-in-progress";
 
 // An instance paused (SIGSTOP) in the middle of a run, as a long GC pause, a frozen VM or a partition would:
 // PostgreSQL ends its idle transaction (idle_in_transaction_session_timeout, lowered here), or, where it was paused
@@ -92,21 +93,16 @@ if (requirePostgres("the fencing test")) {
 
     const stalledId = randomUUID();
     await admin`INSERT INTO instances (id, heartbeat_at) VALUES (${stalledId}, now() - interval '1 hour')`;
-    const stalled = postgres(database.url, { max: 1, onnotice: () => {}, connection: { application_name: `importd ${stalledId}` } });
-    cleanups.push(() => stalled.end({ timeout: 1 }));
-    // One simple query, so that nothing more is sent on the connection once it is ended.
-    const held = stalled.unsafe(`BEGIN; SELECT id FROM environments WHERE slug = 'default' FOR NO KEY UPDATE; SELECT pg_sleep(600)`).catch((error) => error);
-    for (let tries = 0; (await admin`SELECT 1 FROM pg_stat_activity WHERE application_name = ${`importd ${stalledId}`} AND state = 'active'`).length === 0; tries++) {
-      if (tries > 200) throw new Error("the stand-in never took the environment's lock");
-      await Bun.sleep(10);
-    }
+    const [environment] = await admin`SELECT id FROM environments WHERE slug = 'default'`;
+    const held = await statementInProgress(database.url, admin, `importd ${stalledId}`, environment!.id as number);
+    cleanups.push(held.end);
 
     const response = await postJson(base, "subareas", key, [{ id: "sa-1", name: "Sub area 1" }]);
     expect(response.status).toBe(202);
     const jobId = ((await response.json()) as { id: number }).id;
     const done = await waitForJob(base, key, jobId, 30_000);
     expect(done).toMatchObject({ importJobStatus: "Succeeded", output: { applied: 1 } });
-    expect(["57P01", "CONNECTION_CLOSED"]).toContain((await held).code);
+    expect(await held.ended).toBe(lostConnection);
 
     server.proc.kill("SIGTERM");
     await server.proc.exited;

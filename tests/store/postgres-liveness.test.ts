@@ -7,6 +7,7 @@ import type { StalledInstance, StoreEvents } from "../../src/store/ports";
 import { PostgresStore } from "../../src/store/postgres/store";
 import { requirePostgres } from "../helpers/postgres";
 import { freshPostgresDatabase } from "../helpers/postgres-store";
+import { lostConnection, statementInProgress } from "../helpers/statement-in-progress";
 
 // How a serving instance finds another stalled, by its silent heartbeat, and ends its connections: the case
 // PostgreSQL's idle_in_transaction_session_timeout cannot end, a transaction whose backend waits in the middle of
@@ -50,14 +51,6 @@ if (requirePostgres("the PostgreSQL liveness tests")) {
     return { store, stalled, problems };
   }
 
-  /** How a statement ended: "finished", or its error's code (a connection ended by PostgreSQL: lostConnection). */
-  const outcome = (statement: Promise<unknown>) =>
-    statement.then(
-      () => "finished",
-      (error: { code?: string }) => (error.code === "57P01" || error.code === "CONNECTION_CLOSED" ? lostConnection : (error.code ?? String(error))),
-    );
-  const lostConnection = "ended by PostgreSQL";
-
   /**
    * Another instance, its heartbeat kept `silentSeconds` old (none: no row), with one connection in the middle of a
    * statement, holding `lockEnvironment`'s lock if given.
@@ -77,17 +70,9 @@ if (requirePostgres("the PostgreSQL liveness tests")) {
 
   /** A connection named `applicationName` in the middle of a statement (and of a transaction holding a lock). */
   async function busy(url: string, admin: postgres.Sql, applicationName: string, lockEnvironment?: number) {
-    const sql = connection(url, applicationName);
-    const pid = (await sql`SELECT pg_backend_pid() AS pid`)[0]!.pid as number;
-    // One simple query, so that nothing more is sent after it fails (postgres.js's begin() would send a ROLLBACK
-    // on the ended connection, which throws from a timer).
-    const lock = lockEnvironment === undefined ? "" : `SELECT id FROM environments WHERE id = ${lockEnvironment} FOR NO KEY UPDATE;`;
-    const ended = outcome(sql.unsafe(`BEGIN; ${lock} SELECT pg_sleep(600)`));
-    for (let tries = 0; (await admin`SELECT state FROM pg_stat_activity WHERE pid = ${pid}`)[0]?.state !== "active"; tries++) {
-      if (tries > 200) throw new Error("the stand-in never started its statement");
-      await Bun.sleep(10);
-    }
-    return { ended, alive: async () => (await admin`SELECT 1 FROM pg_stat_activity WHERE pid = ${pid}`).length === 1 };
+    const connection = await statementInProgress(url, admin, applicationName, lockEnvironment);
+    cleanups.push(connection.end);
+    return connection;
   }
 
   const within = async (ms: number, done: () => Promise<boolean> | boolean) => {
