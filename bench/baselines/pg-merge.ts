@@ -7,7 +7,8 @@ import { readFileSync } from "node:fs";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { Static } from "@sinclair/typebox";
-import postgres from "postgres";
+import pg from "pg";
+import { from as copyFrom } from "pg-copy-streams";
 import type { assetRecord } from "../../src/resources/assets";
 
 // The record's shape from importd's own schema; only the type is imported, the script runs none of importd.
@@ -60,9 +61,10 @@ function* copyChunks(records: Asset[]): Generator<string> {
   }
 }
 
-const sql = postgres(url!, { max: 1, onnotice: () => {} });
-// Connected before the clock starts, as importd's pool is.
-await sql`SELECT 1`;
+// One connection, with pg and pg-copy-streams as importd uses them; connected before the clock starts, as importd's
+// pool is.
+const client = new pg.Client({ connectionString: url });
+await client.connect();
 
 /** read → parse → COPY → merge → commit; each phase's time too. */
 async function timed() {
@@ -72,19 +74,19 @@ async function timed() {
   let copiedAt = 0;
   let mergedAt = 0;
   let written = 0;
-  await sql.begin(async (tx) => {
-    await tx.unsafe(createIncoming);
-    await pipeline(Readable.from(copyChunks(records)), await tx.unsafe("COPY incoming FROM STDIN").writable());
-    copiedAt = performance.now();
-    written = (await tx.unsafe(merge, [new Date().toISOString()])).count;
-    mergedAt = performance.now();
-  });
+  await client.query("BEGIN");
+  await client.query(createIncoming);
+  await pipeline(Readable.from(copyChunks(records)), client.query(copyFrom("COPY incoming FROM STDIN")));
+  copiedAt = performance.now();
+  written = (await client.query(merge, [new Date().toISOString()])).rowCount ?? 0;
+  mergedAt = performance.now();
+  await client.query("COMMIT");
   const end = performance.now();
   return { ms: end - start, written, phases: { parseMs: parsed - start, copyMs: copiedAt - parsed, mergeMs: mergedAt - copiedAt, commitMs: end - mergedAt } };
 }
 
 const empty = await timed();
 const update = await timed();
-await sql.end();
+await client.end();
 if (empty.written !== update.written) throw new Error(`wrote ${empty.written} rows, then ${update.written}`);
 console.log(JSON.stringify({ emptyMs: empty.ms, updateMs: update.ms, written: empty.written, phases: { empty: empty.phases, update: update.phases } }));

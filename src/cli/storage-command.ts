@@ -1,7 +1,12 @@
+import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, options } from "../config";
-import { copyToPostgres } from "../store/copy";
+import type { CopyReport } from "../store/copy";
+import { DatabaseError } from "../store/errors";
 import { redactedUrl } from "../store/postgres/connection";
+import { PostgresStore } from "../store/postgres/store";
+import { databaseFile } from "../store/sqlite/database";
+import { SqliteStore } from "../store/sqlite/store";
 import { UsageError, type Output } from "./errors";
 
 export const storageUsage = `importd storage copy --data-dir <dir> --to <postgres-url>
@@ -41,6 +46,28 @@ export async function storageCommand(argv: string[], env: Record<string, string 
   io.out(`copied ${dataDir} into ${redactedUrl(databaseUrl)} in ${seconds} s: ${summary(report)}`);
   io.err(`Next: start the instances with --database-url on that database (IMPORTD_DATABASE_URL); they finish the pending jobs.`);
   return 0;
+}
+
+/**
+ * Copies the database in `dataDir` into the (empty) PostgreSQL database at `databaseUrl`, in one transaction: a copy
+ * that fails leaves that database as empty as it was. `onTable` hears of each table once it is copied.
+ */
+export async function copyToPostgres(dataDir: string, databaseUrl: string, onTable: (name: string, rows: number) => void = () => {}): Promise<CopyReport> {
+  // Opening would create an empty database: a mistyped directory must be said, not copied as nothing.
+  if (!existsSync(databaseFile(dataDir))) {
+    throw new DatabaseError(`there is no importd database in ${dataDir} (no ${databaseFile(dataDir)}): give --data-dir the directory the appliance's server used`);
+  }
+  const source = SqliteStore.openStopped(dataDir);
+  try {
+    const target = await PostgresStore.open(databaseUrl);
+    try {
+      return await source.snapshot((tables) => target.fill(tables, onTable));
+    } finally {
+      await target.close();
+    }
+  } finally {
+    await source.close();
+  }
 }
 
 const summary = (report: Record<string, number>) =>

@@ -4,10 +4,6 @@ import type { JobQueue } from "../store/ports";
 import type { WorkerPool } from "./pool";
 
 const maxStorageDelayMs = 10_000;
-// A question to the store that has not been answered in this long is given up, and asked again later: a
-// connection lost at the wrong moment can leave the driver's query unanswered forever (postgres.js 3.4), and
-// the scheduler must not wait on it.
-const defaultAskTimeoutMs = 10_000;
 const maxRememberedSlots = 1_000;
 
 export type SchedulerOptions = {
@@ -20,8 +16,6 @@ export type SchedulerOptions = {
   onStarted?: (jobId: number, attempt: number) => void;
   /** A job reached its terminal state; `seconds` counts from the first try of the run it was applied in. */
   onFinished?: (jobId: number, job: JobResult, seconds: number) => void;
-  /** How long to wait for the store to say which queues have work before asking again (default 10 s). */
-  askTimeoutMs?: number;
 };
 
 /** A run this process has sent to a worker thread. */
@@ -44,8 +38,6 @@ export class JobScheduler {
   // The worker slot that accepted a job and holds its batch parsed (see ParsedBatches): a run starting at it goes there.
   private readonly acceptedOn = new Map<number, number>();
   private asking = false;
-  // Numbers each question to the store, so that a late answer to one given up is ignored.
-  private questions = 0;
   private wokenWhileAsking = false;
   private stopped = false;
   private idleWaiters: Array<() => void> = [];
@@ -73,16 +65,9 @@ export class JobScheduler {
     if (this.stopped) return;
     if (this.asking) return void (this.wokenWhileAsking = true);
     this.asking = true;
-    const asked = ++this.questions;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const unanswered = new Promise<never>((_, reject) => {
-      const timeoutMs = this.options.askTimeoutMs ?? defaultAskTimeoutMs;
-      timer = setTimeout(() => reject(new Error(`the store did not say which queues have work within ${timeoutMs} ms; asking again`)), timeoutMs);
-    });
-    Promise.race([this.queue.heads(), unanswered]).then(
+    // Every store answers in bounded time (on PostgreSQL, each statement has a deadline): no timer of its own here.
+    this.queue.heads().then(
       (heads) => {
-        clearTimeout(timer);
-        if (asked !== this.questions) return;
         this.asking = false;
         for (const head of heads) {
           if (this.stopped || this.running.size >= this.options.maxConcurrentRuns) break;
@@ -91,8 +76,6 @@ export class JobScheduler {
         this.afterAsking();
       },
       (error) => {
-        clearTimeout(timer);
-        if (asked !== this.questions) return;
         this.asking = false;
         this.options.onError?.(0, error);
         this.later(() => this.wake(), this.options.retryDelayMs);

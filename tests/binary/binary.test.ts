@@ -7,6 +7,10 @@ import { projectRoot, spawnServer, type Launch, type ServerProcess } from "../he
 import { options } from "../../src/config";
 import { assets, seedReferenceData } from "../helpers/records";
 import { tempDir } from "../helpers/server";
+import { requirePostgres } from "../helpers/postgres";
+import { freshPostgresDatabase } from "../helpers/postgres-store";
+import { testSql } from "../helpers/sql";
+import { copyFromRecords } from "../../src/store/postgres/records";
 
 // `npm run build`, then the binary alone in an empty directory, with a PATH on which there is no Bun.
 const dir = tempDir("importd-binary-");
@@ -74,6 +78,28 @@ test("the compiled binary, alone in an empty directory and without Bun, serves a
   const db = new Database(join(dir, "data", "importd.sqlite"), { readonly: true });
   expect(db.query("SELECT count(*) AS n FROM assets").get()).toEqual({ n: 530 });
   db.close();
+}, 120_000);
+
+test.skipIf(!requirePostgres("the compiled binary on PostgreSQL"))("the compiled binary serves an import on PostgreSQL too: its driver, COPY and worker threads are inside", async () => {
+  const database = await freshPostgresDatabase();
+  try {
+    running = await spawnServer("./data-pg", ["--workers", "2", "--database-url", database.url], 30_000, launch);
+    const key = running.firstRunKey!;
+    const base = `${running.url}/default`;
+    await seedReferenceData(base, key);
+    // Big enough to go by COPY, and a small one by the JSON path.
+    const big = await importAndWait(base, "assets", key, assets(copyFromRecords + 500));
+    expect(big.output).toMatchObject({ applied: copyFromRecords + 500, rejected: 0 });
+    expect((await importAndWait(base, "assets", key, assets(3, 50_000))).importJobStatus).toBe("Succeeded");
+    running.proc.kill("SIGTERM");
+    expect(await running.proc.exited).toBe(0);
+    running = undefined;
+    const sql = testSql(database.url);
+    expect(await sql`SELECT count(*)::int AS n FROM assets`).toEqual([{ n: copyFromRecords + 503 }]);
+    await sql.end();
+  } finally {
+    await database.drop();
+  }
 }, 120_000);
 
 test("deploy/importd.service: a dedicated user, its state directory, hardening, and a stop timeout above importd's own", () => {

@@ -2,8 +2,8 @@ import { spawn, type Subprocess } from "bun";
 import { chownSync, existsSync, mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import postgres from "postgres";
 import { freePort } from "./net";
+import { testSql, type TestSql } from "./sql";
 
 /**
  * A real PostgreSQL server for the tests: started once per test process, on a free port, in a temp
@@ -55,7 +55,7 @@ export type PostgresServer = {
   /** A connection URL for database `name` (the superuser's, with a password, as an operator's would be). */
   url(name: string): string;
   /** Runs `fn` with an admin connection to the `postgres` database. */
-  admin<T>(fn: (sql: postgres.Sql) => Promise<T>): Promise<T>;
+  admin<T>(fn: (sql: TestSql) => Promise<T>): Promise<T>;
 };
 
 let started: Promise<PostgresServer> | undefined;
@@ -111,13 +111,13 @@ async function startPostgres(): Promise<PostgresServer> {
   const url = (name: string) => `postgres://${superuser}:${encodeURIComponent(testPassword)}@127.0.0.1:${port}/${name}`;
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const sql = postgres(url("postgres"), { max: 1, onnotice: () => {}, connect_timeout: 2 });
+    const sql = testSql(url("postgres"));
     try {
       await sql`select 1`;
       await sql.end();
       break;
     } catch (error) {
-      await sql.end({ timeout: 0 });
+      await sql.end();
       if (server.exitCode !== null || Date.now() > deadline) throw new Error(`PostgreSQL did not start: ${error}\n${await Promise.race([serverLog, Bun.sleep(100).then(() => "")])}`);
       await Bun.sleep(50);
     }
@@ -126,7 +126,7 @@ async function startPostgres(): Promise<PostgresServer> {
     port,
     url,
     async admin(fn) {
-      const sql = postgres(url("postgres"), { max: 1, onnotice: () => {} });
+      const sql = testSql(url("postgres"));
       try {
         return await fn(sql);
       } finally {

@@ -1,10 +1,10 @@
 import type { Subprocess } from "bun";
 import { Database } from "bun:sqlite";
-import postgres from "postgres";
 import { databaseFile } from "../../src/store/sqlite/database";
 import { join, resolve } from "node:path";
 import { testBackend } from "./backend";
 import { freshPostgresDatabase } from "./postgres-store";
+import { testSql } from "./sql";
 
 export const projectRoot = join(import.meta.dir, "..", "..");
 
@@ -52,10 +52,10 @@ export async function queryStore<T>(dataDir: string, text: string, ...params: un
   }
   const url = databases.get(resolve(dataDir));
   if (!url) throw new Error(`no server or command has run on ${dataDir}`);
-  const sql = postgres(await url, { max: 1, onnotice: () => {}, types: { bigint: { to: 20, from: [20], serialize: String, parse: Number } } as never });
+  const sql = testSql(await url);
   try {
     let n = 0;
-    return (await sql.unsafe(text.replace(/\?/g, () => `$${++n}`), params as never[])) as unknown as T[];
+    return await sql.unsafe<T>(text.replace(/\?/g, () => `$${++n}`), params);
   } finally {
     await sql.end();
   }

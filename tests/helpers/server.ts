@@ -3,13 +3,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig, type Config } from "../../src/config";
 import { startServer, type RunningServer } from "../../src/server";
-import postgres from "postgres";
 import { Access } from "../../src/access/access";
 import { openStore } from "../../src/store/open";
 import type { Job, JobQueue, Store } from "../../src/store/ports";
 import { closeDatabase, openDatabase, writeTransaction, type Db } from "../../src/store/sqlite/database";
 import { testBackend } from "./backend";
 import { freshPostgresDatabase } from "./postgres-store";
+import { testSql, type TestSql } from "./sql";
 import { checkAnswersOf, stopChecking } from "./contract";
 import { asset } from "./records";
 
@@ -63,14 +63,14 @@ export async function startTestServer(overrides: Partial<Config> = {}): Promise<
   // Whatever a test asks this server, the answer is checked against the server's OpenAPI document.
   checkAnswersOf(server.url);
   let side: Db | undefined;
-  let sidePostgres: postgres.Sql | undefined;
+  let sidePostgres: TestSql | undefined;
   let sideStore: Promise<Store> | undefined;
   const held: Array<Promise<unknown>> = [];
   const query = async <T>(text: string, ...params: unknown[]): Promise<T[]> => {
     if (databaseUrl) {
-      sidePostgres ??= postgres(databaseUrl, { max: 2, onnotice: () => {} });
+      sidePostgres ??= testSql(databaseUrl);
       let n = 0;
-      return (await sidePostgres.unsafe(text.replace(/\?/g, () => `$${++n}`), params as never[])) as unknown as T[];
+      return await sidePostgres.unsafe<T>(text.replace(/\?/g, () => `$${++n}`), params);
     }
     side ??= openDatabase(dataDir);
     // A write transaction as importd's store makes them, so that the server's caches see it (see read-cache.ts).
@@ -96,17 +96,14 @@ export async function startTestServer(overrides: Partial<Config> = {}): Promise<
     async parkJob(environmentSlug, forMs = parkedForMs) {
       const environmentId = (await query<{ id: number }>("SELECT id FROM environments WHERE slug = ?", environmentSlug))[0]!.id;
       if (databaseUrl) {
-        sidePostgres ??= postgres(databaseUrl, { max: 2, onnotice: () => {} });
-        let locked!: () => void;
-        const lockTaken = new Promise<void>((resolve) => (locked = resolve));
-        held.push(
-          sidePostgres.begin(async (tx) => {
-            await tx`SELECT id FROM environments WHERE id = ${environmentId!} FOR NO KEY UPDATE`;
-            locked();
-            await Bun.sleep(forMs);
-          }),
-        );
-        await lockTaken;
+        // On a connection of its own, which holds the lock in an open transaction meanwhile.
+        const holder = testSql(databaseUrl);
+        await holder`BEGIN`;
+        await holder`SELECT id FROM environments WHERE id = ${environmentId!} FOR NO KEY UPDATE`;
+        held.push(Bun.sleep(forMs).then(async () => {
+          await holder`COMMIT`;
+          await holder.end();
+        }));
       }
       const body = new TextEncoder().encode(JSON.stringify([asset(1)]));
       // Straight into the store, as another process would: nothing wakes this server's scheduler.

@@ -1,7 +1,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { chownSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import postgres from "postgres";
+import { testSql } from "../helpers/sql";
 import { PostgresStore } from "../../src/store/postgres/store";
 import { getJob, importBatch, postJson, waitForJob } from "../helpers/api";
 import { postgresServer, requirePostgres } from "../helpers/postgres";
@@ -96,7 +96,7 @@ if (requirePostgres("importd on PostgreSQL with a full disk")) {
     server = undefined;
     console.log(`PostgreSQL disk full: filled ${(filled / 1024 / 1024).toFixed(1)} MB; 507 while full; ${waiting.length} accepted jobs all Succeeded once space was freed (${storageRetries} apply retries on the full disk)`);
 
-    const sql = postgres(url, { max: 1, onnotice: () => {} });
+    const sql = testSql(url);
     const [{ n }] = (await sql`SELECT count(*)::int AS n FROM assets`) as unknown as [{ n: number }];
     await sql.end();
     expect(n).toBe(waiting.reduce((total, [, count]) => total + count, 0) + 3000);

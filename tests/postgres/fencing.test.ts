@@ -1,7 +1,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { randomUUID } from "node:crypto";
 import { rmSync } from "node:fs";
-import postgres from "postgres";
+import { testSql } from "../helpers/sql";
 import { getJob, postJson, waitForJob } from "../helpers/api";
 import { requirePostgres } from "../helpers/postgres";
 import { freshPostgresDatabase } from "../helpers/postgres-store";
@@ -36,7 +36,7 @@ if (requirePostgres("the fencing test")) {
   test("a paused instance's run is taken over by another; resumed, it commits nothing, and the job is applied once", async () => {
     const database = await freshPostgresDatabase();
     cleanups.push(database.drop);
-    const admin = postgres(database.url, { max: 1, onnotice: () => {} });
+    const admin = testSql(database.url);
     cleanups.push(() => admin.end());
     const name = new URL(database.url).pathname.slice(1);
     await admin.unsafe(`ALTER DATABASE "${name}" SET idle_in_transaction_session_timeout = '1500ms'`);
@@ -85,7 +85,7 @@ if (requirePostgres("the fencing test")) {
   test("an environment held mid-statement by a stalled instance is freed by the others, and its job applied", async () => {
     const database = await freshPostgresDatabase();
     cleanups.push(database.drop);
-    const admin = postgres(database.url, { max: 1, onnotice: () => {} });
+    const admin = testSql(database.url);
     cleanups.push(() => admin.end());
     const server = await start(database.url);
     const key = server.firstRunKey!;

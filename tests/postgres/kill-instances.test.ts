@@ -1,6 +1,6 @@
 import { afterAll, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
-import postgres from "postgres";
+import { testSql } from "../helpers/sql";
 import type { JobDocument } from "../helpers/api";
 import { requirePostgres } from "../helpers/postgres";
 import { freshPostgresDatabase } from "../helpers/postgres-store";
@@ -109,7 +109,7 @@ if (requirePostgres("the three-instance SIGKILL test")) {
     for (let slot = 0; slot < instanceCount; slot++) if (!instances[slot]) await start(slot);
 
     // Every 202'd job ends.
-    const sql = postgres(database.url, { max: 1, onnotice: () => {} });
+    const sql = testSql(database.url);
     cleanups.push(() => sql.end());
     const deadline = Date.now() + 120_000;
     for (;;) {

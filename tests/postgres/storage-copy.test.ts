@@ -2,7 +2,7 @@ import { afterAll, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import postgres from "postgres";
+import { testSql, type TestSql } from "../helpers/sql";
 import { copiedTableNames } from "../../src/store/sqlite/dump";
 import { SqliteStore } from "../../src/store/sqlite/store";
 import { getJob, postJson, waitForJob, importBatch, importAndWait, type JobDocument } from "../helpers/api";
@@ -31,7 +31,7 @@ if (requirePostgres("importd storage copy")) {
     const created = await freshPostgresDatabase();
     cleanups.push(created.drop);
     // bigint as numbers, as importd reads them and as SQLite gives them.
-    const sql = postgres(created.url, { max: 1, onnotice: () => {}, types: { bigint: { to: 20, from: [20], serialize: String, parse: Number } } as never });
+    const sql = testSql(created.url);
     cleanups.push(() => sql.end());
     return { url: created.url, sql };
   };
@@ -46,7 +46,7 @@ if (requirePostgres("importd storage copy")) {
       db.close();
     }
   };
-  const postgresRows = async (sql: postgres.Sql) => {
+  const postgresRows = async (sql: TestSql) => {
     const tables: Record<string, Row[]> = {};
     for (const table of copiedTableNames) tables[table] = normalized((await sql.unsafe(`SELECT * FROM "${table}" ORDER BY ${orderOf(table)}`)) as unknown as Row[]);
     return tables;

@@ -1,5 +1,4 @@
 import { afterAll, expect, test } from "bun:test";
-import postgres from "postgres";
 import { Access } from "../../src/access/access";
 import { groupLimits, runNext } from "../../src/jobs/apply";
 import { DatabaseError, StorageUnavailable } from "../../src/store/errors";
@@ -7,6 +6,8 @@ import { embeddedMigrations } from "../../src/store/postgres/migrations";
 import { PostgresStore } from "../../src/store/postgres/store";
 import { createTestDatabase, postgresServer, requirePostgres, testPassword } from "../helpers/postgres";
 import { freshPostgresDatabase } from "../helpers/postgres-store";
+import { testSql } from "../helpers/sql";
+import { listenerCheck } from "../../src/store/postgres/wake-ups";
 
 // What only a store shared by several processes must do: several PostgresStores on one database stand for
 // several importd instances (each has its own pools, as each instance has).
@@ -29,7 +30,7 @@ if (requirePostgres("the PostgreSQL store's multi-instance tests")) {
     return { url, stores };
   }
   const admin = (url: string) => {
-    const sql = postgres(url, { max: 1, onnotice: () => {} });
+    const sql = testSql(url);
     cleanups.push(() => sql.end());
     return sql;
   };
@@ -123,7 +124,7 @@ if (requirePostgres("the PostgreSQL store's multi-instance tests")) {
     // Well within the periodic scan's 2 s: the notification did it.
     expect(performance.now() - started).toBeLessThan(500);
 
-    await admin(url)`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'`;
+    await admin(url)`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND (query ILIKE 'LISTEN%' OR query = ${listenerCheck})`;
     let sawDown = false;
     const deadline = Date.now() + 5_000;
     for (;;) {

@@ -1,12 +1,12 @@
 import { afterAll, expect, test } from "bun:test";
 import { randomUUID } from "node:crypto";
-import postgres from "postgres";
 import { Access } from "../../src/access/access";
 import { groupLimits } from "../../src/jobs/apply";
 import type { StalledInstance, StoreEvents } from "../../src/store/ports";
 import { PostgresStore } from "../../src/store/postgres/store";
 import { requirePostgres } from "../helpers/postgres";
 import { freshPostgresDatabase } from "../helpers/postgres-store";
+import { testSql, type TestSql } from "../helpers/sql";
 import { lostConnection, statementInProgress } from "../helpers/statement-in-progress";
 
 // How a serving instance finds another stalled, by its silent heartbeat, and ends its connections: the case
@@ -30,8 +30,8 @@ if (requirePostgres("the PostgreSQL liveness tests")) {
     return { url: database.url, admin };
   }
   function connection(url: string, applicationName: string) {
-    const sql = postgres(url, { max: 1, onnotice: () => {}, connection: { application_name: applicationName } });
-    cleanups.push(() => sql.end({ timeout: 0 }));
+    const sql = testSql(url, { applicationName });
+    cleanups.push(() => sql.end());
     return sql;
   }
   async function serving(url: string) {
@@ -55,11 +55,11 @@ if (requirePostgres("the PostgreSQL liveness tests")) {
    * Another instance, its heartbeat kept `silentSeconds` old (none: no row), with one connection in the middle of a
    * statement, holding `lockEnvironment`'s lock if given.
    */
-  async function instance(url: string, admin: postgres.Sql, silentSeconds: number | undefined, lockEnvironment?: number) {
+  async function instance(url: string, admin: TestSql, silentSeconds: number | undefined, lockEnvironment?: number) {
     const id = randomUUID();
     if (silentSeconds !== undefined) {
       const keep = () => admin`
-        INSERT INTO instances (id, heartbeat_at) VALUES (${id}, now() - ${silentSeconds} * interval '1 second')
+        INSERT INTO instances (id, heartbeat_at) VALUES (${id}, now() - ${silentSeconds}::float8 * interval '1 second')
         ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`;
       await keep();
       const keeping = setInterval(() => void keep().catch(() => {}), 300);
@@ -69,7 +69,7 @@ if (requirePostgres("the PostgreSQL liveness tests")) {
   }
 
   /** A connection named `applicationName` in the middle of a statement (and of a transaction holding a lock). */
-  async function busy(url: string, admin: postgres.Sql, applicationName: string, lockEnvironment?: number) {
+  async function busy(url: string, admin: TestSql, applicationName: string, lockEnvironment?: number) {
     const connection = await statementInProgress(url, admin, applicationName, lockEnvironment);
     cleanups.push(connection.end);
     return connection;
@@ -126,7 +126,7 @@ if (requirePostgres("the PostgreSQL liveness tests")) {
     expect((await admin`SELECT id FROM instances WHERE id IN (${goneId}, ${recentId})`).map((row) => row.id)).toEqual([recentId]);
     // This instance: its row kept fresh, its own connections carrying its id.
     const standIns = [stalledAnHour.id, stalledFifteen.id, left.live.id, left.silentFive.id, recentId];
-    const [own, ...more] = await admin`SELECT id, extract(epoch FROM now() - heartbeat_at) AS age FROM instances WHERE id NOT IN ${admin(standIns)}`;
+    const [own, ...more] = await admin`SELECT id, extract(epoch FROM now() - heartbeat_at) AS age FROM instances WHERE id <> ALL(${standIns})`;
     expect(more).toEqual([]);
     expect(Number(own!.age)).toBeLessThan(6);
     const ownConnections = await admin`SELECT count(*)::int AS count FROM pg_stat_activity WHERE application_name = ${`importd ${own!.id}`}`;

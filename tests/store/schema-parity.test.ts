@@ -1,6 +1,6 @@
 import { afterAll, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
-import postgres from "postgres";
+import { testSql } from "../helpers/sql";
 import { closeDatabase, migrate, openDatabase } from "../../src/store/sqlite/database";
 import { requirePostgres } from "../helpers/postgres";
 import { freshPostgresDatabase } from "../helpers/postgres-store";
@@ -45,7 +45,7 @@ function sqliteShape(): Shape {
 }
 
 async function postgresShape(url: string): Promise<Shape> {
-  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  const sql = testSql(url);
   try {
     const shape: Shape = { columns: {}, primaryKeys: {}, indexes: [], foreignKeys: [] };
     for (const row of await sql`SELECT table_name, column_name, is_nullable FROM information_schema.columns WHERE table_schema = 'public' ORDER BY table_name, column_name`) {
@@ -54,7 +54,7 @@ async function postgresShape(url: string): Promise<Shape> {
     for (const columns of Object.values(shape.columns)) columns.sort();
     for (const row of await sql`
       SELECT t.relname AS table, i.indisprimary AS primary, i.indisunique AS unique,
-        array(SELECT a.attname FROM unnest(i.indkey) WITH ORDINALITY k(attnum, n) JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum ORDER BY k.n) AS columns
+        array(SELECT a.attname FROM unnest(i.indkey) WITH ORDINALITY k(attnum, n) JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum ORDER BY k.n)::text[] AS columns
       FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid JOIN pg_namespace s ON s.oid = t.relnamespace
       WHERE s.nspname = 'public'`) {
       if (row.primary) shape.primaryKeys[row.table] = row.columns;

@@ -80,25 +80,6 @@ const settle = async (scheduler: JobScheduler) => {
 const jobOfEnvironmentOne = async (jobId: number) => (await store!.jobs.find(1, jobId, ""))!;
 
 describe("JobScheduler", () => {
-  test("a question to the store left unanswered (a driver that lost its connection) is given up and asked again", async () => {
-    let asked = 0;
-    const errors: string[] = [];
-    const queue: Pick<JobQueue, "heads"> = {
-      heads: () => (++asked === 1 ? new Promise(() => {}) : Promise.resolve([])),
-    };
-    const scheduler = new JobScheduler(queue, { run: async () => ({ ran: false, jobs: [] }) } as unknown as Pick<WorkerPool, "run">, {
-      maxConcurrentRuns: 1,
-      retryDelayMs: 10,
-      askTimeoutMs: 50,
-      onError: (_, error) => errors.push(String(error)),
-    });
-    scheduler.wake();
-    for (let i = 0; i < 100 && asked < 2; i++) await Bun.sleep(10);
-    expect(asked).toBe(2);
-    expect(errors).toEqual(["Error: the store did not say which queues have work within 50 ms; asking again"]);
-    await scheduler.stop();
-  });
-
   test("runs one job per environment at a time, in id order, environments in parallel", async () => {
     const running = new Set<number>();
     const overlaps: string[] = [];

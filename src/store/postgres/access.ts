@@ -1,13 +1,20 @@
 import { and, asc, eq, isNull, placeholder } from "drizzle-orm";
+import type pg from "pg";
 import type { AccessStore, Environment, KeyListing, StoredKey } from "../ports";
-import type { Db } from "./connection";
-import { answer, withCode } from "./faults";
-import { apiKeys, environments, jobSequences } from "./schema";
+import { inTransaction, onPool, statement, type Db, type Queryable } from "./connection";
+import { answer, faultCode } from "./faults";
+import { apiKeys, environments } from "./schema";
 
 const now = () => new Date().toISOString();
 // api_keys.id is an integer column: a larger id (from a forged key, or a typo) names no key, rather than an error.
 const maxKeyId = 2_147_483_647;
-const uniqueViolation = (error: unknown) => withCode(error)?.code === "23505";
+const uniqueViolation = (error: unknown) => faultCode(error) === "23505";
+
+const insertEnvironment = statement(`INSERT INTO environments (slug, created_at) VALUES ($1, $2) RETURNING id, slug, created_at AS "createdAt"`);
+const insertSequence = statement(`INSERT INTO job_sequences (environment_id, last_sequence) VALUES ($1, 0)`);
+const insertKey = statement(`INSERT INTO api_keys (environment_id, secret_hash, created_at) VALUES ($1, $2, $3) RETURNING id`);
+const lockFirstEnvironment = statement(`SELECT pg_advisory_xact_lock(hashtext('importd first environment'))`);
+const anyEnvironment = statement(`SELECT id FROM environments LIMIT 1`);
 
 /** Environments and their API keys on PostgreSQL. Every read goes to the database: no instance caches a key. */
 export class PostgresAccessStore implements AccessStore {
@@ -15,7 +22,10 @@ export class PostgresAccessStore implements AccessStore {
   // unnamed query as Parse and Describe, then Bind and Execute, each time.
   private readonly keyById;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly db: Db,
+  ) {
     this.keyById = db
       .select({ keyId: apiKeys.id, environmentId: environments.id, slug: environments.slug, secretHash: apiKeys.secretHash, revokedAt: apiKeys.revokedAt })
       .from(apiKeys)
@@ -25,21 +35,21 @@ export class PostgresAccessStore implements AccessStore {
   }
 
   // An environment comes with its job sequence row, which its intakes lock (see PostgresJobQueue.enqueue).
-  private async insertEnvironmentNow(db: Db, slug: string): Promise<Environment> {
-    const [environment] = await db.insert(environments).values({ slug, createdAt: now() }).returning();
-    await db.insert(jobSequences).values({ environmentId: environment!.id, lastSequence: 0 });
+  private async insertEnvironmentNow(tx: Queryable, slug: string): Promise<Environment> {
+    const [environment] = await tx.query<Environment>(insertEnvironment(slug, now()));
+    await tx.query(insertSequence(environment!.id));
     return environment!;
   }
 
-  private async insertKeyNow(db: Db, environmentId: number, secretHash: Uint8Array): Promise<number> {
-    const [key] = await db.insert(apiKeys).values({ environmentId, secretHash, createdAt: now() }).returning({ id: apiKeys.id });
+  private async insertKeyNow(tx: Queryable, environmentId: number, secretHash: Uint8Array): Promise<number> {
+    const [key] = await tx.query<{ id: number }>(insertKey(environmentId, Buffer.from(secretHash), now()));
     return key!.id;
   }
 
   insertEnvironment(slug: string): Promise<Environment | undefined> {
     return answer(async () => {
       try {
-        return await this.db.transaction((tx) => this.insertEnvironmentNow(tx as unknown as Db, slug));
+        return await inTransaction(this.pool, (tx) => this.insertEnvironmentNow(tx, slug));
       } catch (error) {
         if (uniqueViolation(error)) return undefined;
         throw error;
@@ -51,11 +61,11 @@ export class PostgresAccessStore implements AccessStore {
     // Several instances may start at once on an empty database: one creates the first environment, under a
     // transaction-scoped advisory lock, and the others find it there.
     return answer(() =>
-      this.db.transaction(async (tx) => {
-        await tx.execute("SELECT pg_advisory_xact_lock(hashtext('importd first environment'))");
-        if ((await tx.select({ id: environments.id }).from(environments).limit(1)).length > 0) return undefined;
-        const environment = await this.insertEnvironmentNow(tx as unknown as Db, slug);
-        return { environment, keyId: await this.insertKeyNow(tx as unknown as Db, environment.id, secretHash) };
+      inTransaction(this.pool, async (tx) => {
+        await tx.query(lockFirstEnvironment());
+        if ((await tx.query(anyEnvironment())).length > 0) return undefined;
+        const environment = await this.insertEnvironmentNow(tx, slug);
+        return { environment, keyId: await this.insertKeyNow(tx, environment.id, secretHash) };
       }),
     );
   }
@@ -69,7 +79,7 @@ export class PostgresAccessStore implements AccessStore {
   }
 
   insertKey(environmentId: number, secretHash: Uint8Array): Promise<number> {
-    return answer(() => this.insertKeyNow(this.db, environmentId, secretHash));
+    return answer(() => this.insertKeyNow(onPool(this.pool), environmentId, secretHash));
   }
 
   listKeys(environmentId: number): Promise<KeyListing[]> {

@@ -1,4 +1,5 @@
 import { and, asc, desc, eq, gt, lt, placeholder, sql as drizzleSql } from "drizzle-orm";
+import type pg from "pg";
 import type { JobOutput } from "../../jobs/outcome";
 import { JobStatus } from "../../jobs/states";
 import { StaleClaim } from "../errors";
@@ -18,10 +19,9 @@ import type {
   RunLimits,
   RunRecords,
 } from "../ports";
-import type { Db, Sql } from "./connection";
+import { inTransaction, onPool, statement, Transaction, type Db, type Queryable } from "./connection";
 import { answer, retried, translateFault } from "./faults";
 import type { PostgresRecords } from "./records";
-import type { Transaction, TransactionConnections } from "./transactions";
 import { environments, jobRejections, jobs } from "./schema";
 
 const now = () => new Date().toISOString();
@@ -33,137 +33,166 @@ export const doneChannel = "importd_done";
 
 // Jobs deleted per statement by the purge, so that it never holds many locks or a long transaction.
 const purgeBatch = 1_000;
-// The purge's session lock: one instance purges at a time.
+// The purge's lock: one instance purges at a time.
 const purgeLock = "importd purge";
 
-const jobColumns = (sql: Sql) =>
-  sql.unsafe(
-    `id, environment_id AS "environmentId", type, status, record_count AS "recordCount", created_at AS "createdAt", ` +
-      `started_at AS "startedAt", completed_at AS "completedAt", output, attempts, claim_token AS "claimToken", sequence, dry_run AS "dryRun"`,
-  );
+const jobColumns =
+  `id, environment_id AS "environmentId", type, status, record_count AS "recordCount", created_at AS "createdAt", ` +
+  `started_at AS "startedAt", completed_at AS "completedAt", output, attempts, claim_token AS "claimToken", sequence, dry_run AS "dryRun"`;
 type ClaimRow = JobRow & { claimToken: string | null; sequence: number };
+
+// Every statement of the queue, each planned once per connection.
+const takeSequences = statement(
+  `INSERT INTO job_sequences (environment_id, last_sequence) VALUES ($1, $2)
+   ON CONFLICT (environment_id) DO UPDATE SET last_sequence = job_sequences.last_sequence + excluded.last_sequence
+   RETURNING last_sequence AS "last"`,
+);
+const findIdempotencyKey = statement(`SELECT request_hash AS "requestHash", job_id AS "jobId", created_at AS "createdAt" FROM idempotency_keys WHERE environment_id = $1 AND key = $2`);
+const deleteIdempotencyKey = statement(`DELETE FROM idempotency_keys WHERE environment_id = $1 AND key = $2`);
+const insertIdempotencyKey = statement(`INSERT INTO idempotency_keys (environment_id, key, request_hash, job_id, created_at) VALUES ($1, $2, $3, $4, $5)`);
+const jobById = statement(`SELECT ${jobColumns} FROM jobs WHERE id = $1`);
+const insertJob = statement(
+  `INSERT INTO jobs (environment_id, type, status, record_count, created_at, sequence, dry_run) VALUES ($1, $2, '${JobStatus.Pending}', $3, $4, $5, $6)
+   RETURNING ${jobColumns}`,
+);
+// The body goes as a binary parameter: its bytes as they are, neither hex nor base64.
+const insertPayload = statement(`INSERT INTO job_payloads (job_id, body) VALUES ($1, $2)`);
+const queueHeads = statement(
+  `SELECT DISTINCT ON (environment_id) environment_id AS "environmentId", id AS "jobId", attempts
+   FROM jobs WHERE status IN ('${JobStatus.Pending}', '${JobStatus.Processing}') ORDER BY environment_id, sequence`,
+);
+const lockEnvironment = statement(`SELECT id FROM environments WHERE id = $1 FOR NO KEY UPDATE SKIP LOCKED`);
+const releaseRun = statement(
+  `UPDATE jobs SET status = '${JobStatus.Pending}', claim_token = NULL, started_at = NULL, attempts = attempts - $2
+   WHERE claim_token = $1 AND status = '${JobStatus.Processing}'`,
+);
+const runCandidates = statement(
+  `SELECT ${jobColumns} FROM jobs WHERE environment_id = $1 AND status IN ('${JobStatus.Pending}', '${JobStatus.Processing}') ORDER BY sequence LIMIT $2`,
+);
+const markClaimed = statement(
+  `UPDATE jobs SET status = '${JobStatus.Processing}', claim_token = $1, started_at = CASE WHEN id = $2 THEN $3 ELSE NULL END, attempts = attempts + 1
+   WHERE id = ANY($4::bigint[]) AND status IN ('${JobStatus.Pending}', '${JobStatus.Processing}')
+   RETURNING ${jobColumns}`,
+);
+const payloadOf = statement(`SELECT body FROM job_payloads WHERE job_id = $1`);
+const heldByRun = statement(`SELECT count(*)::int AS count FROM jobs WHERE id = ANY($1::bigint[]) AND claim_token = $2 AND status = '${JobStatus.Processing}'`);
+const completeJob = statement(
+  `UPDATE jobs SET status = $2, output = $3, started_at = coalesce(started_at, $4), completed_at = $4, claim_token = NULL WHERE id = $1 AND claim_token = $5`,
+);
+const insertRejections = statement(
+  `INSERT INTO job_rejections (job_id, position, field, message, record)
+   SELECT $1, * FROM unnest($2::integer[], $3::text[], $4::text[], $5::text[])`,
+  { bulk: true },
+);
+const deletePayload = statement(`DELETE FROM job_payloads WHERE job_id = $1`);
+const cancelPending = statement(
+  `UPDATE jobs SET status = '${JobStatus.Failed}', output = $3, completed_at = $4, claim_token = NULL
+   WHERE id = $2 AND environment_id = $1 AND status = '${JobStatus.Pending}' RETURNING ${jobColumns}`,
+);
+const jobOfEnvironment = statement(`SELECT ${jobColumns} FROM jobs WHERE id = $2 AND environment_id = $1`);
+const purgeIdempotencyKeys = statement(`DELETE FROM idempotency_keys WHERE created_at < $1`);
+const tryPurgeLock = statement(`SELECT pg_try_advisory_xact_lock(hashtext($1)) AS got`);
+const notify = statement(`SELECT pg_notify($1, $2)`);
+const purgeJobs = statement(`DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE completed_at < $1 LIMIT $2) RETURNING id`);
 
 /**
  * The job queue on PostgreSQL, shared by any number of importd instances.
  *
- * Order: an intake numbers its jobs from its environment's row in job_sequences, which it locks (an UPDATE) in
- * the transaction that stores them; intakes of one environment therefore commit in the order of their numbers,
- * and runs take jobs by that number. Ids come from an identity column, taken before commit: not that order.
+ * Order: an intake numbers its jobs from its environment's row in job_sequences, which it locks (an UPDATE) in the
+ * transaction that stores them; intakes of one environment therefore commit in the order of their numbers, and runs
+ * take jobs by that number. Ids come from an identity column, taken before commit: not that order.
  *
- * Runs: a run holds its environment's row (FOR NO KEY UPDATE) for its whole transaction, on a connection of its
- * own, from the claim to the commit of its outcome; an instance that finds the row locked has nothing to claim.
- * The jobs it claims are marked Processing, their attempts counted, on another connection, committed at once:
- * pollers see them, and a run cut short still counts. A job the next holder of the lock finds Processing was
- * cut short (its instance died, its connection was lost): it is run again, its attempt counted. A run whose
- * connection was lost, or ended by idle_in_transaction_session_timeout, can commit nothing: fencing by the lock.
+ * Runs: a run holds its environment's row (FOR NO KEY UPDATE) for its whole transaction, on a connection of its own,
+ * from the claim to the commit of its outcome; an instance that finds the row locked has nothing to claim. The jobs it
+ * claims are marked Processing, their attempts counted, on another connection, committed at once: pollers see them,
+ * and a run cut short still counts. A job the next holder of the lock finds Processing was cut short (its instance
+ * died, its connection was lost): it is run again, its attempt counted. A run whose connection was lost, or ended by
+ * idle_in_transaction_session_timeout, can commit nothing: fencing by the lock.
  */
 export class PostgresJobQueue implements JobQueue {
   // The open transaction of each run of this thread, by token: held from claimRun to completeRun.
   private readonly runs = new Map<string, Transaction>();
+  // A statement outside any transaction, on whichever connection of the pool is free.
+  private readonly any: Queryable;
 
   constructor(
-    private readonly sql: Sql,
+    private readonly pool: pg.Pool,
     private readonly records: PostgresRecords,
-    private readonly transactions: TransactionConnections,
-  ) {}
+  ) {
+    this.any = onPool(pool);
+  }
 
-  /** `fn` in a transaction: committed if it resolves, rolled back if it throws. */
-  private async inTransaction<T>(fn: (sql: Sql) => Promise<T>): Promise<T> {
-    const transaction = await this.transactions.begin();
-    try {
-      const result = await fn(transaction.sql);
-      await transaction.commit();
-      return result;
-    } finally {
-      await transaction.rollback();
-    }
+  /**
+   * Tells every instance's listener on `channel`; after a commit, never inside it: a listener woken before it would
+   * find nothing. A lost notification is found by the listeners' periodic look (see wake-ups.ts).
+   */
+  private async notify(channel: string, payload = ""): Promise<void> {
+    await this.any.query(notify(channel, payload)).catch(() => {});
   }
 
   enqueue(requests: EnqueueRequest[]): Promise<Enqueued[]> {
     return retried(async () => {
-      const answers = await this.inTransaction(async (tx) => {
+      const answers = await inTransaction(this.pool, async (tx) => {
         const next = await this.takeSequences(tx, requests);
         const answers: Enqueued[] = [];
         for (const request of requests) answers.push(await this.enqueueOne(tx, request, next));
         return answers;
       });
-      // After the commit, never inside it: a listener woken before the commit would find nothing.
-      if (answers.some((answer) => !answer.conflict && !answer.replayed)) await this.sql.notify(workChannel, "").catch(() => {});
+      if (answers.some((answer) => !answer.conflict && !answer.replayed)) await this.notify(workChannel);
       return answers;
     });
   }
 
   /**
-   * Locks each environment's sequence row, in ascending environment id (a fixed order, so that two intakes of
-   * the same environments never deadlock), taking as many numbers as it has requests: the next number of each.
+   * Locks each environment's sequence row, in ascending environment id (a fixed order, so that two intakes of the
+   * same environments never deadlock), taking as many numbers as it has requests: the next number of each.
    */
-  private async takeSequences(tx: Sql, requests: EnqueueRequest[]): Promise<Map<number, number>> {
+  private async takeSequences(tx: Transaction, requests: EnqueueRequest[]): Promise<Map<number, number>> {
     const counts = new Map<number, number>();
     for (const { environmentId } of requests) counts.set(environmentId, (counts.get(environmentId) ?? 0) + 1);
     const next = new Map<number, number>();
     for (const environmentId of [...counts.keys()].sort((a, b) => a - b)) {
       const count = counts.get(environmentId)!;
-      const [row] = await tx`
-        INSERT INTO job_sequences (environment_id, last_sequence) VALUES (${environmentId}, ${count})
-        ON CONFLICT (environment_id) DO UPDATE SET last_sequence = job_sequences.last_sequence + excluded.last_sequence
-        RETURNING last_sequence AS "last"`;
-      next.set(environmentId, (row!.last as number) - count + 1);
+      const [row] = await tx.query<{ last: number }>(takeSequences(environmentId, count));
+      next.set(environmentId, row!.last - count + 1);
     }
     return next;
   }
 
-  // The idempotency key is checked after the environment's lock: two instances given the same key at once
-  // take turns here, and the second finds the first's job.
-  private async enqueueOne(tx: Sql, { environmentId, type, recordCount, body, idempotency, dryRun = false }: EnqueueRequest, next: Map<number, number>): Promise<Enqueued> {
+  // The idempotency key is checked after the environment's lock: two instances given the same key at once take turns
+  // here, and the second finds the first's job.
+  private async enqueueOne(tx: Transaction, { environmentId, type, recordCount, body, idempotency, dryRun = false }: EnqueueRequest, next: Map<number, number>): Promise<Enqueued> {
     const sequence = next.get(environmentId)!;
     next.set(environmentId, sequence + 1);
     if (idempotency) {
-      const [earlier] = await tx`
-        SELECT request_hash AS "requestHash", job_id AS "jobId", created_at AS "createdAt" FROM idempotency_keys
-        WHERE environment_id = ${environmentId} AND key = ${idempotency.key}`;
+      const [earlier] = await tx.query<{ requestHash: string; jobId: number; createdAt: string }>(findIdempotencyKey(environmentId, idempotency.key));
       if (earlier && earlier.createdAt >= idempotencyWindowStart()) {
         if (earlier.requestHash !== idempotency.requestHash) return { conflict: true };
-        const [job] = await tx`SELECT ${jobColumns(tx)} FROM jobs WHERE id = ${earlier.jobId}`;
-        if (job) return { job: toJob(job as ClaimRow), replayed: true };
+        const [job] = await tx.query<ClaimRow>(jobById(earlier.jobId));
+        if (job) return { job: toJob(job), replayed: true };
       }
-      if (earlier) await tx`DELETE FROM idempotency_keys WHERE environment_id = ${environmentId} AND key = ${idempotency.key}`;
+      if (earlier) await tx.query(deleteIdempotencyKey(environmentId, idempotency.key));
     }
-    const [job] = await tx`
-      INSERT INTO jobs (environment_id, type, status, record_count, created_at, sequence, dry_run)
-      VALUES (${environmentId}, ${type}, ${JobStatus.Pending}, ${recordCount}, ${now()}, ${sequence}, ${dryRun})
-      RETURNING ${jobColumns(tx)}`;
-    // As base64 text, decoded by the server: postgres.js sends a bytea parameter as hex, twice the size. For a 5 MB
-    // payload (100k assets, compressed), measured alternating: hex 240–430 ms, base64 110–270 ms. (A binary COPY
-    // was as fast, but postgres.js never finishes a COPY whose error comes after its end, so it is not used.)
-    await tx`INSERT INTO job_payloads (job_id, body) VALUES (${job!.id}, decode(${Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("base64")}, 'base64'))`;
-    if (idempotency) {
-      await tx`
-        INSERT INTO idempotency_keys (environment_id, key, request_hash, job_id, created_at)
-        VALUES (${environmentId}, ${idempotency.key}, ${idempotency.requestHash}, ${job!.id}, ${job!.createdAt})`;
-    }
-    return { job: toJob(job as ClaimRow), replayed: false };
+    const [job] = await tx.query<ClaimRow>(insertJob(environmentId, type, recordCount, now(), sequence, dryRun));
+    await tx.query(insertPayload(job!.id, Buffer.from(body.buffer, body.byteOffset, body.byteLength)));
+    if (idempotency) await tx.query(insertIdempotencyKey(environmentId, idempotency.key, idempotency.requestHash, job!.id, job!.createdAt));
+    return { job: toJob(job!), replayed: false };
   }
 
   /**
-   * Each environment's first job that is not terminal. Whether another instance runs it now is the lock's to
-   * say (claimRun answers undefined then): a hint, as on every backend.
+   * Each environment's first job that is not terminal. Whether another instance runs it now is the lock's to say
+   * (claimRun answers undefined then): a hint, as on every backend.
    */
   heads(): Promise<QueueHead[]> {
-    return answer(async () => {
-      const rows = await this.sql`
-        SELECT DISTINCT ON (environment_id) environment_id AS "environmentId", id AS "jobId", attempts
-        FROM jobs WHERE status IN (${JobStatus.Pending}, ${JobStatus.Processing})
-        ORDER BY environment_id, sequence`;
-      return (rows as unknown as QueueHead[]).sort((a, b) => a.jobId - b.jobId);
-    });
+    return answer(async () => (await this.any.query<QueueHead>(queueHeads())).sort((a, b) => a.jobId - b.jobId));
   }
 
   /**
-   * Claims the environment's next run: takes the environment's lock on a connection of its own and opens the
-   * run's transaction there (completeRun commits it). Under the lock, the environment's first jobs that are not
-   * terminal are read: the first is the run's; a job found Processing was cut short (in an instance that died or
-   * was cut off) and runs alone, its attempt counted. A small untried first job takes the small untried pending
-   * jobs after it along. `takeOver`, this process's own run cut short, first lets go of its jobs.
+   * Claims the environment's next run: takes the environment's lock on a connection of its own and opens the run's
+   * transaction there (completeRun commits it). Under the lock, the environment's first jobs that are not terminal
+   * are read: the first is the run's; a job found Processing was cut short (in an instance that died or was cut off)
+   * and runs alone, its attempt counted. A small untried first job takes the small untried pending jobs after it
+   * along. `takeOver`, this process's own run cut short, first lets go of its jobs.
    */
   async claimRun(request: ClaimRequest, limits: RunLimits): Promise<ClaimedRun | undefined> {
     for (;;) {
@@ -175,24 +204,14 @@ export class PostgresJobQueue implements JobQueue {
   private claimOnce(request: ClaimRequest, limits: RunLimits): Promise<ClaimedRun | undefined | "again"> {
     return retried(async () => {
       const { token, environmentId, takeOver } = request;
-      const transaction = await this.transactions.begin();
-      const run = transaction.sql;
+      const run = await Transaction.begin(this.pool);
       let claimed = false;
       try {
-        const locked = await run`SELECT id FROM environments WHERE id = ${environmentId} FOR NO KEY UPDATE SKIP LOCKED`;
-        if (locked.length === 0) return undefined;
-        // This process's own run, cut short, lets go of its jobs first (as on SQLite): they are claimed again
-        // below like any pending job, and a storage fault's attempt is not counted against them.
-        if (takeOver) {
-          await this.sql`
-            UPDATE jobs SET status = ${JobStatus.Pending}, claim_token = NULL, started_at = NULL,
-              attempts = attempts - ${takeOver.countsAsAttempt ? 0 : 1}
-            WHERE claim_token = ${takeOver.token} AND status = ${JobStatus.Processing}`;
-        }
-        const candidates = (await run`
-          SELECT ${jobColumns(run)} FROM jobs
-          WHERE environment_id = ${environmentId} AND status IN (${JobStatus.Pending}, ${JobStatus.Processing})
-          ORDER BY sequence LIMIT ${request.alone ? 1 : limits.maxJobs}`) as unknown as ClaimRow[];
+        if ((await run.query(lockEnvironment(environmentId))).length === 0) return undefined;
+        // This process's own run, cut short, lets go of its jobs first (as on SQLite): they are claimed again below
+        // like any pending job, and a storage fault's attempt is not counted against them.
+        if (takeOver) await this.any.query(releaseRun(takeOver.token, takeOver.countsAsAttempt ? 0 : 1));
+        const candidates = await run.query<ClaimRow>(runCandidates(environmentId, request.alone ? 1 : limits.maxJobs));
         const first = candidates[0];
         if (!first) return undefined;
         const group = [first];
@@ -204,31 +223,26 @@ export class PostgresJobQueue implements JobQueue {
             group.push(job);
           }
         }
-        // Outside the run's transaction, committed at once: pollers see Processing, and the attempt is counted
-        // even if this process dies before the run commits.
-        const marked = (await this.sql`
-          UPDATE jobs SET status = ${JobStatus.Processing}, claim_token = ${token},
-            started_at = CASE WHEN id = ${first.id} THEN ${now()} ELSE NULL END,
-            attempts = attempts + 1
-          WHERE id IN ${this.sql(group.map((job) => job.id))} AND status IN (${JobStatus.Pending}, ${JobStatus.Processing})
-          RETURNING ${jobColumns(this.sql)}`) as unknown as ClaimRow[];
-        // Canceled since they were read (a cancel's row lock came first): the run goes without them, or, with
-        // none left, the claim looks again.
+        // Outside the run's transaction, committed at once: pollers see Processing, and the attempt is counted even if
+        // this process dies before the run commits.
+        const marked = await this.any.query<ClaimRow>(markClaimed(token, first.id, now(), group.map((job) => job.id)));
+        // Canceled since they were read (a cancel's row lock came first): the run goes without them, or, with none
+        // left, the claim looks again.
         if (marked.length === 0) return "again" as const;
         marked.sort((a, b) => a.sequence - b.sequence);
-        this.runs.set(token, transaction);
+        this.runs.set(token, run);
         claimed = true;
         return { token, environmentId, jobs: marked.map(toJob) };
       } finally {
-        if (!claimed) await transaction.rollback();
+        if (!claimed) await run.rollback();
       }
     });
   }
 
   payload(jobId: number): Promise<Uint8Array | undefined> {
     return answer(async () => {
-      const [row] = await this.sql`SELECT body FROM job_payloads WHERE job_id = ${jobId}`;
-      return row ? new Uint8Array(row.body as Buffer) : undefined;
+      const [row] = await this.any.query<{ body: Buffer }>(payloadOf(jobId));
+      return row ? new Uint8Array(row.body.buffer, row.body.byteOffset, row.body.byteLength) : undefined;
     });
   }
 
@@ -236,25 +250,20 @@ export class PostgresJobQueue implements JobQueue {
     const transaction = this.runs.get(run.token);
     if (!transaction) throw new StaleClaim(`run ${run.token} is not open in this thread`);
     this.runs.delete(run.token);
-    const tx = transaction.sql;
     try {
       // Its own jobs only: a retry keeps its token, and takes over only the first job of the group it held.
       const ids = run.jobs.map((job) => job.id);
-      const [held] = await tx`SELECT count(*)::int AS count FROM jobs WHERE id IN ${tx(ids)} AND claim_token = ${run.token} AND status = ${JobStatus.Processing}`;
-      if (held!.count !== run.jobs.length) throw new StaleClaim(`run ${run.token} no longer holds its jobs (${run.jobs.map((job) => job.id).join(", ")})`);
-      const completions = await apply(this.records.forRun(tx, run.environmentId));
+      const [held] = await transaction.query<{ count: number }>(heldByRun(ids, run.token));
+      if (held!.count !== run.jobs.length) throw new StaleClaim(`run ${run.token} no longer holds its jobs (${ids.join(", ")})`);
+      const completions = await apply(this.records.forRun(transaction, run.environmentId));
       const completedAt = now();
       for (const { jobId, status, output, rejected } of completions) {
-        await tx`
-          UPDATE jobs SET status = ${status}, output = ${JSON.stringify(output)}, started_at = coalesce(started_at, ${completedAt}),
-            completed_at = ${completedAt}, claim_token = NULL
-          WHERE id = ${jobId} AND claim_token = ${run.token}`;
-        await this.insertRejections(tx, jobId, rejected);
-        await tx`DELETE FROM job_payloads WHERE job_id = ${jobId}`;
+        await transaction.query(completeJob(jobId, status, JSON.stringify(output), completedAt, run.token));
+        if (rejected.length > 0) await transaction.query(insertRejectionsOf(jobId, rejected));
+        await transaction.query(deletePayload(jobId));
       }
       await transaction.commit();
-      // After the commit: a poll woken before it would read the job unfinished.
-      await this.sql.notify(doneChannel, run.jobs.map((job) => job.id).join(",")).catch(() => {});
+      await this.notify(doneChannel, ids.join(","));
     } catch (error) {
       throw translateFault(error);
     } finally {
@@ -276,54 +285,42 @@ export class PostgresJobQueue implements JobQueue {
     await Promise.all(open.map((transaction) => transaction.rollback()));
   }
 
-  private async insertRejections(tx: Sql, jobId: number, rejected: RejectedRecord[]): Promise<void> {
-    if (rejected.length === 0) return;
-    await tx`
-      INSERT INTO job_rejections (job_id, position, field, message, record)
-      SELECT ${jobId}, * FROM unnest(
-        ${rejected.map((row) => row.position)}::integer[], ${rejected.map((row) => row.field)}::text[],
-        ${rejected.map((row) => row.message)}::text[], ${rejected.map((row) => row.record)}::text[])`;
-  }
-
   /** Nothing: a run cut short is found Processing and taken over by the next holder of its environment's lock. */
   async recoverInterrupted(): Promise<number> {
     return 0;
   }
 
-  /**
-   * One instance at a time, in batches of purgeBatch jobs, each its own transaction: a batch runs only while
-   * its transaction holds the purge lock (an instance that finds it taken leaves the purge to the other).
-   */
   cancel(environmentId: number, jobId: number, output: JobOutput): Promise<{ job: Job; canceled: boolean } | undefined> {
     return retried(async () => {
-      // Against a claim of the same job, the row lock decides: a claim's mark that commits first leaves it
-      // Processing (and this finds it so), and one that comes after skips it (see claimRun).
-      const canceled = await this.inTransaction(async (tx) => {
-        const [row] = await tx`
-          UPDATE jobs SET status = ${JobStatus.Failed}, output = ${JSON.stringify(output)}, completed_at = ${now()}, claim_token = NULL
-          WHERE id = ${jobId} AND environment_id = ${environmentId} AND status = ${JobStatus.Pending}
-          RETURNING ${jobColumns(tx)}`;
-        if (row) await tx`DELETE FROM job_payloads WHERE job_id = ${jobId}`;
-        return row as ClaimRow | undefined;
+      // Against a claim of the same job, the row lock decides: a claim's mark that commits first leaves it Processing
+      // (and this finds it so), and one that comes after skips it (see claimRun).
+      const canceled = await inTransaction(this.pool, async (tx) => {
+        const [row] = await tx.query<ClaimRow>(cancelPending(environmentId, jobId, JSON.stringify(output), now()));
+        if (row) await tx.query(deletePayload(jobId));
+        return row;
       });
       if (canceled) {
-        await this.sql.notify(doneChannel, String(jobId)).catch(() => {});
+        await this.notify(doneChannel, String(jobId));
         return { job: toJob(canceled), canceled: true };
       }
-      const [row] = await this.sql`SELECT ${jobColumns(this.sql)} FROM jobs WHERE id = ${jobId} AND environment_id = ${environmentId}`;
-      return row ? { job: toJob(row as ClaimRow), canceled: false } : undefined;
+      const [row] = await this.any.query<ClaimRow>(jobOfEnvironment(environmentId, jobId));
+      return row ? { job: toJob(row), canceled: false } : undefined;
     });
   }
 
+  /**
+   * One instance at a time, in batches of purgeBatch jobs, each its own transaction: a batch runs only while its
+   * transaction holds the purge lock (an instance that finds it taken leaves the purge to the other).
+   */
   purge(before: string): Promise<number> {
     return answer(async () => {
-      await this.inTransaction((tx) => tx`DELETE FROM idempotency_keys WHERE created_at < ${idempotencyWindowStart()}`);
+      await this.any.query(purgeIdempotencyKeys(idempotencyWindowStart()));
       let deleted = 0;
       for (;;) {
-        const batch = await this.inTransaction(async (tx) => {
-          const [lock] = await tx`SELECT pg_try_advisory_xact_lock(hashtext(${purgeLock})) AS got`;
+        const batch = await inTransaction(this.pool, async (tx) => {
+          const [lock] = await tx.query<{ got: boolean }>(tryPurgeLock(purgeLock));
           if (!lock!.got) return undefined;
-          return (await tx`DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE completed_at < ${before} LIMIT ${purgeBatch}) RETURNING id`).length;
+          return (await tx.query(purgeJobs(before, purgeBatch))).length;
         });
         if (batch === undefined) return deleted;
         deleted += batch;
@@ -332,6 +329,15 @@ export class PostgresJobQueue implements JobQueue {
     });
   }
 }
+
+const insertRejectionsOf = (jobId: number, rejected: RejectedRecord[]) =>
+  insertRejections(
+    jobId,
+    rejected.map((row) => row.position),
+    rejected.map((row) => row.field),
+    rejected.map((row) => row.message),
+    rejected.map((row) => row.record),
+  );
 
 /** Reads about jobs; the HTTP thread's. */
 export class PostgresJobReads implements JobReads {

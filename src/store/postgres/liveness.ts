@@ -1,5 +1,5 @@
 import type { StalledInstance, StoreEvents } from "../ports";
-import { instanceNamePrefix, type Sql } from "./connection";
+import { instanceNamePrefix, statement, type Queryable } from "./connection";
 
 /** How often a serving instance writes its heartbeat and looks for stalled instances. */
 export const heartbeatEveryMs = 2_000;
@@ -11,6 +11,27 @@ const minStalledMs = 10_000;
 const unsetStalledMs = 60_000;
 // The row of an instance silent this long, with no connection left, is deleted.
 const forgetAfterMs = 60 * 60_000;
+
+const writeHeartbeat = statement(`INSERT INTO instances (id, heartbeat_at) VALUES ($1, now()) ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()`);
+// Ends every connection of the instances whose heartbeat is older than the limit (those of a role this one may not
+// signal are left alone). $1: this instance; $2: the least limit; $3: the limit where the timeout is not set.
+const endStalled = statement(`
+  WITH limits AS (
+    SELECT CASE WHEN setting::bigint > 0 THEN greatest(setting::bigint, $2::bigint) ELSE $3::bigint END AS ms
+    FROM pg_settings WHERE name = 'idle_in_transaction_session_timeout'
+  ), stalled AS (
+    SELECT id, (extract(epoch FROM now() - heartbeat_at) * 1000)::bigint AS silent_ms
+    FROM instances, limits WHERE heartbeat_at < now() - limits.ms * interval '1 millisecond' AND id <> $1
+  )
+  SELECT stalled.id AS instance, stalled.silent_ms AS "silentMs", min(host(activity.client_addr)) AS address,
+    count(*) FILTER (WHERE pg_terminate_backend(activity.pid))::int AS connections
+  FROM stalled JOIN pg_stat_activity activity ON activity.application_name = '${instanceNamePrefix}' || stalled.id
+  WHERE activity.datname = current_database() AND pg_has_role(activity.usesysid, 'MEMBER')
+  GROUP BY stalled.id, stalled.silent_ms`);
+const forgetGone = statement(`
+  DELETE FROM instances WHERE heartbeat_at < now() - $1::float8 * interval '1 millisecond'
+    AND NOT EXISTS (SELECT 1 FROM pg_stat_activity activity WHERE activity.application_name = '${instanceNamePrefix}' || instances.id)`);
+const deleteInstance = statement(`DELETE FROM instances WHERE id = $1`);
 
 /**
  * How long this instance has written its heartbeat without a gap: it judges others only after doing so for
@@ -62,16 +83,14 @@ export class InstanceLiveness {
   private readonly continuity = new BeatContinuity();
 
   constructor(
-    private readonly sql: Sql,
+    private readonly database: Queryable,
     private readonly instance: string,
   ) {}
 
   /** Writes this instance's heartbeat: first at start-up, before any of its runs can take a lock. */
   async beat(): Promise<void> {
     try {
-      await this.sql`
-        INSERT INTO instances (id, heartbeat_at) VALUES (${this.instance}, now())
-        ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()`;
+      await this.database.query(writeHeartbeat(this.instance));
       this.continuity.beat(performance.now());
     } catch (error) {
       this.continuity.failed();
@@ -102,27 +121,12 @@ export class InstanceLiveness {
   }
 
   /**
-   * Ends every connection of the instances whose heartbeat is older than the limit (those of a role this one may
-   * not signal are left alone), and forgets instances long gone. Times are the database's own (now()), so the
-   * instances' clocks do not matter.
+   * Ends every connection of the stalled instances, and forgets instances long gone. Times are the database's own
+   * (now()), so the instances' clocks do not matter.
    */
   private async endStalled(): Promise<StalledInstance[]> {
-    const ended = (await this.sql`
-      WITH limits AS (
-        SELECT CASE WHEN setting::bigint > 0 THEN greatest(setting::bigint, ${minStalledMs}) ELSE ${unsetStalledMs} END AS ms
-        FROM pg_settings WHERE name = 'idle_in_transaction_session_timeout'
-      ), stalled AS (
-        SELECT id, (extract(epoch FROM now() - heartbeat_at) * 1000)::bigint AS silent_ms
-        FROM instances, limits WHERE heartbeat_at < now() - limits.ms * interval '1 millisecond' AND id <> ${this.instance}
-      )
-      SELECT stalled.id AS instance, stalled.silent_ms AS "silentMs", min(host(activity.client_addr)) AS address,
-        count(*) FILTER (WHERE pg_terminate_backend(activity.pid))::int AS connections
-      FROM stalled JOIN pg_stat_activity activity ON activity.application_name = ${instanceNamePrefix}::text || stalled.id
-      WHERE activity.datname = current_database() AND pg_has_role(activity.usesysid, 'MEMBER')
-      GROUP BY stalled.id, stalled.silent_ms`) as unknown as StalledInstance[];
-    await this.sql`
-      DELETE FROM instances WHERE heartbeat_at < now() - ${forgetAfterMs} * interval '1 millisecond'
-        AND NOT EXISTS (SELECT 1 FROM pg_stat_activity activity WHERE activity.application_name = ${instanceNamePrefix}::text || instances.id)`;
+    const ended = await this.database.query<StalledInstance>(endStalled(this.instance, minStalledMs, unsetStalledMs));
+    await this.database.query(forgetGone(forgetAfterMs));
     return ended.filter((stalled) => stalled.connections > 0);
   }
 
@@ -130,6 +134,6 @@ export class InstanceLiveness {
   async stop(): Promise<void> {
     clearInterval(this.timer);
     await this.tick;
-    await this.sql`DELETE FROM instances WHERE id = ${this.instance}`.catch(() => {});
+    await this.database.query(deleteInstance(this.instance)).catch(() => {});
   }
 }

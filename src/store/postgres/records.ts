@@ -2,29 +2,52 @@ import { and, asc, eq, getTableColumns, getTableName, gt } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
 import type { ResourceDefinition } from "../../resources/definition";
 import type { RecordReads, RunRecords, UpsertCounts } from "../ports";
-import type { Db, Sql } from "./connection";
+import { statement, type Db, type Statement, type Transaction } from "./connection";
 import { answer } from "./faults";
 import { recordTables } from "./schema";
 
 const sharedColumns = new Set(["environmentId", "id", "updatedAt", "lastJobId"]);
-// Rows per statement, each chunk one JSON text: about 1.7 MB of assets, parsed by the server in one go.
-const upsertChunk = 5_000;
+
+/**
+ * From this many records on, a job's records go by COPY into a temporary table and are merged from there in one
+ * statement; fewer go as JSON in the merge statement itself, which costs one round trip instead of four. Measured
+ * (bench/pg-upsert-paths.ts, docs/performance.md): COPY is ahead from about this size on.
+ */
+export const copyFromRecords = 1_000;
+// Rows per statement on the JSON path (only big enough batches of it are ever chunked: below copyFromRecords).
+const jsonChunk = 5_000;
+// Characters of COPY text per chunk written to the connection.
+const copyChunkChars = 256 * 1024;
 
 const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
+// COPY's text format: backslash, tab, newline and carriage return escaped; \N is NULL.
+const copyEscapes: Record<string, string> = { "\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r" };
+const needsEscape = /[\\\t\n\r]/;
+const escaped = /[\\\t\n\r]/g;
+
+/** One value in COPY's text format. Numbers are finite (validation made them so), text well-formed. */
+export function copyField(value: unknown): string {
+  if (value === null || value === undefined) return "\\N";
+  const text = typeof value === "string" ? value : String(value);
+  return needsEscape.test(text) ? text.replace(escaped, (character) => copyEscapes[character]!) : text;
+}
+
 /**
- * One resource's table. The upsert is the hot path of every job: one statement per chunk of records, the chunk
- * sent as one JSON array of rows (each an array of its column values, in order) and taken apart by
- * jsonb_array_elements. Measured against one array parameter per column turned back into rows by unnest: 100k
- * assets in 1.3-1.6 s against 1.7 s, and runs of one-record jobs with about 30% less of the server's CPU
- * (docs/performance.md). Its SQL is derived from the Drizzle table, so the table definition stays the single
- * source of the columns.
+ * One resource's table. The upsert is the hot path of every job: a statement that inserts, updates where something
+ * changed, and counts what it did, fed one of two ways by size (see copyFromRecords). Its SQL is derived from the
+ * Drizzle table, so the table definition stays the single source of the columns.
  */
 class ResourceTable {
   private readonly table: PgTable;
   private readonly columns: Record<string, PgColumn>;
-  private readonly valueFields: string[];
-  private readonly upsertSql: string;
+  // The record's columns in the order the upsert sends them: id, then the resource's own.
+  private readonly sentFields: string[];
+  private readonly upsertByJson: Statement;
+  private readonly createStaging: string;
+  private readonly copyStaging: string;
+  private readonly mergeStaging: Statement;
+  private readonly existingIds: Statement;
 
   constructor(
     private readonly db: Db,
@@ -34,55 +57,106 @@ class ResourceTable {
     if (!table) throw new Error(`no table for the import resource ${resource.path}`);
     this.table = table as PgTable;
     this.columns = getTableColumns(this.table) as Record<string, PgColumn>;
-    this.valueFields = Object.keys(this.columns).filter((field) => !sharedColumns.has(field));
+    const valueFields = Object.keys(this.columns).filter((field) => !sharedColumns.has(field));
+    this.sentFields = ["id", ...valueFields];
     const name = (field: string) => quote(this.columns[field]!.name);
-    // ->> gives a JSON null as NULL and a number as jsonb keeps it, exactly as sent (numeric), so the cast to double
-    // precision gives back the very double that JSON.stringify wrote.
-    const values = ["id", ...this.valueFields].map((field, index) => `(r->>${index})::${this.columns[field]!.getSQLType()}`);
-    const updates = [...this.valueFields, "updatedAt", "lastJobId"].map((field) => `${name(field)} = excluded.${name(field)}`);
-    // A record equal to the stored one is not written (its updatedAt and lastJobId stay): the update's WHERE is
-    // false, and then no row comes back. Of those that do, a new row has no xmax yet (an updated one has this
-    // transaction's). Counted in the statement: one row comes back, not one per record, so that a run's
-    // connection never has a large answer to read while it holds its environment's lock.
-    const stored = this.valueFields.map(name);
-    this.upsertSql =
-      `WITH written AS (` +
-      `INSERT INTO ${quote(getTableName(this.table))} AS stored (${["environmentId", "updatedAt", "lastJobId", "id", ...this.valueFields].map(name).join(", ")}) ` +
-      `SELECT $1::integer, $2::text, $3::bigint, ${values.join(", ")} FROM jsonb_array_elements($4::text::jsonb) AS r ` +
-      `ON CONFLICT (${name("environmentId")}, ${name("id")}) DO UPDATE SET ${updates.join(", ")} ` +
-      `WHERE (${stored.map((column) => `stored.${column}`).join(", ")}) IS DISTINCT FROM (${stored.map((column) => `excluded.${column}`).join(", ")}) ` +
-      `RETURNING (stored.xmax = 0) AS created) ` +
-      `SELECT count(*) FILTER (WHERE created)::integer AS "created", count(*)::integer AS "written" FROM written`;
+    const tableName = quote(getTableName(this.table));
+
+    // A record equal to the stored one is not written (its updatedAt and lastJobId stay): the update's WHERE is false,
+    // and then no row comes back. Of those that do, a new row has no xmax yet (an updated one has this transaction's).
+    // Counted in the statement: one row comes back, not one per record.
+    const merge = (source: string, values: string[]) => {
+      const updates = [...valueFields, "updatedAt", "lastJobId"].map((field) => `${name(field)} = excluded.${name(field)}`);
+      const stored = valueFields.map(name);
+      return (
+        `WITH written AS (` +
+        `INSERT INTO ${tableName} AS stored (${["environmentId", "updatedAt", "lastJobId", ...this.sentFields].map(name).join(", ")}) ` +
+        `SELECT $1::integer, $2::text, $3::bigint, ${values.join(", ")} FROM ${source} ` +
+        `ON CONFLICT (${name("environmentId")}, ${name("id")}) DO UPDATE SET ${updates.join(", ")} ` +
+        `WHERE (${stored.map((column) => `stored.${column}`).join(", ")}) IS DISTINCT FROM (${stored.map((column) => `excluded.${column}`).join(", ")}) ` +
+        `RETURNING (stored.xmax = 0) AS created) ` +
+        `SELECT count(*) FILTER (WHERE created)::integer AS "created", count(*)::integer AS "written" FROM written`
+      );
+    };
+    const sqlType = (field: string) => this.columns[field]!.getSQLType();
+
+    // JSON: each row an array of its column values, taken apart by jsonb_array_elements. ->> gives a JSON null as NULL
+    // and a number as jsonb keeps it, exactly as sent (numeric), so the cast to double precision gives back the very
+    // double that JSON.stringify wrote.
+    this.upsertByJson = statement(
+      merge(
+        "jsonb_array_elements($4::text::jsonb) AS r",
+        this.sentFields.map((field, index) => `(r->>${index})::${sqlType(field)}`),
+      ),
+      { bulk: true },
+    );
+
+    // COPY: into a temporary table of the sent columns, dropped when the run's transaction ends (and made afresh for
+    // each job of a run that has several big ones).
+    const staging = quote(`importd_staging_${getTableName(this.table)}`);
+    this.createStaging =
+      `DROP TABLE IF EXISTS pg_temp.${staging}; ` +
+      `CREATE TEMP TABLE ${staging} (${this.sentFields.map((field) => `${name(field)} ${sqlType(field)}`).join(", ")}) ON COMMIT DROP`;
+    this.copyStaging = `COPY ${staging} (${this.sentFields.map(name).join(", ")}) FROM STDIN`;
+    this.mergeStaging = statement(merge(staging, this.sentFields.map(name)), { bulk: true });
+
+    this.existingIds = statement(`SELECT "id" FROM ${tableName} WHERE "environment_id" = $1 AND "id" = ANY($2::text[])`);
+  }
+
+  /** The values the upsert sends for `record`, in the order of sentFields. */
+  private sentValues(record: { id: string }): unknown[] {
+    const values = this.resource.toRow(record as never) as Record<string, unknown>;
+    const row = new Array(this.sentFields.length);
+    // Well-formed text (validation made it so): JSON.stringify would write a lone surrogate as an escape jsonb refuses.
+    row[0] = record.id;
+    for (let column = 1; column < this.sentFields.length; column++) row[column] = values[this.sentFields[column]!] ?? null;
+    return row;
   }
 
   /** Upserts the records on the run's connection, inside its transaction. */
-  async upsertAll(sql: Sql, environmentId: number, jobId: number, records: ReadonlyArray<{ id: string }>): Promise<UpsertCounts> {
+  async upsertAll(run: Transaction, environmentId: number, jobId: number, records: ReadonlyArray<{ id: string }>): Promise<UpsertCounts> {
     const updatedAt = new Date().toISOString();
+    if (records.length >= copyFromRecords) return this.upsertByCopy(run, [environmentId, updatedAt, jobId], records);
     const counts = { created: 0, updated: 0, unchanged: 0 };
-    for (let start = 0; start < records.length; start += upsertChunk) {
-      const rows = records.slice(start, start + upsertChunk).map((record) => {
-        const values = this.resource.toRow(record as never) as Record<string, unknown>;
-        const row = new Array(this.valueFields.length + 1);
-        // Well-formed text (validation made it so): JSON.stringify would write a lone surrogate as an escape jsonb refuses.
-        row[0] = record.id;
-        for (let column = 0; column < this.valueFields.length; column++) row[column + 1] = values[this.valueFields[column]!] ?? null;
-        return row;
-      });
-      // Sent as text: a parameter typed jsonb would go through the client's jsonb serializer, which postgres.js
-      // makes JSON.stringify (it would arrive as one JSON string) and Drizzle replaces; text is sent as it is.
-      const [{ created, written }] = (await sql.unsafe(this.upsertSql, [environmentId, updatedAt, jobId, JSON.stringify(rows)] as never[])) as unknown as [{ created: number; written: number }];
-      counts.created += created;
-      counts.updated += written - created;
-      counts.unchanged += rows.length - written;
+    for (let start = 0; start < records.length; start += jsonChunk) {
+      const rows = records.slice(start, start + jsonChunk).map((record) => this.sentValues(record));
+      // Sent as text: a parameter typed jsonb would go through the client's jsonb serializer.
+      const [written] = await run.query<{ created: number; written: number }>(this.upsertByJson(environmentId, updatedAt, jobId, JSON.stringify(rows)));
+      add(counts, written!, rows.length);
     }
     return counts;
   }
 
+  private async upsertByCopy(run: Transaction, [environmentId, updatedAt, jobId]: [number, string, number], records: ReadonlyArray<{ id: string }>): Promise<UpsertCounts> {
+    await run.query(this.createStaging);
+    await run.copyIn(this.copyStaging, this.copyText(records));
+    const [written] = await run.query<{ created: number; written: number }>(this.mergeStaging(environmentId, updatedAt, jobId));
+    const counts = { created: 0, updated: 0, unchanged: 0 };
+    add(counts, written!, records.length);
+    return counts;
+  }
+
+  /** The records as COPY text, a chunk at a time. */
+  private *copyText(records: ReadonlyArray<{ id: string }>): Generator<string> {
+    let chunk = "";
+    for (const record of records) {
+      const values = this.sentValues(record);
+      let line = copyField(values[0]);
+      for (let column = 1; column < values.length; column++) line += "\t" + copyField(values[column]);
+      chunk += line + "\n";
+      if (chunk.length >= copyChunkChars) {
+        yield chunk;
+        chunk = "";
+      }
+    }
+    if (chunk) yield chunk;
+  }
+
   /** Which of `ids` exist in the environment, as the run's transaction sees it: one index probe per id. */
-  async existing(sql: Sql, environmentId: number, ids: readonly string[]): Promise<Set<string>> {
+  async existing(run: Transaction, environmentId: number, ids: readonly string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
-    const rows = await sql.unsafe(`SELECT "id" FROM ${quote(getTableName(this.table))} WHERE "environment_id" = $1 AND "id" = ANY($2::text[])`, [environmentId, ids as string[]]);
-    return new Set(rows.map((row) => row.id as string));
+    const rows = await run.query<{ id: string }>(this.existingIds(environmentId, ids));
+    return new Set(rows.map((row) => row.id));
   }
 
   async get(environmentId: number, id: string): Promise<Record<string, unknown> | undefined> {
@@ -107,6 +181,13 @@ class ResourceTable {
   }
 }
 
+/** Adds what one merge statement did, for `sent` records, to `counts`. */
+function add(counts: UpsertCounts, { created, written }: { created: number; written: number }, sent: number): void {
+  counts.created += created;
+  counts.updated += written - created;
+  counts.unchanged += sent - written;
+}
+
 /** Every resource's table, each with its SQL built once. */
 export class PostgresRecords implements RecordReads {
   private readonly byPath = new Map<string, ResourceTable>();
@@ -120,16 +201,16 @@ export class PostgresRecords implements RecordReads {
   }
 
   /** The records of one environment as a run's transaction, on its own connection, reads and writes them. */
-  forRun(sql: Sql, environmentId: number): RunRecords {
+  forRun(run: Transaction, environmentId: number): RunRecords {
     return {
-      existing: (resource, ids) => answer(() => this.of(resource).existing(sql, environmentId, ids)),
-      upsert: (resource, jobId, records) => answer(() => this.of(resource).upsertAll(sql, environmentId, jobId, records)),
+      existing: (resource, ids) => answer(() => this.of(resource).existing(run, environmentId, ids)),
+      upsert: (resource, jobId, records) => answer(() => this.of(resource).upsertAll(run, environmentId, jobId, records)),
       undone: async (fn) => {
-        await answer(() => sql`SAVEPOINT dry_run`);
+        await answer(() => run.query("SAVEPOINT dry_run"));
         try {
           return await fn();
         } finally {
-          await answer(() => sql`ROLLBACK TO SAVEPOINT dry_run`);
+          await answer(() => run.query("ROLLBACK TO SAVEPOINT dry_run"));
         }
       },
     };

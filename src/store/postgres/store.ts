@@ -1,29 +1,28 @@
 import { randomUUID } from "node:crypto";
+import type pg from "pg";
 import type { CopyReport, CopySource } from "../copy";
 import { DatabaseError } from "../errors";
 import type { Store, StoreEvents, StoreHandle } from "../ports";
 import { PostgresAccessStore } from "./access";
+import { deadlines, onPool, openPool, statement, type Db } from "./connection";
 import { PostgresFailureLog } from "./failure-log";
-import { connect, type Db, type Sql } from "./connection";
 import { connectionProblem } from "./faults";
 import { fillEmptyDatabase } from "./fill";
 import { InstanceLiveness } from "./liveness";
 import { PostgresJobQueue, PostgresJobReads } from "./jobs";
 import { embeddedMigrations } from "./migrations";
 import { PostgresRecords } from "./records";
-import { dropDriverStrays } from "./strays";
-import { TransactionConnections } from "./transactions";
 import { WakeUps } from "./wake-ups";
 
 /** What a worker thread needs to open the store: the database's URL, and the serving instance it belongs to. */
 export type PostgresHandle = StoreHandle & { backend: "postgres"; url: string; instance?: string };
 
-// Connections per pool. Each thread has a pool and one connection for its transactions (a run's, an
-// intake's); the server's pool serves reads and key checks, a worker's the claim's marks and payload reads.
-// With the listener's one, an instance opens at most serverConnections + 2 + (workerConnections + 1) × workers
-// connections (12 with 2 worker threads).
+// Connections per pool, one pool per thread. The server thread's serves the HTTP API's reads, key checks and the
+// heartbeat; a worker's, its intakes' transactions, its run's transaction (held from claim to commit) and the claim's
+// marks and payload reads beside it. With the listener's own, an instance opens at most serverConnections + 1 +
+// workerConnections × workers connections (10 with 2 worker threads).
 export const serverConnections = 4;
-export const workerConnections = 2;
+export const workerConnections = 3;
 
 // The lock that makes one instance at a time migrate, so that several may start at once.
 const migrationLock = "importd migrations";
@@ -40,11 +39,11 @@ export class PostgresStore implements Store {
   readonly access: PostgresAccessStore;
   readonly failures: PostgresFailureLog;
   private wakeUps?: WakeUps;
-  private readonly transactions: TransactionConnections;
+  private closed?: Promise<void>;
 
   private constructor(
     private readonly url: string,
-    private readonly sql: Sql,
+    private readonly pool: pg.Pool,
     db: Db,
     // The serving instance whose connections these are (see liveness.ts); none for a CLI command's store.
     private readonly instance?: string,
@@ -52,11 +51,10 @@ export class PostgresStore implements Store {
     private readonly liveness?: InstanceLiveness,
   ) {
     this.records = new PostgresRecords(db);
-    this.transactions = new TransactionConnections(url, instance);
-    this.queue = new PostgresJobQueue(sql, this.records, this.transactions);
+    this.queue = new PostgresJobQueue(pool, this.records);
     this.jobs = new PostgresJobReads(db);
-    this.access = new PostgresAccessStore(db);
-    this.failures = new PostgresFailureLog(sql);
+    this.access = new PostgresAccessStore(pool, db);
+    this.failures = new PostgresFailureLog(onPool(pool));
   }
 
   /**
@@ -65,26 +63,24 @@ export class PostgresStore implements Store {
    * anything.
    */
   static async open(url: string, { server = false } = {}): Promise<PostgresStore> {
-    dropDriverStrays();
     const instance = server ? randomUUID() : undefined;
-    const { sql, db } = connect(url, { max: serverConnections, instance });
-    const liveness = instance ? new InstanceLiveness(sql, instance) : undefined;
+    const { pool, db } = openPool(url, { max: serverConnections, instance });
+    const liveness = instance ? new InstanceLiveness(onPool(pool), instance) : undefined;
     try {
-      await migrate(sql, db);
+      await migrate(pool, db);
       await liveness?.beat();
     } catch (error) {
-      await sql.end({ timeout: 1 });
+      await pool.end();
       throw connectionProblem(error, url);
     }
     liveness?.start();
-    return new PostgresStore(url, sql, db, instance, liveness);
+    return new PostgresStore(url, pool, db, instance, liveness);
   }
 
   /** A worker thread's own pool; the server has migrated. */
   static openInThread(handle: PostgresHandle): PostgresStore {
-    dropDriverStrays();
-    const { sql, db } = connect(handle.url, { max: workerConnections, instance: handle.instance });
-    return new PostgresStore(handle.url, sql, db, handle.instance);
+    const { pool, db } = openPool(handle.url, { max: workerConnections, instance: handle.instance });
+    return new PostgresStore(handle.url, pool, db, handle.instance);
   }
 
   handleFor(): PostgresHandle {
@@ -101,51 +97,62 @@ export class PostgresStore implements Store {
 
   /** Fills this database, which must hold no importd data yet, with `source` (storage copy; see fill.ts). */
   fill(source: CopySource, onTable: (name: string, rows: number) => void): Promise<CopyReport> {
-    return fillEmptyDatabase(this.transactions, source, onTable);
+    return fillEmptyDatabase(this.pool, source, onTable);
   }
 
   async health(): Promise<{ reachable: boolean; migrated: boolean; wakeUps?: boolean }> {
-    const [row] = await this.sql`SELECT count(*)::int AS count FROM drizzle.__drizzle_migrations`;
+    const [row] = await onPool(this.pool).query<{ count: number }>(migrationsApplied());
     return { reachable: true, migrated: row!.count >= embeddedMigrations().length, ...(this.wakeUps ? { wakeUps: this.wakeUps.up } : {}) };
   }
 
-  async close(): Promise<void> {
-    await this.liveness?.stop();
-    await this.wakeUps?.stop();
-    await this.queue.abandonAll();
-    await this.transactions.close();
-    await this.sql.end({ timeout: 5 });
+  /** Stops and lets go of every connection; once, however often it is asked. */
+  close(): Promise<void> {
+    return (this.closed ??= (async () => {
+      await this.liveness?.stop();
+      await this.wakeUps?.stop();
+      await this.queue.abandonAll();
+      await this.pool.end();
+    })());
   }
 }
 
+const migrationsApplied = statement(`SELECT count(*)::int AS count FROM drizzle.__drizzle_migrations`);
+
 /**
- * Applies the embedded migrations under a session advisory lock. Refuses a database another program's tables
- * are in, and one a newer importd has migrated.
+ * Applies the embedded migrations under a session advisory lock, on a connection of their own (waiting for another
+ * instance's migrations as long as they take). Refuses a database another program's tables are in, and one a newer
+ * importd has migrated.
  */
-async function migrate(sql: Sql, db: Db): Promise<void> {
-  const session = await sql.reserve();
+async function migrate(pool: pg.Pool, db: Db): Promise<void> {
+  const session = await pool.connect();
+  const waiting = { query_timeout: deadlines.bulkStatementMs };
+  let failed: Error | undefined;
   try {
-    await session`SELECT pg_advisory_lock(hashtext(${migrationLock}))`;
+    await session.query({ text: "SELECT pg_advisory_lock(hashtext($1))", values: [migrationLock], ...waiting });
     try {
       const known = embeddedMigrations();
-      const [{ exists }] = (await session`SELECT to_regclass('drizzle.__drizzle_migrations') IS NOT NULL AS exists`) as unknown as [{ exists: boolean }];
-      if (exists) {
-        const applied = await session`SELECT hash FROM drizzle.__drizzle_migrations ORDER BY id`;
+      const { rows: [migrated] } = await session.query<{ exists: boolean }>("SELECT to_regclass('drizzle.__drizzle_migrations') IS NOT NULL AS exists");
+      if (migrated!.exists) {
+        const { rows: applied } = await session.query<{ hash: string }>("SELECT hash FROM drizzle.__drizzle_migrations ORDER BY id");
         if (applied.length > known.length) throw new DatabaseError(`the database was migrated by a newer importd (${applied.length} migrations; this importd knows ${known.length}): run the newer importd`);
         if (applied.some((row, index) => row.hash !== known[index]!.hash)) throw new DatabaseError("the database has migrations this importd does not know");
       } else {
-        const tables = await session`SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename LIMIT 6`;
+        const { rows: tables } = await session.query<{ tablename: string }>("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename LIMIT 6");
         if (tables.length > 0) {
-          const names = tables.map((row) => row.tablename as string);
+          const names = tables.map((row) => row.tablename);
           throw new DatabaseError(`the database was not created by importd (it holds the tables ${names.slice(0, 5).join(", ")}${names.length > 5 ? ", …" : ""}): give importd a database of its own`);
         }
       }
+      // Drizzle's own migrator, given the embedded migrations instead of a folder (see ../embedded-migrations.ts).
       const internals = db as unknown as { dialect: { migrate(m: unknown, session: unknown, config: object): Promise<void> }; session: unknown };
       await internals.dialect.migrate(known, internals.session, {});
     } finally {
-      await session`SELECT pg_advisory_unlock(hashtext(${migrationLock}))`;
+      await session.query({ text: "SELECT pg_advisory_unlock(hashtext($1))", values: [migrationLock] });
     }
+  } catch (error) {
+    failed = error as Error;
+    throw error;
   } finally {
-    session.release();
+    session.release(failed);
   }
 }
