@@ -6,6 +6,7 @@ import { groupLimits, runNext } from "../../src/jobs/apply";
 import { resourceByPath } from "../../src/resources/registry";
 import { StaleClaim } from "../../src/store/errors";
 import type { Store } from "../../src/store/ports";
+import { copyFromRecords } from "../../src/store/postgres/records";
 import { asset } from "../helpers/records";
 
 const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
@@ -152,16 +153,20 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       expect(await store.records.get(subareas, e1, "s5999")).toMatchObject({ name: `${records[5_999]!.name}!`, lastJobId: second.id });
     });
 
-    test("an asset's numbers come back as sent, extremes included, and a lone surrogate as U+FFFD", async () => {
+    // A big batch goes another way on PostgreSQL (COPY into a temporary table, then one merge): both are checked.
+    test.each([
+      ["a small batch", 0],
+      ["a big batch", copyFromRecords],
+    ])("an asset's numbers come back as sent, extremes included, and a lone surrogate as U+FFFD (%s)", async (_, padding) => {
       const { queue, e1 } = await setUp();
       await enqueueAs(e1, "AssetType", [{ id: "pipe", name: "Pipe" }, { id: "valve", name: "Valve" }]);
       await enqueueAs(e1, "AssetCategory", [{ id: "water", name: "Water network" }]);
       await enqueueAs(e1, "SubArea", [{ id: "north", name: "North" }, { id: "south", name: "South" }]);
       const numbers = [0, 0.1 + 0.2, 1e308, 5e-324, 123456789.12345679, Number.MAX_SAFE_INTEGER + 2, 1e21];
       const sent = numbers.map((value, i) => asset(i, { startPoint: value, endPoint: value, description: i === 0 ? "lone \ud800 surrogate" : null, geolocation: { ...asset(i).geolocation, locationStart: value, locationEnd: value } }));
-      const job = await enqueueAs(e1, "Asset", sent);
+      const job = await enqueueAs(e1, "Asset", [...sent, ...Array.from({ length: padding }, (_, i) => asset(1_000 + i))]);
       await runNext(queue, e1, { token: token() });
-      expect((await store.jobs.find(e1, job.id, ""))!.output).toMatchObject({ applied: numbers.length, rejected: 0 });
+      expect((await store.jobs.find(e1, job.id, ""))!.output).toMatchObject({ applied: numbers.length + padding, rejected: 0 });
       const assets = resourceByPath("assets")!;
       for (const [i, value] of numbers.entries()) {
         const stored = (await store.records.get(assets, e1, sent[i]!.id))!;
@@ -174,6 +179,29 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       expect((await store.records.get(assets, e1, below.id))!.geolocation).toMatchObject({ locationStart: -123.456, locationEnd: -1e-300 });
       expect((await store.records.get(assets, e1, sent[0]!.id))!.description).toBe("lone \ufffd surrogate");
       expect((await store.records.get(assets, e1, sent[1]!.id))!.description ?? null).toBeNull();
+    });
+
+    test("big jobs one after another in one run, and a dry run: each counted as its own, the dry run's writes undone", async () => {
+      const { queue, e1 } = await setUp();
+      const size = copyFromRecords + 100;
+      const batch = (from: number, name: string) => Array.from({ length: size }, (_, i) => ({ id: `b${from + i}`, name }));
+      const first = await enqueue(e1, batch(0, "First"));
+      const overlapping = await enqueue(e1, batch(size / 2, "Second"));
+      const [dryRun] = await queue.enqueue([{ environmentId: e1, type: "SubArea", recordCount: size, body: encode(batch(0, "Dry")), dryRun: true }]);
+      const again = await enqueue(e1, batch(size / 2, "Second"));
+      const results = [...(await runNext(queue, e1, { token: token() }))!, ...(await runNext(queue, e1, { token: token() }))!, ...(await runNext(queue, e1, { token: token() }))!];
+      expect(results.map((result) => result.id)).toEqual([first.id, overlapping.id, (dryRun as { job: { id: number } }).job.id, again.id]);
+      const counts = async (id: number) => {
+        const { created, updated, unchanged } = (await store.jobs.find(e1, id, ""))!.output!;
+        return { created, updated, unchanged };
+      };
+      expect(await counts(first.id)).toEqual({ created: size, updated: 0, unchanged: 0 });
+      expect(await counts(overlapping.id)).toEqual({ created: size / 2, updated: size / 2, unchanged: 0 });
+      expect(await counts(results[2]!.id)).toEqual({ created: 0, updated: size, unchanged: 0 });
+      expect(await counts(again.id)).toEqual({ created: 0, updated: 0, unchanged: size });
+      const subareas = resourceByPath("subareas")!;
+      expect(await store.records.get(subareas, e1, "b0")).toMatchObject({ name: "First", lastJobId: first.id });
+      expect(await store.records.get(subareas, e1, `b${size}`)).toMatchObject({ name: "Second", lastJobId: overlapping.id });
     });
 
     test("ids that differ only in lone surrogates are one row once stored: the batch fails as holding an id twice", async () => {

@@ -1,5 +1,6 @@
 import { and, asc, eq, getTableColumns, getTableName, gt } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
+import type pg from "pg";
 import type { ResourceDefinition } from "../../resources/definition";
 import type { RecordReads, RunRecords, UpsertCounts } from "../ports";
 import { statement, type Db, type Statement, type Transaction } from "./connection";
@@ -10,12 +11,11 @@ const sharedColumns = new Set(["environmentId", "id", "updatedAt", "lastJobId"])
 
 /**
  * From this many records on, a job's records go by COPY into a temporary table and are merged from there in one
- * statement; fewer go as JSON in the merge statement itself, which costs one round trip instead of four. Measured
- * (bench/pg-upsert-paths.ts, docs/performance.md): COPY is ahead from about this size on.
+ * statement; fewer go as JSON inside the merge statement, one round trip instead of three. Measured with
+ * bench/pg-upsert-paths.ts (docs/performance.md): COPY takes about 1.3 ms more for one record, breaks even at about
+ * 2,000, and takes 0.8 times as long at 20,000.
  */
-export const copyFromRecords = 1_000;
-// Rows per statement on the JSON path (only big enough batches of it are ever chunked: below copyFromRecords).
-const jsonChunk = 5_000;
+export const copyFromRecords = 2_000;
 // Characters of COPY text per chunk written to the connection.
 const copyChunkChars = 256 * 1024;
 
@@ -52,6 +52,7 @@ class ResourceTable {
   constructor(
     private readonly db: Db,
     readonly resource: ResourceDefinition,
+    private readonly copyFrom: number,
   ) {
     const table = recordTables[resource.path];
     if (!table) throw new Error(`no table for the import resource ${resource.path}`);
@@ -91,12 +92,13 @@ class ResourceTable {
       { bulk: true },
     );
 
-    // COPY: into a temporary table of the sent columns, dropped when the run's transaction ends (and made afresh for
-    // each job of a run that has several big ones).
+    // COPY: into a temporary table of the sent columns, made once per connection and emptied at every commit (made
+    // and dropped with each run, it cost about 5 ms more a run). Emptied before each use too: a run may have several
+    // big jobs, and a rolled back one leaves its rows.
     const staging = quote(`importd_staging_${getTableName(this.table)}`);
     this.createStaging =
-      `DROP TABLE IF EXISTS pg_temp.${staging}; ` +
-      `CREATE TEMP TABLE ${staging} (${this.sentFields.map((field) => `${name(field)} ${sqlType(field)}`).join(", ")}) ON COMMIT DROP`;
+      `CREATE TEMP TABLE IF NOT EXISTS ${staging} (${this.sentFields.map((field) => `${name(field)} ${sqlType(field)}`).join(", ")}) ON COMMIT DELETE ROWS; ` +
+      `DELETE FROM ${staging}`;
     this.copyStaging = `COPY ${staging} (${this.sentFields.map(name).join(", ")}) FROM STDIN`;
     this.mergeStaging = statement(merge(staging, this.sentFields.map(name)), { bulk: true });
 
@@ -113,27 +115,20 @@ class ResourceTable {
     return row;
   }
 
-  /** Upserts the records on the run's connection, inside its transaction. */
+  /** Upserts the records on the run's connection, inside its transaction: by COPY from copyFrom records on. */
   async upsertAll(run: Transaction, environmentId: number, jobId: number, records: ReadonlyArray<{ id: string }>): Promise<UpsertCounts> {
     const updatedAt = new Date().toISOString();
-    if (records.length >= copyFromRecords) return this.upsertByCopy(run, [environmentId, updatedAt, jobId], records);
-    const counts = { created: 0, updated: 0, unchanged: 0 };
-    for (let start = 0; start < records.length; start += jsonChunk) {
-      const rows = records.slice(start, start + jsonChunk).map((record) => this.sentValues(record));
+    let merge: pg.QueryConfig;
+    if (records.length >= this.copyFrom) {
+      await run.query(this.createStaging);
+      await run.copyIn(this.copyStaging, this.copyText(records));
+      merge = this.mergeStaging(environmentId, updatedAt, jobId);
+    } else {
       // Sent as text: a parameter typed jsonb would go through the client's jsonb serializer.
-      const [written] = await run.query<{ created: number; written: number }>(this.upsertByJson(environmentId, updatedAt, jobId, JSON.stringify(rows)));
-      add(counts, written!, rows.length);
+      merge = this.upsertByJson(environmentId, updatedAt, jobId, JSON.stringify(records.map((record) => this.sentValues(record))));
     }
-    return counts;
-  }
-
-  private async upsertByCopy(run: Transaction, [environmentId, updatedAt, jobId]: [number, string, number], records: ReadonlyArray<{ id: string }>): Promise<UpsertCounts> {
-    await run.query(this.createStaging);
-    await run.copyIn(this.copyStaging, this.copyText(records));
-    const [written] = await run.query<{ created: number; written: number }>(this.mergeStaging(environmentId, updatedAt, jobId));
-    const counts = { created: 0, updated: 0, unchanged: 0 };
-    add(counts, written!, records.length);
-    return counts;
+    const [{ created, written }] = (await run.query<{ created: number; written: number }>(merge)) as [{ created: number; written: number }];
+    return { created, updated: written - created, unchanged: records.length - written };
   }
 
   /** The records as COPY text, a chunk at a time. */
@@ -181,22 +176,20 @@ class ResourceTable {
   }
 }
 
-/** Adds what one merge statement did, for `sent` records, to `counts`. */
-function add(counts: UpsertCounts, { created, written }: { created: number; written: number }, sent: number): void {
-  counts.created += created;
-  counts.updated += written - created;
-  counts.unchanged += sent - written;
-}
 
 /** Every resource's table, each with its SQL built once. */
 export class PostgresRecords implements RecordReads {
   private readonly byPath = new Map<string, ResourceTable>();
 
-  constructor(private readonly db: Db) {}
+  /** `copyFrom`: the batch size from which records go by COPY (another only to measure both ways). */
+  constructor(
+    private readonly db: Db,
+    private readonly copyFrom = copyFromRecords,
+  ) {}
 
   private of(resource: ResourceDefinition): ResourceTable {
     let table = this.byPath.get(resource.path);
-    if (!table) this.byPath.set(resource.path, (table = new ResourceTable(this.db, resource)));
+    if (!table) this.byPath.set(resource.path, (table = new ResourceTable(this.db, resource, this.copyFrom)));
     return table;
   }
 
