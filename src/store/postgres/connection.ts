@@ -90,7 +90,7 @@ export function openPool(url: string, { max, instance }: { max: number; instance
 
 /** A connection of its own, outside any pool (the listener's), with its error listener. */
 export function openClient(url: string, instance?: string): pg.Client {
-  const client = new pg.Client({ ...connectionConfig(url, instance), query_timeout: deadlines.statementMs });
+  const client = new pg.Client(connectionConfig(url, instance));
   client.on("error", () => {});
   return client;
 }
@@ -128,11 +128,11 @@ export class Transaction implements Queryable {
 
   private constructor(private readonly client: pg.PoolClient) {}
 
-  /** Opens a transaction on a connection of `pool`; `setup`: statements run right after BEGIN. */
-  static async begin(pool: pg.Pool, setup?: string): Promise<Transaction> {
+  /** Opens a transaction on a connection of `pool`. */
+  static async begin(pool: pg.Pool): Promise<Transaction> {
     const transaction = new Transaction(await pool.connect());
     try {
-      await transaction.query(setup ? `BEGIN; ${setup}` : "BEGIN");
+      await transaction.query("BEGIN");
     } catch (error) {
       await transaction.rollback();
       throw error;

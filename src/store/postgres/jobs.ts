@@ -1,4 +1,3 @@
-import { and, asc, desc, eq, gt, lt, placeholder, sql as drizzleSql } from "drizzle-orm";
 import type pg from "pg";
 import type { JobOutput } from "../../jobs/outcome";
 import { JobStatus } from "../../jobs/states";
@@ -19,10 +18,9 @@ import type {
   RunLimits,
   RunRecords,
 } from "../ports";
-import { inTransaction, onPool, statement, Transaction, type Db, type Queryable } from "./connection";
+import { inTransaction, onPool, statement, Transaction, type Queryable } from "./connection";
 import { answer, retried, translateFault } from "./faults";
 import type { PostgresRecords } from "./records";
-import { environments, jobRejections, jobs } from "./schema";
 
 const now = () => new Date().toISOString();
 
@@ -339,77 +337,43 @@ const insertRejectionsOf = (jobId: number, rejected: RejectedRecord[]) =>
     rejected.map((row) => row.record),
   );
 
+// The reads: every status poll, key check and listing; the list's filters are optional ($2, $3, $4 null: any).
+const findJob = statement(`SELECT ${jobColumns} FROM jobs WHERE id = $1 AND environment_id = $2`);
+const listJobs = statement(
+  `SELECT ${jobColumns} FROM jobs WHERE environment_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::boolean IS NULL OR dry_run = $3)
+   AND ($4::bigint IS NULL OR id < $4) AND (completed_at IS NULL OR completed_at >= $5) ORDER BY id DESC LIMIT $6`,
+);
+const rejectionsOf = statement(`SELECT position, field, message, record FROM job_rejections WHERE job_id = $1 AND position > $2 ORDER BY position LIMIT $3`);
+const jobsByStatus = statement(`SELECT status, count(*)::int AS count FROM jobs GROUP BY status`);
+const queueDepths = statement(
+  `SELECT environments.slug AS environment, count(jobs.id)::int AS pending FROM environments
+   LEFT JOIN jobs ON jobs.environment_id = environments.id AND jobs.status = '${JobStatus.Pending}' GROUP BY environments.id ORDER BY environments.slug`,
+);
+
 /** Reads about jobs; the HTTP thread's. */
 export class PostgresJobReads implements JobReads {
-  // Every status poll: prepared, as the key lookup is (see PostgresAccessStore).
-  private readonly jobById;
-
-  constructor(private readonly db: Db) {
-    this.jobById = db
-      .select()
-      .from(jobs)
-      .where(and(eq(jobs.id, placeholder("id")), eq(jobs.environmentId, placeholder("environmentId"))))
-      .prepare("find_job");
-  }
+  constructor(private readonly database: Queryable) {}
 
   find(environmentId: number, id: number, retainedSince: string): Promise<Job | undefined> {
     return answer(async () => {
-      const [job] = await this.jobById.execute({ id, environmentId });
-      if (!job || !isRetained(job, retainedSince)) return undefined;
-      return toJob(job);
+      const [job] = await this.database.query<ClaimRow>(findJob(id, environmentId));
+      return job && isRetained(job, retainedSince) ? toJob(job) : undefined;
     });
   }
 
-  list(environmentId: number, options: { status?: JobStatus; dryRun?: boolean; limit: number; after?: number; retainedSince: string }): Promise<Job[]> {
-    return answer(async () =>
-      (
-        await this.db
-          .select()
-          .from(jobs)
-          .where(
-            and(
-              eq(jobs.environmentId, environmentId),
-              options.status ? eq(jobs.status, options.status) : undefined,
-              options.dryRun !== undefined ? eq(jobs.dryRun, options.dryRun) : undefined,
-              options.after !== undefined ? lt(jobs.id, options.after) : undefined,
-              drizzleSql`(${jobs.completedAt} IS NULL OR ${jobs.completedAt} >= ${options.retainedSince})`,
-            ),
-          )
-          .orderBy(desc(jobs.id))
-          .limit(options.limit)
-      ).map(toJob),
-    );
+  list(environmentId: number, { status, dryRun, limit, after, retainedSince }: { status?: JobStatus; dryRun?: boolean; limit: number; after?: number; retainedSince: string }): Promise<Job[]> {
+    return answer(async () => (await this.database.query<ClaimRow>(listJobs(environmentId, status ?? null, dryRun ?? null, after ?? null, retainedSince, limit))).map(toJob));
   }
 
-  rejections(jobId: number, limit: number, after?: number): Promise<RejectedRecord[]> {
-    return answer(() =>
-      this.db
-        .select({ position: jobRejections.position, field: jobRejections.field, message: jobRejections.message, record: jobRejections.record })
-        .from(jobRejections)
-        .where(and(eq(jobRejections.jobId, jobId), after !== undefined ? gt(jobRejections.position, after) : undefined))
-        .orderBy(asc(jobRejections.position))
-        .limit(limit),
-    );
+  rejections(jobId: number, limit: number, after = -1): Promise<RejectedRecord[]> {
+    return answer(() => this.database.query<RejectedRecord>(rejectionsOf(jobId, after, limit)));
   }
 
   countByStatus(): Promise<Array<{ status: JobStatus; count: number }>> {
-    return answer(
-      async () =>
-        (await this.db
-          .select({ status: jobs.status, count: drizzleSql<number>`count(*)::int` })
-          .from(jobs)
-          .groupBy(jobs.status)) as Array<{ status: JobStatus; count: number }>,
-    );
+    return answer(() => this.database.query<{ status: JobStatus; count: number }>(jobsByStatus()));
   }
 
   queueDepth(): Promise<Array<{ environment: string; pending: number }>> {
-    return answer(() =>
-      this.db
-        .select({ environment: environments.slug, pending: drizzleSql<number>`count(${jobs.id})::int` })
-        .from(environments)
-        .leftJoin(jobs, and(eq(jobs.environmentId, environments.id), eq(jobs.status, JobStatus.Pending)))
-        .groupBy(environments.id)
-        .orderBy(asc(environments.slug)),
-    );
+    return answer(() => this.database.query<{ environment: string; pending: number }>(queueDepths()));
   }
 }

@@ -135,9 +135,9 @@ class ResourceTable {
   private *copyText(records: ReadonlyArray<{ id: string }>): Generator<string> {
     let chunk = "";
     for (const record of records) {
-      const values = this.sentValues(record);
-      let line = copyField(values[0]);
-      for (let column = 1; column < values.length; column++) line += "\t" + copyField(values[column]);
+      const values = this.resource.toRow(record as never) as Record<string, unknown>;
+      let line = copyField(record.id);
+      for (let column = 1; column < this.sentFields.length; column++) line += "\t" + copyField(values[this.sentFields[column]!]);
       chunk += line + "\n";
       if (chunk.length >= copyChunkChars) {
         yield chunk;

@@ -20,7 +20,7 @@ export type PostgresHandle = StoreHandle & { backend: "postgres"; url: string; i
 // Connections per pool, one pool per thread. The server thread's serves the HTTP API's reads, key checks and the
 // heartbeat; a worker's, its intakes' transactions, its run's transaction (held from claim to commit) and the claim's
 // marks and payload reads beside it. With the listener's own, an instance opens at most serverConnections + 1 +
-// workerConnections × workers connections (10 with 2 worker threads).
+// workerConnections × workers connections (11 with 2 worker threads).
 export const serverConnections = 4;
 export const workerConnections = 3;
 
@@ -52,7 +52,7 @@ export class PostgresStore implements Store {
   ) {
     this.records = new PostgresRecords(db);
     this.queue = new PostgresJobQueue(pool, this.records);
-    this.jobs = new PostgresJobReads(db);
+    this.jobs = new PostgresJobReads(onPool(pool));
     this.access = new PostgresAccessStore(pool, db);
     this.failures = new PostgresFailureLog(onPool(pool));
   }
