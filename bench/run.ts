@@ -379,7 +379,7 @@ type MergeRun = { emptyMs: number; updateMs: number; written: number; phases: { 
 /** Rows pg 1a and pg 1b: row 1 on PostgreSQL, against a plain COPY → merge script into the same server. */
 async function postgresEndToEnd() {
   const what = (label: string) => `100k assets, one request, ${label}, on PostgreSQL: POST → Succeeded (baseline: COPY → merge)`;
-  if (!postgresAvailable) return postgresSkipped("pg1", [["pg 1a", what("empty table"), "ms", "≤ 1.5×"], ["pg 1b", what("as updates"), "ms", "≤ 1.5×"]]);
+  if (!postgresAvailable) return postgresSkipped("pg1", [["pg 1a", what("empty table"), "ms", "≤ 1.5×"], ["pg 1b", what("the same again (all unchanged)"), "ms", "≤ 1.3×"]]);
   const importdRuns = { empty: [] as ImportPhases[], update: [] as ImportPhases[] };
   const mergeRuns: MergeRun[] = [];
   for (let i = 0; i < repeats; i++) {
@@ -392,12 +392,13 @@ async function postgresEndToEnd() {
     );
     mergeRuns.push(await withFreshDatabase((url) => runScript<MergeRun>("baselines/pg-merge.ts", [file100k, url])));
   }
-  for (const [row, label, kind] of [["pg 1a", "empty table", "empty"], ["pg 1b", "as updates", "update"]] as const) {
+  // The baseline writes every row again the second time; importd finds them unchanged and writes none (as in row 1b).
+  for (const [row, label, kind, target] of [["pg 1a", "empty table", "empty", 1.5], ["pg 1b", "the same again (all unchanged)", "update", 1.3]] as const) {
     const times = importdRuns[kind].map((run) => run.totalMs);
     const baseTimes = mergeRuns.map((run) => run[`${kind}Ms`]);
     const ratio = median(times) / median(baseTimes);
     const details = { runs: times, baselineRuns: baseTimes, phases: importdRuns[kind], baselinePhases: mergeRuns.map((run) => run.phases[kind]) };
-    rows.push({ row, what: what(label), importd: median(times), baseline: median(baseTimes), unit: "ms", ratio, target: "≤ 1.5×", ok: ratio <= 1.5, details });
+    rows.push({ row, what: what(label), importd: median(times), baseline: median(baseTimes), unit: "ms", ratio, target: `≤ ${target}×`, ok: ratio <= target, details });
   }
 }
 

@@ -37,6 +37,14 @@ if (requirePostgres("the database fault tests")) {
 
   const summary = (answers: Answers) => `answers ${JSON.stringify(Object.fromEntries(answers.statuses))}, slowest ${Math.round(answers.slowestMs)} ms`;
 
+  /** Stops the server: a clean exit, no worker thread lost on the way (each would have been replaced silently), no error unhandled. */
+  async function stoppedCleanly(server: ServerProcess) {
+    server.proc.kill("SIGTERM");
+    expect(await server.proc.exited).toBe(0);
+    const problems = (await server.stderr).split("\n").filter((line) => line.includes("worker thread crashed") || line.includes("unhandled error"));
+    expect(problems).toEqual([]);
+  }
+
   async function recovered(server: ServerProcess, key: string, base: string, admin: ReturnType<typeof testSql>, answers: Answers) {
     expect(answers.statuses.get("no answer")).toBeUndefined();
     expect(answers.statuses.get(202)).toBeGreaterThan(0);
@@ -68,6 +76,7 @@ if (requirePostgres("the database fault tests")) {
       // A connection is made again within a second or so: no request waited for a statement's deadline.
       expect(answers.slowestMs).toBeLessThan(deadlines.statementMs);
     }
+    await stoppedCleanly(server);
   }, 60_000 + failoverRounds * 45_000);
 
   test("the database closed to connections for 10 s, its connections ended: every request is answered 503 at once meanwhile, and all of it goes on after", async () => {
@@ -97,6 +106,7 @@ if (requirePostgres("the database fault tests")) {
     // Refused connections are told at once: nothing waits for a deadline.
     expect(answers.slowestMs).toBeLessThan(deadlines.connectMs);
     await recovered(server, key, base, admin, answers);
+    await stoppedCleanly(server);
   }, 90_000);
 
   test("the instance's backends frozen (SIGSTOP) for 15 s: a request whose statement gets no answer is answered 503 after the statement deadline, its connection replaced; all of it goes on after", async () => {
@@ -127,5 +137,6 @@ if (requirePostgres("the database fault tests")) {
     // A request waits for one deadline, two when its intake queued behind one that was waiting: never longer.
     expect(answers.slowestMs).toBeLessThan(2 * deadlines.statementMs + deadlines.connectMs);
     await recovered(server, key, base, admin, answers);
+    await stoppedCleanly(server);
   }, 120_000);
 }

@@ -1,4 +1,4 @@
-import { and, asc, eq, isNull, placeholder } from "drizzle-orm";
+import { and, asc, eq, isNull } from "drizzle-orm";
 import type pg from "pg";
 import type { AccessStore, Environment, KeyListing, StoredKey } from "../ports";
 import { inTransaction, onPool, statement, type Db, type Queryable } from "./connection";
@@ -15,24 +15,19 @@ const insertSequence = statement(`INSERT INTO job_sequences (environment_id, las
 const insertKey = statement(`INSERT INTO api_keys (environment_id, secret_hash, created_at) VALUES ($1, $2, $3) RETURNING id`);
 const lockFirstEnvironment = statement(`SELECT pg_advisory_xact_lock(hashtext('importd first environment'))`);
 const anyEnvironment = statement(`SELECT id FROM environments LIMIT 1`);
+// Every request's key check.
+const keyById = statement(
+  `SELECT api_keys.id AS "keyId", environments.id AS "environmentId", environments.slug, api_keys.secret_hash AS "secretHash", api_keys.revoked_at AS "revokedAt"
+   FROM api_keys JOIN environments ON environments.id = api_keys.environment_id WHERE api_keys.id = $1`,
+);
 
 /** Environments and their API keys on PostgreSQL. Every read goes to the database: no instance caches a key. */
 export class PostgresAccessStore implements AccessStore {
-  // Asked by every request: prepared once per connection (one round trip, planned once), where Drizzle sends an
-  // unnamed query as Parse and Describe, then Bind and Execute, each time.
-  private readonly keyById;
-
   constructor(
     private readonly pool: pg.Pool,
     private readonly db: Db,
-  ) {
-    this.keyById = db
-      .select({ keyId: apiKeys.id, environmentId: environments.id, slug: environments.slug, secretHash: apiKeys.secretHash, revokedAt: apiKeys.revokedAt })
-      .from(apiKeys)
-      .innerJoin(environments, eq(environments.id, apiKeys.environmentId))
-      .where(eq(apiKeys.id, placeholder("keyId")))
-      .prepare("find_key");
-  }
+    private readonly any: Queryable = onPool(pool),
+  ) {}
 
   // An environment comes with its job sequence row, which its intakes lock (see PostgresJobQueue.enqueue).
   private async insertEnvironmentNow(tx: Queryable, slug: string): Promise<Environment> {
@@ -79,7 +74,7 @@ export class PostgresAccessStore implements AccessStore {
   }
 
   insertKey(environmentId: number, secretHash: Uint8Array): Promise<number> {
-    return answer(() => this.insertKeyNow(onPool(this.pool), environmentId, secretHash));
+    return answer(() => this.insertKeyNow(this.any, environmentId, secretHash));
   }
 
   listKeys(environmentId: number): Promise<KeyListing[]> {
@@ -107,9 +102,6 @@ export class PostgresAccessStore implements AccessStore {
 
   findKey(keyId: number): Promise<StoredKey | undefined> {
     if (keyId > maxKeyId) return Promise.resolve(undefined);
-    return answer(async () => {
-      const [row] = await this.keyById.execute({ keyId });
-      return row;
-    });
+    return answer(async () => (await this.any.query<StoredKey>(keyById(keyId)))[0]);
   }
 }

@@ -1,33 +1,28 @@
-// The one file that knows the PostgreSQL driver: node-postgres (pg) and its pool, through drizzle-orm/node-postgres
-// for the queries Drizzle builds, and directly for the queue's and the upsert's own SQL. (postgres.js 3.4 left
-// queries unsettled after lost connections, threw an uncatchable TypeError on a closed reserved connection and never
-// reported a failing COPY; Bun's SQL client's Drizzle adapter stores jsonb as a JSON string. The measurements are in
-// the team's research on drivers, summed up in docs/reliability.md.)
+// The one file that knows the PostgreSQL driver: node-postgres (pg) and its pool, through drizzle-orm/node-postgres for
+// the queries Drizzle builds, and directly for the queue's and the upsert's own SQL (why not postgres.js or Bun's
+// client: docs/reliability.md, section 8).
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import pg from "pg";
+import { parse as parseUrl, toClientConfig } from "pg-connection-string";
 import { from as copyFrom } from "pg-copy-streams";
 import * as schema from "./schema";
 
-export type Db = NodePgDatabase<typeof schema> & { $client: pg.Pool };
+export type Db = NodePgDatabase<typeof schema>;
 export type Row = Record<string, unknown>;
 
 /**
- * How long importd waits for PostgreSQL. Every statement has a deadline: one that has had no answer by then (a
- * backend that is stopped, a network that drops packets, a lock held by such a connection) fails, and its connection
- * is closed rather than used again, so that a request is answered (503) instead of hanging. TCP keepalive finds a
- * lost peer of an idle connection; the server checks every 2 s whether the client of a running statement is still
- * there, so a statement importd gave up on does not go on holding its locks.
+ * How long importd waits for PostgreSQL. A statement with no answer by its deadline (a frozen backend, a network that
+ * drops packets, a lock held by such a connection) fails, and its connection is closed: a request gets a 503, not a hang.
  */
 export const deadlines = {
   /** Opening a connection, or waiting for one of the pool's. */
   connectMs: 5_000,
-  /** Any statement. */
   statementMs: 10_000,
-  /** A statement that writes a run's records (a chunk, a COPY and its merge): a 100 MB batch takes seconds. */
+  /** A statement whose work grows with the data: a run's records, a payload, a purge, a migration. */
   bulkStatementMs: 300_000,
-  /** The first TCP keepalive probe of an idle connection. */
+  /** Idle before the first TCP keepalive probe, on both ends. */
   keepAliveMs: 30_000,
 } as const;
 
@@ -48,35 +43,41 @@ export const instanceNamePrefix = "importd ";
 /** The application_name of a serving instance's connections; a CLI command's are plain "importd". */
 export const applicationName = (instance?: string) => (instance ? instanceNamePrefix + instance : "importd");
 
-// Job ids and sequence numbers are bigint: as numbers (safe up to 2^53) rather than the driver's strings. Given per
-// connection, not set in the driver's global table, so that nothing else in the process is changed.
+// bigint (job ids) as numbers, safe up to 2^53, per connection rather than in the driver's global table. (Drizzle's
+// queries bring their own parsers: its bigint columns are declared { mode: "number" }.)
 export const types = {
   getTypeParser: ((oid: number, format?: "text" | "binary") =>
     oid === pg.types.builtins.INT8 && format !== "binary" ? Number : pg.types.getTypeParser(oid, format as "text")) as typeof pg.types.getTypeParser,
 };
 
-/** The settings of every connection importd opens to `url`, for `instance` (see liveness.ts). */
-function connectionConfig(url: string, instance?: string): pg.ClientConfig {
+// The server ends a statement whose client has gone (checked every 2 s), and finds a lost client of an idle
+// connection by TCP keepalive, so that neither goes on holding its locks.
+const serverSide = ["client_connection_check_interval=2000", `tcp_keepalives_idle=${deadlines.keepAliveMs / 1000}`, "tcp_keepalives_interval=10", "tcp_keepalives_count=3"];
+
+/** The URL's settings (sslmode and sslrootcert as libpq reads them), then importd's own, which the URL cannot change. */
+function connectionConfig(url: string, instance: string | undefined, statementMs: number): pg.ClientConfig {
+  const fromUrl = toClientConfig(parseUrl(url, { useLibpqCompat: true }));
   return {
-    connectionString: url,
+    ...fromUrl,
     application_name: applicationName(instance),
     connectionTimeoutMillis: deadlines.connectMs,
-    query_timeout: deadlines.statementMs,
+    query_timeout: statementMs,
     keepAlive: true,
     keepAliveInitialDelayMillis: deadlines.keepAliveMs,
-    options: "-c client_connection_check_interval=2000",
+    options: [fromUrl.options, ...serverSide.map((setting) => `-c ${setting}`)].filter(Boolean).join(" "),
     types,
   };
 }
 
+type ConnectOptions = { instance?: string; statementMs?: number };
+
 /**
- * A thread's pool of at most `max` connections, with both of the error listeners pg needs: the pool's, for a
- * connection lost while idle (the pool has dropped it), and each connection's own, for one lost while checked out
- * (its statement, or the next, fails with the error; without a listener the error would end the process).
+ * A thread's pool, with both of the error listeners pg needs: the pool's, for a connection lost while idle, and each
+ * connection's own, for one lost while checked out (its statement fails with the error; unheard, it ends the process).
  */
-export function openPool(url: string, { max, instance }: { max: number; instance?: string }): { pool: pg.Pool; db: Db } {
+export function openPool(url: string, { max, instance, statementMs = deadlines.statementMs }: ConnectOptions & { max: number }): { pool: pg.Pool; db: Db } {
   const pool = new pg.Pool({
-    ...connectionConfig(url, instance),
+    ...connectionConfig(url, instance, statementMs),
     max,
     // Idle connections go after 30 s, and each lives at most 30 minutes, so that a pool follows a failover.
     idleTimeoutMillis: 30_000,
@@ -84,13 +85,13 @@ export function openPool(url: string, { max, instance }: { max: number; instance
   });
   pool.on("error", () => {});
   pool.on("connect", (client) => client.on("error", () => {}));
-  const db = drizzle({ client: pool, schema }) as Db;
+  const db = drizzle({ client: pool, schema });
   return { pool, db };
 }
 
-/** A connection of its own, outside any pool (the listener's), with its error listener. */
-export function openClient(url: string, instance?: string): pg.Client {
-  const client = new pg.Client(connectionConfig(url, instance));
+/** A connection of its own, outside any pool (the listener's, the migrations'), with its error listener. */
+export function openClient(url: string, { instance, statementMs = deadlines.statementMs }: ConnectOptions = {}): pg.Client {
+  const client = new pg.Client(connectionConfig(url, instance, statementMs));
   client.on("error", () => {});
   return client;
 }
@@ -98,9 +99,8 @@ export function openClient(url: string, instance?: string): pg.Client {
 export type Statement = (...values: unknown[]) => pg.QueryConfig;
 
 /**
- * A named statement: `text`, with $1, $2, … for its values, is planned once per connection, then only bound and
- * executed (a connection that is lost takes its plans along; its successor plans afresh). Called with the values.
- * `bulk`: a statement that writes a run's records, given the bulk deadline.
+ * A named statement: `text`, with $1, $2, … for its values, planned once per connection. `bulk`: one whose work grows
+ * with the data, given the bulk deadline.
  */
 export function statement(text: string, { bulk = false } = {}): Statement {
   const name = `importd_${Bun.hash(text).toString(36)}`;
@@ -117,13 +117,14 @@ export const onPool = (pool: pg.Pool): Queryable => ({
 });
 
 /**
- * A transaction on a connection of its own, from BEGIN to COMMIT or ROLLBACK. A statement that fails without an
- * answer from the server (a lost connection, a deadline passed) leaves the connection in doubt: nothing more is sent
- * on it, and it is closed, not pooled again. (drizzle's transaction() would send its ROLLBACK on such a connection and
- * wait for it, then pool it again.)
+ * A transaction on a connection of its own. A statement that fails without the server's answer (a lost connection, a
+ * deadline passed) leaves the connection in doubt: nothing more is sent on it, and it is closed, never pooled again.
+ * (drizzle's transaction() would send its ROLLBACK there, wait for it, and pool the connection again.)
  */
 export class Transaction implements Queryable {
   private lost?: Error;
+  // Rolling back or committing: nothing more may be sent. Ended: the connection is let go of.
+  private ending = false;
   private ended = false;
 
   private constructor(private readonly client: pg.PoolClient) {}
@@ -140,35 +141,26 @@ export class Transaction implements Queryable {
     return transaction;
   }
 
-  async query<R extends Row = Row>(statement: pg.QueryConfig | string): Promise<R[]> {
-    if (this.lost) throw this.lost;
-    if (this.ended) throw new Error("statement on a transaction that has ended");
-    try {
-      return (await this.client.query<R>(statement)).rows;
-    } catch (error) {
-      this.failed(error);
-      throw error;
-    }
+  query<R extends Row = Row>(statement: pg.QueryConfig | string): Promise<R[]> {
+    return this.send(async () => (await this.client.query<R>(statement)).rows);
   }
 
   /**
-   * COPY … FROM STDIN, fed `chunks`. A COPY the server refuses (a bad value, a full disk) rejects with its SQLSTATE,
-   * the transaction then aborted; one unanswered past the bulk deadline closes the connection.
+   * COPY … FROM STDIN, fed `chunks`, within the bulk deadline. A COPY the server refuses (a bad value, a full disk)
+   * rejects with its SQLSTATE, the transaction then aborted.
    */
-  async copyIn(text: string, chunks: Iterable<string | Buffer>): Promise<void> {
+  copyIn(text: string, chunks: Iterable<string> | AsyncIterable<string>): Promise<void> {
+    return this.send(() => pipeline(Readable.from(chunks), this.client.query(Object.assign(copyFrom(text), { query_timeout: deadlines.bulkStatementMs }))));
+  }
+
+  private async send<T>(work: () => Promise<T>): Promise<T> {
     if (this.lost) throw this.lost;
-    const stream = this.client.query(copyFrom(text));
-    const deadline = setTimeout(() => {
-      this.lost = new Error(`COPY had no answer within ${deadlines.bulkStatementMs / 1000} s`);
-      this.client.connection.stream.destroy(this.lost);
-    }, deadlines.bulkStatementMs);
+    if (this.ending) throw new Error("statement on a transaction that has ended");
     try {
-      await pipeline(Readable.from(chunks), stream);
+      return await work();
     } catch (error) {
       this.failed(error);
-      throw this.lost ?? error;
-    } finally {
-      clearTimeout(deadline);
+      throw error;
     }
   }
 
@@ -187,14 +179,15 @@ export class Transaction implements Queryable {
 
   /** Rolls back and lets go of the connection; nothing to do after commit(). Never throws. */
   async rollback(): Promise<void> {
-    if (this.ended) return;
-    if (!this.lost) await this.query("ROLLBACK").catch(() => {});
+    if (this.ending) return;
+    this.ending = true;
+    if (!this.lost) await this.client.query("ROLLBACK").catch((error) => this.failed(error));
     this.end();
   }
 
   private end(): void {
     if (this.ended) return;
-    this.ended = true;
+    this.ending = this.ended = true;
     this.client.release(this.lost ?? false);
   }
 }

@@ -2,9 +2,8 @@ import { DatabaseError, StorageConflict, StorageFull, StorageUnavailable } from 
 import { redactedUrl } from "./connection";
 
 /**
- * The one place that reads the driver's errors: PostgreSQL's SQLSTATE in `.code`, a socket's error code (ECONNRESET,
- * …), and the codeless errors pg raises itself when a connection is lost or a deadline passes, told by their message.
- * They become the store's named faults. Anything else is a bug and stays as it is.
+ * The one place that reads the driver's errors (a SQLSTATE or a socket's code in `.code`; pg's own connection errors,
+ * which have none, by their message) and makes them the store's named faults. Anything else is a bug, left as it is.
  */
 export function translateFault(error: unknown): unknown {
   const fault = driverFault(error);
@@ -24,11 +23,10 @@ const lostConnectionMessages = [
   /^Query read timeout$/, // the statement deadline
   /^Client has encountered a connection error and is not queryable$/,
   /^Client was closed and is not queryable$/,
-  /^COPY had no answer within/, // the bulk deadline (connection.ts)
 ];
 
-/** Named as the driver's connection errors are, for pg's codeless ones. */
-export const lostConnectionCode = "CONNECTION_LOST";
+// Named as the driver's connection errors are, for pg's codeless ones.
+const lostConnectionCode = "CONNECTION_LOST";
 
 /**
  * The driver's error, looking through Drizzle's wrapping ("Failed query: …", the driver's error as its cause): its
@@ -49,52 +47,33 @@ export const faultCode = (error: unknown) => driverFault(error)?.code;
 /** A deadlock or a serialization failure: the transaction may simply be run again. */
 const retryable = (code: string) => code === "40P01" || code === "40001";
 
-// Connection exceptions (08), an administrator's or a crash's shutdown (57P01–57P03), a session ended for idling in a
-// transaction (25P03), and the socket's and pg's own connection errors: the connection is gone.
-const connectionEnded = (code: string) =>
+// A connection that ended, never opened or gave no answer in time (08, 57P01–57P03, 25P03 idle in transaction, the
+// socket's and pg's own errors); a statement canceled (57014); resources short (53); a database that refuses
+// connections just now: closed (55000), gone (3D000), credentials refused (28). A request meeting one gets a 503.
+const unavailable = (code: string) =>
   code === lostConnectionCode ||
-  code.startsWith("08") ||
-  code.startsWith("57P") ||
-  code === "25P03" ||
+  /^(08|57P|53|28)/.test(code) ||
+  ["25P03", "57014", "55000", "3D000"].includes(code) ||
   /^E(CONNREFUSED|CONNRESET|CONNABORTED|PIPE|HOSTUNREACH|NETUNREACH|TIMEDOUT|AI_AGAIN|NOTFOUND)$/.test(code);
 
-// Those; a statement canceled (57014: by an administrator, or a server-side statement_timeout); insufficient
-// resources other than a full disk (53); and a database that refuses new connections just now: closed to connections
-// (55000, "not currently accepting connections"), gone (3D000) or refusing the credentials (28). At start-up these are
-// reported as they are (connectionProblem); later, a request meeting one is answered 503, not 500.
-const unavailable = (code: string) =>
-  connectionEnded(code) || code === "57014" || code.startsWith("53") || code === "55000" || code === "3D000" || code.startsWith("28");
-
-/** Whether `error` ended (or never opened) the connection its statement was sent on. */
-export function endedTheConnection(error: unknown): boolean {
-  const code = faultCode(error);
-  return code !== undefined && connectionEnded(code);
-}
-
-/** Runs `fn`, faults translated. */
-export async function answer<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (error) {
-    throw translateFault(error);
-  }
-}
-
 /**
- * Runs `fn`, a whole transaction, faults translated; a deadlock or serialization failure runs it again, up to three
- * times (never a statement inside a transaction: the transaction it was in is aborted).
+ * Runs `fn`, a whole transaction, faults translated; a deadlock or serialization failure runs it again, up to
+ * `attempts` times (never a statement inside a transaction: the transaction it was in is aborted).
  */
-export async function retried<T>(fn: () => Promise<T>): Promise<T> {
+export async function retried<T>(fn: () => Promise<T>, attempts = 3): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn();
     } catch (error) {
       const code = faultCode(error);
-      if (code && retryable(code) && attempt < 3) continue;
+      if (code && retryable(code) && attempt < attempts) continue;
       throw translateFault(error);
     }
   }
 }
+
+/** Runs `fn`, faults translated. */
+export const answer = <T>(fn: () => Promise<T>): Promise<T> => retried(fn, 1);
 
 /** A start-up failure as one line an operator can act on, never with the password. */
 export function connectionProblem(error: unknown, url: string): Error {

@@ -1,9 +1,9 @@
 // Filling an empty database with another store's data, for `importd storage copy` (see store/copy.ts).
-import type pg from "pg";
+import pg from "pg";
 import type { CopyReport, CopySource, Row } from "../copy";
 import { DatabaseError } from "../errors";
-import { deadlines, inTransaction, type Queryable } from "./connection";
-import { translateFault } from "./faults";
+import { deadlines, inTransaction } from "./connection";
+import { answer } from "./faults";
 
 // The tables whose ids PostgreSQL generates (identity columns), and that the copy must carry on from.
 const identityTables = ["environments", "api_keys", "jobs"];
@@ -13,13 +13,13 @@ const identityTables = ["environments", "api_keys", "jobs"];
  * writing meanwhile, that the database holds no importd data. Counts each table afterwards against the source,
  * and sets the generated ids to carry on after the source's last ones (purged jobs' ids included).
  */
-export async function fillEmptyDatabase(pool: pg.Pool, source: CopySource, onTable: (name: string, rows: number) => void): Promise<CopyReport> {
-  try {
-    return await inTransaction(pool, async (tx) => {
+export function fillEmptyDatabase(pool: pg.Pool, source: CopySource, onTable: (name: string, rows: number) => void): Promise<CopyReport> {
+  return answer(() =>
+    inTransaction(pool, async (tx) => {
       const names = source.tables.map((table) => table.name);
       // An instance started on this database meanwhile waits here, and finds the data when the copy commits.
       await tx.query(`LOCK TABLE ${names.map(quoted).join(", ")} IN EXCLUSIVE MODE`);
-      const occupied = await tablesWithRows(tx, names);
+      const occupied = (await tx.query<{ name: string }>(names.map((name) => `SELECT '${name}' AS name WHERE EXISTS (SELECT 1 FROM ${quoted(name)})`).join(" UNION ALL "))).map((row) => row.name);
       if (occupied.length > 0) {
         throw new DatabaseError(
           `the database already holds importd data (in ${occupied.join(", ")}); storage copy fills only an empty database, so that nothing there is mixed with or overwritten by the appliance's. Copy into a new database (CREATE DATABASE …) before any instance has started on it.`,
@@ -41,22 +41,15 @@ export async function fillEmptyDatabase(pool: pg.Pool, source: CopySource, onTab
         });
       }
       return report;
-    });
-  } catch (error) {
-    throw translateFault(error);
-  }
+    }),
+  );
 }
 
-const quoted = (name: string) => `"${name}"`;
+const quoted = pg.escapeIdentifier;
 
 /** One INSERT of a batch of rows (the source keeps a batch under PostgreSQL's 65,535 parameters). */
 function insertRows(table: string, columns: readonly string[], rows: Row[]): pg.QueryConfig {
   const values: unknown[] = [];
   const tuples = rows.map((row) => `(${columns.map((column) => `$${values.push(row[column] ?? null)}`).join(", ")})`);
   return { text: `INSERT INTO ${quoted(table)} (${columns.map(quoted).join(", ")}) VALUES ${tuples.join(", ")}`, values, query_timeout: deadlines.bulkStatementMs } as pg.QueryConfig;
-}
-
-async function tablesWithRows(tx: Queryable, names: string[]): Promise<string[]> {
-  const found = await tx.query<{ name: string }>(names.map((name) => `SELECT '${name}' AS name WHERE EXISTS (SELECT 1 FROM ${quoted(name)})`).join(" UNION ALL "));
-  return found.map((row) => row.name);
 }

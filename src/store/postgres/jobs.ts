@@ -18,7 +18,7 @@ import type {
   RunLimits,
   RunRecords,
 } from "../ports";
-import { inTransaction, onPool, statement, Transaction, type Queryable } from "./connection";
+import { deadlines, inTransaction, onPool, statement, Transaction, type Queryable } from "./connection";
 import { answer, retried, translateFault } from "./faults";
 import type { PostgresRecords } from "./records";
 
@@ -48,17 +48,20 @@ const takeSequences = statement(
 const findIdempotencyKey = statement(`SELECT request_hash AS "requestHash", job_id AS "jobId", created_at AS "createdAt" FROM idempotency_keys WHERE environment_id = $1 AND key = $2`);
 const deleteIdempotencyKey = statement(`DELETE FROM idempotency_keys WHERE environment_id = $1 AND key = $2`);
 const insertIdempotencyKey = statement(`INSERT INTO idempotency_keys (environment_id, key, request_hash, job_id, created_at) VALUES ($1, $2, $3, $4, $5)`);
-const jobById = statement(`SELECT ${jobColumns} FROM jobs WHERE id = $1`);
 const insertJob = statement(
   `INSERT INTO jobs (environment_id, type, status, record_count, created_at, sequence, dry_run) VALUES ($1, $2, '${JobStatus.Pending}', $3, $4, $5, $6)
    RETURNING ${jobColumns}`,
 );
-// The body goes as a binary parameter: its bytes as they are, neither hex nor base64.
+// The body goes as a binary parameter: its bytes as they are, neither hex nor base64. Up to 100 MB: its deadline is a
+// second longer for every MB.
 const insertPayload = statement(`INSERT INTO job_payloads (job_id, body) VALUES ($1, $2)`);
+const carrying = (bytes: number) => ({ query_timeout: deadlines.statementMs + bytes / 1_000 });
 const queueHeads = statement(
   `SELECT DISTINCT ON (environment_id) environment_id AS "environmentId", id AS "jobId", attempts
    FROM jobs WHERE status IN ('${JobStatus.Pending}', '${JobStatus.Processing}') ORDER BY environment_id, sequence`,
 );
+// Every status poll.
+const findJob = statement(`SELECT ${jobColumns} FROM jobs WHERE id = $1 AND environment_id = $2`);
 const lockEnvironment = statement(`SELECT id FROM environments WHERE id = $1 FOR NO KEY UPDATE SKIP LOCKED`);
 const releaseRun = statement(
   `UPDATE jobs SET status = '${JobStatus.Pending}', claim_token = NULL, started_at = NULL, attempts = attempts - $2
@@ -72,7 +75,7 @@ const markClaimed = statement(
    WHERE id = ANY($4::bigint[]) AND status IN ('${JobStatus.Pending}', '${JobStatus.Processing}')
    RETURNING ${jobColumns}`,
 );
-const payloadOf = statement(`SELECT body FROM job_payloads WHERE job_id = $1`);
+const payloadOf = statement(`SELECT body FROM job_payloads WHERE job_id = $1`, { bulk: true });
 const heldByRun = statement(`SELECT count(*)::int AS count FROM jobs WHERE id = ANY($1::bigint[]) AND claim_token = $2 AND status = '${JobStatus.Processing}'`);
 const completeJob = statement(
   `UPDATE jobs SET status = $2, output = $3, started_at = coalesce(started_at, $4), completed_at = $4, claim_token = NULL WHERE id = $1 AND claim_token = $5`,
@@ -87,38 +90,32 @@ const cancelPending = statement(
   `UPDATE jobs SET status = '${JobStatus.Failed}', output = $3, completed_at = $4, claim_token = NULL
    WHERE id = $2 AND environment_id = $1 AND status = '${JobStatus.Pending}' RETURNING ${jobColumns}`,
 );
-const jobOfEnvironment = statement(`SELECT ${jobColumns} FROM jobs WHERE id = $2 AND environment_id = $1`);
-const purgeIdempotencyKeys = statement(`DELETE FROM idempotency_keys WHERE created_at < $1`);
+const purgeIdempotencyKeys = statement(`DELETE FROM idempotency_keys WHERE created_at < $1`, { bulk: true });
 const tryPurgeLock = statement(`SELECT pg_try_advisory_xact_lock(hashtext($1)) AS got`);
 const notify = statement(`SELECT pg_notify($1, $2)`);
-const purgeJobs = statement(`DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE completed_at < $1 LIMIT $2) RETURNING id`);
+const purgeJobs = statement(`DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE completed_at < $1 LIMIT $2) RETURNING id`, { bulk: true });
 
 /**
  * The job queue on PostgreSQL, shared by any number of importd instances.
  *
- * Order: an intake numbers its jobs from its environment's row in job_sequences, which it locks (an UPDATE) in the
- * transaction that stores them; intakes of one environment therefore commit in the order of their numbers, and runs
- * take jobs by that number. Ids come from an identity column, taken before commit: not that order.
+ * Order: an intake numbers its jobs from its environment's row in job_sequences, which it locks in the transaction that
+ * stores them, so intakes of one environment commit in the order of their numbers, and runs take jobs by that number
+ * (ids, taken before commit, are not that order).
  *
- * Runs: a run holds its environment's row (FOR NO KEY UPDATE) for its whole transaction, on a connection of its own,
- * from the claim to the commit of its outcome; an instance that finds the row locked has nothing to claim. The jobs it
- * claims are marked Processing, their attempts counted, on another connection, committed at once: pollers see them,
- * and a run cut short still counts. A job the next holder of the lock finds Processing was cut short (its instance
- * died, its connection was lost): it is run again, its attempt counted. A run whose connection was lost, or ended by
- * idle_in_transaction_session_timeout, can commit nothing: fencing by the lock.
+ * Runs: a run holds its environment's row (FOR NO KEY UPDATE) from the claim to the commit of its outcome, on a
+ * connection of its own; another instance finds it locked and has nothing to claim. Its jobs are marked Processing and
+ * their attempts counted on another connection, at once. A job the next holder of the lock finds Processing was cut
+ * short: it runs again. A run whose connection was lost commits nothing: fencing by the lock.
  */
 export class PostgresJobQueue implements JobQueue {
   // The open transaction of each run of this thread, by token: held from claimRun to completeRun.
   private readonly runs = new Map<string, Transaction>();
-  // A statement outside any transaction, on whichever connection of the pool is free.
-  private readonly any: Queryable;
-
   constructor(
     private readonly pool: pg.Pool,
     private readonly records: PostgresRecords,
-  ) {
-    this.any = onPool(pool);
-  }
+    // A statement outside any transaction, on whichever connection of the pool is free.
+    private readonly any: Queryable = onPool(pool),
+  ) {}
 
   /**
    * Tells every instance's listener on `channel`; after a commit, never inside it: a listener woken before it would
@@ -166,37 +163,31 @@ export class PostgresJobQueue implements JobQueue {
       const [earlier] = await tx.query<{ requestHash: string; jobId: number; createdAt: string }>(findIdempotencyKey(environmentId, idempotency.key));
       if (earlier && earlier.createdAt >= idempotencyWindowStart()) {
         if (earlier.requestHash !== idempotency.requestHash) return { conflict: true };
-        const [job] = await tx.query<ClaimRow>(jobById(earlier.jobId));
+        const [job] = await tx.query<ClaimRow>(findJob(earlier.jobId, environmentId));
         if (job) return { job: toJob(job), replayed: true };
       }
       if (earlier) await tx.query(deleteIdempotencyKey(environmentId, idempotency.key));
     }
     const [job] = await tx.query<ClaimRow>(insertJob(environmentId, type, recordCount, now(), sequence, dryRun));
-    await tx.query(insertPayload(job!.id, Buffer.from(body.buffer, body.byteOffset, body.byteLength)));
+    await tx.query({ ...insertPayload(job!.id, Buffer.from(body.buffer, body.byteOffset, body.byteLength)), ...carrying(body.byteLength) });
     if (idempotency) await tx.query(insertIdempotencyKey(environmentId, idempotency.key, idempotency.requestHash, job!.id, job!.createdAt));
     return { job: toJob(job!), replayed: false };
   }
 
-  /**
-   * Each environment's first job that is not terminal. Whether another instance runs it now is the lock's to say
-   * (claimRun answers undefined then): a hint, as on every backend.
-   */
+  /** Each environment's first job that is not terminal: a hint (whether another instance runs it, only a claim says). */
   heads(): Promise<QueueHead[]> {
     return answer(async () => (await this.any.query<QueueHead>(queueHeads())).sort((a, b) => a.jobId - b.jobId));
   }
 
   /**
-   * Claims the environment's next run: takes the environment's lock on a connection of its own and opens the run's
-   * transaction there (completeRun commits it). Under the lock, the environment's first jobs that are not terminal
-   * are read: the first is the run's; a job found Processing was cut short (in an instance that died or was cut off)
-   * and runs alone, its attempt counted. A small untried first job takes the small untried pending jobs after it
-   * along. `takeOver`, this process's own run cut short, first lets go of its jobs.
+   * Claims the environment's next run: takes its lock in the run's own transaction (completeRun commits it), then reads
+   * its first jobs that are not terminal. One found Processing was cut short, and runs alone; a small untried first job
+   * takes the small untried pending jobs after it along. `takeOver`, this process's own run cut short, lets go first.
    */
   async claimRun(request: ClaimRequest, limits: RunLimits): Promise<ClaimedRun | undefined> {
-    for (;;) {
-      const claimed = await this.claimOnce(request, limits);
-      if (claimed !== "again") return claimed;
-    }
+    let claimed: ClaimedRun | undefined | "again";
+    while ((claimed = await this.claimOnce(request, limits)) === "again");
+    return claimed;
   }
 
   private claimOnce(request: ClaimRequest, limits: RunLimits): Promise<ClaimedRun | undefined | "again"> {
@@ -257,7 +248,8 @@ export class PostgresJobQueue implements JobQueue {
       const completedAt = now();
       for (const { jobId, status, output, rejected } of completions) {
         await transaction.query(completeJob(jobId, status, JSON.stringify(output), completedAt, run.token));
-        if (rejected.length > 0) await transaction.query(insertRejectionsOf(jobId, rejected));
+        const columns = (["position", "field", "message", "record"] as const).map((column) => rejected.map((row) => row[column]));
+        if (rejected.length > 0) await transaction.query(insertRejections(jobId, ...columns));
         await transaction.query(deletePayload(jobId));
       }
       await transaction.commit();
@@ -301,7 +293,7 @@ export class PostgresJobQueue implements JobQueue {
         await this.notify(doneChannel, String(jobId));
         return { job: toJob(canceled), canceled: true };
       }
-      const [row] = await this.any.query<ClaimRow>(jobOfEnvironment(environmentId, jobId));
+      const [row] = await this.any.query<ClaimRow>(findJob(jobId, environmentId));
       return row ? { job: toJob(row), canceled: false } : undefined;
     });
   }
@@ -328,21 +320,13 @@ export class PostgresJobQueue implements JobQueue {
   }
 }
 
-const insertRejectionsOf = (jobId: number, rejected: RejectedRecord[]) =>
-  insertRejections(
-    jobId,
-    rejected.map((row) => row.position),
-    rejected.map((row) => row.field),
-    rejected.map((row) => row.message),
-    rejected.map((row) => row.record),
-  );
-
-// The reads: every status poll, key check and listing; the list's filters are optional ($2, $3, $4 null: any).
-const findJob = statement(`SELECT ${jobColumns} FROM jobs WHERE id = $1 AND environment_id = $2`);
-const listJobs = statement(
-  `SELECT ${jobColumns} FROM jobs WHERE environment_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::boolean IS NULL OR dry_run = $3)
-   AND ($4::bigint IS NULL OR id < $4) AND (completed_at IS NULL OR completed_at >= $5) ORDER BY id DESC LIMIT $6`,
-);
+// The list's filters are optional ($2, $3, $4 null: any). Not a named statement: a plan made for every filter at once
+// could not use the index on status.
+const listJobs = (...values: unknown[]) => ({
+  text: `SELECT ${jobColumns} FROM jobs WHERE environment_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::boolean IS NULL OR dry_run = $3)
+    AND ($4::bigint IS NULL OR id < $4) AND (completed_at IS NULL OR completed_at >= $5) ORDER BY id DESC LIMIT $6`,
+  values,
+});
 const rejectionsOf = statement(`SELECT position, field, message, record FROM job_rejections WHERE job_id = $1 AND position > $2 ORDER BY position LIMIT $3`);
 const jobsByStatus = statement(`SELECT status, count(*)::int AS count FROM jobs GROUP BY status`);
 const queueDepths = statement(

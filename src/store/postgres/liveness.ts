@@ -61,20 +61,12 @@ export class BeatContinuity {
 }
 
 /**
- * Tells stalled instances from live ones, and ends the connections of the stalled, so that their environments'
- * locks are freed and their runs taken over.
- *
- * A paused instance's transaction is ended by PostgreSQL's idle_in_transaction_session_timeout only while it is
- * idle. Paused in the middle of a statement (between the two exchanges of a statement's first run on a
- * connection, or part way through sending a large one), its backend is `active`, waiting for the rest: no
- * timeout of PostgreSQL's ends that, and the environment's lock would be held until the instance resumes, for
- * hours if its machine is frozen. So every instance writes a heartbeat, names its connections after itself
- * (application_name "importd <id>"), and ends the connections of any instance whose heartbeat has gone silent.
- * Fencing is unchanged: a run whose connection is ended commits nothing (see PostgresJobQueue).
- *
- * The heartbeat goes through the server thread's pool, whose statements are short, so a beat waits for a
- * connection for milliseconds, not seconds; an instance that cannot write it for seconds cannot reach the
- * database for its runs either.
+ * Tells stalled instances from live ones, and ends the connections of the stalled, so that their environments' locks
+ * are freed and their runs taken over. PostgreSQL's idle_in_transaction_session_timeout ends a paused instance's
+ * transaction only while it is idle; paused in the middle of a statement, its backend is `active`, and nothing of
+ * PostgreSQL's ends it (docs/reliability.md, section 8). Fencing is unchanged: a run whose connection is ended commits
+ * nothing. The heartbeat goes through the server thread's pool, whose statements are short: an instance that cannot
+ * write it for seconds cannot reach the database for its runs either.
  */
 export class InstanceLiveness {
   private timer?: ReturnType<typeof setInterval>;

@@ -4,7 +4,8 @@ import type { CopyReport, CopySource } from "../copy";
 import { DatabaseError } from "../errors";
 import type { Store, StoreEvents, StoreHandle } from "../ports";
 import { PostgresAccessStore } from "./access";
-import { deadlines, onPool, openPool, statement, type Db } from "./connection";
+import { drizzle } from "drizzle-orm/node-postgres";
+import { deadlines, onPool, openClient, openPool, statement, type Db } from "./connection";
 import { PostgresFailureLog } from "./failure-log";
 import { connectionProblem } from "./faults";
 import { fillEmptyDatabase } from "./fill";
@@ -17,10 +18,9 @@ import { WakeUps } from "./wake-ups";
 /** What a worker thread needs to open the store: the database's URL, and the serving instance it belongs to. */
 export type PostgresHandle = StoreHandle & { backend: "postgres"; url: string; instance?: string };
 
-// Connections per pool, one pool per thread. The server thread's serves the HTTP API's reads, key checks and the
-// heartbeat; a worker's, its intakes' transactions, its run's transaction (held from claim to commit) and the claim's
-// marks and payload reads beside it. With the listener's own, an instance opens at most serverConnections + 1 +
-// workerConnections × workers connections (11 with 2 worker threads).
+// Connections per pool, one pool per thread: the server thread's for the HTTP API's reads and the heartbeat; a worker's
+// for its intakes, its run's transaction and the claim's marks and payload reads beside it. With the listener, an
+// instance opens at most serverConnections + 1 + workerConnections × workers (11 with 2 worker threads).
 export const serverConnections = 4;
 export const workerConnections = 3;
 
@@ -28,9 +28,8 @@ export const workerConnections = 3;
 const migrationLock = "importd migrations";
 
 /**
- * The store on PostgreSQL: any number of importd instances, each thread with its own bounded pool. The queue's
- * rules are in the database (see PostgresJobQueue); nothing is cached, so a key created or revoked anywhere
- * counts on the next request everywhere.
+ * The store on PostgreSQL: any number of importd instances, each thread with its own pool. Nothing is cached, so a key
+ * created or revoked anywhere counts on the next request everywhere.
  */
 export class PostgresStore implements Store {
   readonly queue: PostgresJobQueue;
@@ -50,24 +49,24 @@ export class PostgresStore implements Store {
     // The serving instance's heartbeat, kept by its server thread's store (not by its worker threads').
     private readonly liveness?: InstanceLiveness,
   ) {
+    const any = onPool(pool);
     this.records = new PostgresRecords(db);
-    this.queue = new PostgresJobQueue(pool, this.records);
-    this.jobs = new PostgresJobReads(onPool(pool));
-    this.access = new PostgresAccessStore(pool, db);
-    this.failures = new PostgresFailureLog(onPool(pool));
+    this.queue = new PostgresJobQueue(pool, this.records, any);
+    this.jobs = new PostgresJobReads(any);
+    this.access = new PostgresAccessStore(pool, db, any);
+    this.failures = new PostgresFailureLog(any);
   }
 
   /**
-   * Connects and migrates (one instance at a time: the others wait, then find nothing left to do). `server`: a
-   * serving instance, which names its connections after itself and writes its first heartbeat before it runs
-   * anything.
+   * Connects and migrates (one instance at a time). `server`: a serving instance, which names its connections after
+   * itself and writes its first heartbeat before it runs anything.
    */
   static async open(url: string, { server = false } = {}): Promise<PostgresStore> {
     const instance = server ? randomUUID() : undefined;
     const { pool, db } = openPool(url, { max: serverConnections, instance });
     const liveness = instance ? new InstanceLiveness(onPool(pool), instance) : undefined;
     try {
-      await migrate(pool, db);
+      await migrate(url);
       await liveness?.beat();
     } catch (error) {
       await pool.end();
@@ -109,7 +108,7 @@ export class PostgresStore implements Store {
   close(): Promise<void> {
     return (this.closed ??= (async () => {
       await this.liveness?.stop();
-      await this.wakeUps?.stop();
+      this.wakeUps?.stop();
       await this.queue.abandonAll();
       await this.pool.end();
     })());
@@ -119,40 +118,33 @@ export class PostgresStore implements Store {
 const migrationsApplied = statement(`SELECT count(*)::int AS count FROM drizzle.__drizzle_migrations`);
 
 /**
- * Applies the embedded migrations under a session advisory lock, on a connection of their own (waiting for another
- * instance's migrations as long as they take). Refuses a database another program's tables are in, and one a newer
- * importd has migrated.
+ * Applies the embedded migrations under a session advisory lock, on a connection of their own whose statements may take
+ * as long as a migration does (another instance's included, waited for under the lock). Refuses a database another
+ * program's tables are in, and one a newer importd has migrated.
  */
-async function migrate(pool: pg.Pool, db: Db): Promise<void> {
-  const session = await pool.connect();
-  const waiting = { query_timeout: deadlines.bulkStatementMs };
-  let failed: Error | undefined;
+async function migrate(url: string): Promise<void> {
+  const session = openClient(url, { statementMs: deadlines.bulkStatementMs });
+  const rows = async <R extends Record<string, unknown>>(text: string, values?: unknown[]) => (await session.query<R>(text, values)).rows;
   try {
-    await session.query({ text: "SELECT pg_advisory_lock(hashtext($1))", values: [migrationLock], ...waiting });
-    try {
-      const known = embeddedMigrations();
-      const { rows: [migrated] } = await session.query<{ exists: boolean }>("SELECT to_regclass('drizzle.__drizzle_migrations') IS NOT NULL AS exists");
-      if (migrated!.exists) {
-        const { rows: applied } = await session.query<{ hash: string }>("SELECT hash FROM drizzle.__drizzle_migrations ORDER BY id");
-        if (applied.length > known.length) throw new DatabaseError(`the database was migrated by a newer importd (${applied.length} migrations; this importd knows ${known.length}): run the newer importd`);
-        if (applied.some((row, index) => row.hash !== known[index]!.hash)) throw new DatabaseError("the database has migrations this importd does not know");
-      } else {
-        const { rows: tables } = await session.query<{ tablename: string }>("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename LIMIT 6");
-        if (tables.length > 0) {
-          const names = tables.map((row) => row.tablename);
-          throw new DatabaseError(`the database was not created by importd (it holds the tables ${names.slice(0, 5).join(", ")}${names.length > 5 ? ", …" : ""}): give importd a database of its own`);
-        }
+    await session.connect();
+    await rows("SELECT pg_advisory_lock(hashtext($1))", [migrationLock]);
+    const known = embeddedMigrations();
+    const [{ migrated }] = (await rows<{ migrated: boolean }>("SELECT to_regclass('drizzle.__drizzle_migrations') IS NOT NULL AS migrated")) as [{ migrated: boolean }];
+    if (migrated) {
+      const applied = await rows<{ hash: string }>("SELECT hash FROM drizzle.__drizzle_migrations ORDER BY id");
+      if (applied.length > known.length) throw new DatabaseError(`the database was migrated by a newer importd (${applied.length} migrations; this importd knows ${known.length}): run the newer importd`);
+      if (applied.some((row, index) => row.hash !== known[index]!.hash)) throw new DatabaseError("the database has migrations this importd does not know");
+    } else {
+      const tables = (await rows<{ tablename: string }>("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename LIMIT 6")).map((row) => row.tablename);
+      if (tables.length > 0) {
+        throw new DatabaseError(`the database was not created by importd (it holds the tables ${tables.slice(0, 5).join(", ")}${tables.length > 5 ? ", …" : ""}): give importd a database of its own`);
       }
-      // Drizzle's own migrator, given the embedded migrations instead of a folder (see ../embedded-migrations.ts).
-      const internals = db as unknown as { dialect: { migrate(m: unknown, session: unknown, config: object): Promise<void> }; session: unknown };
-      await internals.dialect.migrate(known, internals.session, {});
-    } finally {
-      await session.query({ text: "SELECT pg_advisory_unlock(hashtext($1))", values: [migrationLock] });
     }
-  } catch (error) {
-    failed = error as Error;
-    throw error;
+    // Drizzle's own migrator, given the embedded migrations instead of a folder (see ../embedded-migrations.ts).
+    const internals = drizzle({ client: session }) as unknown as { dialect: { migrate(m: unknown, session: unknown, config: object): Promise<void> }; session: unknown };
+    await internals.dialect.migrate(known, internals.session, {});
   } finally {
-    session.release(failed);
+    // Ending the session lets go of the lock.
+    await session.end().catch(() => {});
   }
 }

@@ -9,16 +9,14 @@ export const listenerCheck = "SELECT 'listening'";
 const maxReconnectDelayMs = 5_000;
 
 /**
- * An instance's news from the others: LISTEN on a connection of its own, outside the pools, `work` at every NOTIFY
- * of queued work and `jobsFinished` at every finished run. A connection that is lost, or that stops answering (it is
- * asked at every periodic look), is replaced, backing off, and every (re)start of listening tells of work and of
- * `missed` news too, since notifications sent meanwhile are gone. A slow periodic wake stays as the fallback, and is
- * what finds the runs of an instance that died (it sends no notification).
+ * An instance's news from the others: LISTEN on a connection of its own, `work` at every NOTIFY of queued work and
+ * `jobsFinished` at every finished run. A connection lost, or silent, is replaced, backing off, and every (re)start
+ * tells of work and of `missed` news, since notifications sent meanwhile are gone. A periodic wake is the fallback,
+ * and finds the runs of an instance that died (it sends no notification).
  */
 export class WakeUps {
   private client?: pg.Client;
   private listening = false;
-  private checking = false;
   private stopped = false;
   private reconnectDelayMs = 100;
   private readonly rescan: ReturnType<typeof setInterval>;
@@ -31,7 +29,9 @@ export class WakeUps {
   ) {
     this.rescan = setInterval(() => {
       this.events.work();
-      this.check();
+      // A listener that gives no answer within the statement deadline is taken for lost.
+      const client = this.client;
+      if (client && this.listening) client.query(listenerCheck).catch(() => this.drop(client));
     }, rescanEveryMs);
     this.listenSoon(0);
   }
@@ -50,7 +50,7 @@ export class WakeUps {
   }
 
   private async listen(): Promise<void> {
-    const client = openClient(this.url, this.instance);
+    const client = openClient(this.url, { instance: this.instance });
     this.client = client;
     client.on("notification", ({ channel, payload = "" }) => {
       if (channel === workChannel) this.events.work();
@@ -71,21 +71,10 @@ export class WakeUps {
     this.events.missed();
   }
 
-  /** A connection that does not answer within the statement deadline is taken for lost. */
-  private check(): void {
-    const client = this.client;
-    if (!client || !this.listening || this.checking) return;
-    this.checking = true;
-    client.query(listenerCheck).then(
-      () => (this.checking = false),
-      () => {
-        this.checking = false;
-        this.drop(client);
-      },
-    );
-  }
-
-  /** Lets go of `client` (lost, or never listening), and listens again on a new one. */
+  /**
+   * Lets go of `client` (lost, or never listening), and listens again on a new one unless stopped. Not waited for: on
+   * a half-open connection, ending can take as long as TCP gives up.
+   */
   private drop(client: pg.Client): void {
     if (this.client !== client) return;
     this.client = undefined;
@@ -94,13 +83,10 @@ export class WakeUps {
     this.listenSoon();
   }
 
-  async stop(): Promise<void> {
+  stop(): void {
     this.stopped = true;
     clearInterval(this.rescan);
     clearTimeout(this.reconnecting);
-    const client = this.client;
-    this.client = undefined;
-    this.listening = false;
-    await client?.end().catch(() => {});
+    if (this.client) this.drop(this.client);
   }
 }
