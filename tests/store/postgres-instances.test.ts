@@ -7,7 +7,8 @@ import { PostgresStore } from "../../src/store/postgres/store";
 import { createTestDatabase, postgresServer, requirePostgres, testPassword } from "../helpers/postgres";
 import { freshPostgresDatabase } from "../helpers/postgres-store";
 import { testSql } from "../helpers/sql";
-import { listenerCheck } from "../../src/store/postgres/wake-ups";
+import { listenerCheck, WakeUps } from "../../src/store/postgres/wake-ups";
+import { workChannel } from "../../src/store/postgres/jobs";
 
 // What only a store shared by several processes must do: several PostgresStores on one database stand for
 // several importd instances (each has its own pools, as each instance has).
@@ -139,6 +140,26 @@ if (requirePostgres("the PostgreSQL store's multi-instance tests")) {
     await a!.queue.enqueue([{ environmentId: environment.id, type: "SubArea", recordCount: 1, body: encode([{ id: "y", name: "Y" }]) }]);
     while (wakes === again && performance.now() - restarted < 1_000) await Bun.sleep(1);
     expect(performance.now() - restarted).toBeLessThan(500);
+  });
+
+  test("a listener is woken by other instances' intakes, a burst of them once, and not by its own instance's", async () => {
+    const database = await freshPostgresDatabase();
+    cleanups.push(database.drop);
+    let wakes = 0;
+    let listening!: () => void;
+    const started = new Promise<void>((resolve) => (listening = resolve));
+    const wakeUps = new WakeUps(database.url, { work: () => wakes++, jobsFinished: () => {}, missed: listening, stalled: () => {}, problem: () => {} }, "me");
+    cleanups.push(async () => wakeUps.stop());
+    await started;
+    // Well before the periodic look (every 2 s): only notifications wake it meanwhile.
+    const sql = admin(database.url);
+    const before = wakes;
+    await sql`SELECT pg_notify(${workChannel}, 'me')`;
+    await Bun.sleep(100);
+    expect(wakes).toBe(before);
+    for (let n = 0; n < 20; n++) await sql`SELECT pg_notify(${workChannel}, ${`other-${n}`})`;
+    await Bun.sleep(100);
+    expect(wakes).toBe(before + 1);
   });
 
   test("faults: an unreachable database is StorageUnavailable; a wrong password or a missing database is one line without the password", async () => {

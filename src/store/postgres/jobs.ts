@@ -24,7 +24,7 @@ import type { PostgresRecords } from "./records";
 
 const now = () => new Date().toISOString();
 
-/** The NOTIFY channel that tells every instance that work was queued. */
+/** The NOTIFY channel that tells every instance that work was queued; its payload names the instance that queued it. */
 export const workChannel = "importd_work";
 /** NOTIFY'd after a run commits, with its job ids (comma-separated): for the long polls of every instance. */
 export const doneChannel = "importd_done";
@@ -115,6 +115,8 @@ export class PostgresJobQueue implements JobQueue {
     private readonly records: PostgresRecords,
     // A statement outside any transaction, on whichever connection of the pool is free.
     private readonly any: Queryable = onPool(pool),
+    // The serving instance this queue's intakes are of (none for a CLI command's).
+    private readonly instance = "",
   ) {}
 
   /**
@@ -133,7 +135,7 @@ export class PostgresJobQueue implements JobQueue {
         for (const request of requests) answers.push(await this.enqueueOne(tx, request, next));
         return answers;
       });
-      if (answers.some((answer) => !answer.conflict && !answer.replayed)) await this.notify(workChannel);
+      if (answers.some((answer) => !answer.conflict && !answer.replayed)) await this.notify(workChannel, this.instance);
       return answers;
     });
   }

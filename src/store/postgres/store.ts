@@ -51,7 +51,7 @@ export class PostgresStore implements Store {
   ) {
     const any = onPool(pool);
     this.records = new PostgresRecords(db);
-    this.queue = new PostgresJobQueue(pool, this.records, any);
+    this.queue = new PostgresJobQueue(pool, this.records, any, instance);
     this.jobs = new PostgresJobReads(any);
     this.access = new PostgresAccessStore(pool, db, any);
     this.failures = new PostgresFailureLog(any);

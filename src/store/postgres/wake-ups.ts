@@ -7,6 +7,7 @@ const rescanEveryMs = 2_000;
 /** What the listener is asked at every periodic look, to tell that it still answers. */
 export const listenerCheck = "SELECT 'listening'";
 const maxReconnectDelayMs = 5_000;
+const notifiedWorkDelayMs = 10;
 
 /**
  * An instance's news from the others: LISTEN on a connection of its own, `work` at every NOTIFY of queued work and
@@ -21,6 +22,7 @@ export class WakeUps {
   private reconnectDelayMs = 100;
   private readonly rescan: ReturnType<typeof setInterval>;
   private reconnecting?: ReturnType<typeof setTimeout>;
+  private waking?: ReturnType<typeof setTimeout>;
 
   constructor(
     private readonly url: string,
@@ -34,6 +36,14 @@ export class WakeUps {
       if (client && this.listening) client.query(listenerCheck).catch(() => this.drop(client));
     }, rescanEveryMs);
     this.listenSoon(0);
+  }
+
+  // A burst of other instances' intakes wakes this one once: each wake-up asks the database for work.
+  private workSoon(): void {
+    this.waking ??= setTimeout(() => {
+      this.waking = undefined;
+      this.events.work();
+    }, notifiedWorkDelayMs);
   }
 
   /** Whether notifications reach this instance now (for /readyz). */
@@ -53,7 +63,8 @@ export class WakeUps {
     const client = openClient(this.url, { instance: this.instance });
     this.client = client;
     client.on("notification", ({ channel, payload = "" }) => {
-      if (channel === workChannel) this.events.work();
+      // Work this instance queued itself, it already knows of.
+      if (channel === workChannel && payload !== this.instance) this.workSoon();
       else if (channel === doneChannel) this.events.jobsFinished(payload.split(",").map(Number).filter(Number.isSafeInteger));
     });
     try {
@@ -87,6 +98,7 @@ export class WakeUps {
     this.stopped = true;
     clearInterval(this.rescan);
     clearTimeout(this.reconnecting);
+    clearTimeout(this.waking);
     if (this.client) this.drop(this.client);
   }
 }
