@@ -15,7 +15,6 @@ const insertSequence = statement(`INSERT INTO job_sequences (environment_id, las
 const insertKey = statement(`INSERT INTO api_keys (environment_id, secret_hash, created_at) VALUES ($1, $2, $3) RETURNING id`);
 const lockFirstEnvironment = statement(`SELECT pg_advisory_xact_lock(hashtext('importd first environment'))`);
 const anyEnvironment = statement(`SELECT id FROM environments LIMIT 1`);
-// Every request's key check.
 const keyById = statement(
   `SELECT api_keys.id AS "keyId", environments.id AS "environmentId", environments.slug, api_keys.secret_hash AS "secretHash", api_keys.revoked_at AS "revokedAt"
    FROM api_keys JOIN environments ON environments.id = api_keys.environment_id WHERE api_keys.id = $1`,

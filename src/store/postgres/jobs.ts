@@ -39,7 +39,6 @@ const jobColumns =
   `started_at AS "startedAt", completed_at AS "completedAt", output, attempts, claim_token AS "claimToken", sequence, dry_run AS "dryRun"`;
 type ClaimRow = JobRow & { claimToken: string | null; sequence: number };
 
-// Every statement of the queue, each planned once per connection.
 const takeSequences = statement(
   `INSERT INTO job_sequences (environment_id, last_sequence) VALUES ($1, $2)
    ON CONFLICT (environment_id) DO UPDATE SET last_sequence = job_sequences.last_sequence + excluded.last_sequence
@@ -52,15 +51,13 @@ const insertJob = statement(
   `INSERT INTO jobs (environment_id, type, status, record_count, created_at, sequence, dry_run) VALUES ($1, $2, '${JobStatus.Pending}', $3, $4, $5, $6)
    RETURNING ${jobColumns}`,
 );
-// The body goes as a binary parameter: its bytes as they are, neither hex nor base64. Up to 100 MB: its deadline is a
-// second longer for every MB.
+// The body as a binary parameter (its bytes, not hex or base64), with a deadline a second longer per MB (up to 100).
 const insertPayload = statement(`INSERT INTO job_payloads (job_id, body) VALUES ($1, $2)`);
 const carrying = (bytes: number) => ({ query_timeout: deadlines.statementMs + bytes / 1_000 });
 const queueHeads = statement(
   `SELECT DISTINCT ON (environment_id) environment_id AS "environmentId", id AS "jobId", attempts
    FROM jobs WHERE status IN ('${JobStatus.Pending}', '${JobStatus.Processing}') ORDER BY environment_id, sequence`,
 );
-// Every status poll.
 const findJob = statement(`SELECT ${jobColumns} FROM jobs WHERE id = $1 AND environment_id = $2`);
 const lockEnvironment = statement(`SELECT id FROM environments WHERE id = $1 FOR NO KEY UPDATE SKIP LOCKED`);
 const releaseRun = statement(

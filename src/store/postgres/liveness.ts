@@ -34,10 +34,9 @@ const forgetGone = statement(`
 const deleteInstance = statement(`DELETE FROM instances WHERE id = $1`);
 
 /**
- * How long this instance has written its heartbeat without a gap: it judges others only after doing so for
- * minStalledMs, so that after an outage of the database (every heartbeat late, the rows kept) or a pause of its
- * own, the live instances have written theirs again before anyone is judged. Times are this process's monotonic
- * clock.
+ * How long this instance has written its heartbeat without a gap (by this process's monotonic clock): it judges others
+ * only after minStalledMs of it, so that after an outage of the database or a pause of its own, the live instances
+ * have written theirs again before anyone is judged.
  */
 export class BeatContinuity {
   private since?: number;

@@ -100,10 +100,8 @@ class ResourceTable {
     this.existingIds = statement(`SELECT "id" FROM ${tableName} WHERE "environment_id" = $1 AND "id" = ANY($2::text[])`);
   }
 
-  /**
-   * The values the upsert sends for `record`, in the order of sentFields; an absent one is null in JSON and in COPY.
-   * Text is well-formed (validation made it so): JSON.stringify would write a lone surrogate as an escape jsonb refuses.
-   */
+  // The record's values in the order of sentFields (an absent one: null in JSON and in COPY). Its text is well-formed
+  // (validation made it so): JSON.stringify would write a lone surrogate as an escape jsonb refuses.
   private valuesOf(record: { id: string }): unknown[] {
     const row = this.resource.toRow(record as never) as Record<string, unknown>;
     const values: unknown[] = [record.id];

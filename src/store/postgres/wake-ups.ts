@@ -38,14 +38,6 @@ export class WakeUps {
     this.listenSoon(0);
   }
 
-  // A burst of other instances' intakes wakes this one once: each wake-up asks the database for work.
-  private workSoon(): void {
-    this.waking ??= setTimeout(() => {
-      this.waking = undefined;
-      this.events.work();
-    }, notifiedWorkDelayMs);
-  }
-
   /** Whether notifications reach this instance now (for /readyz). */
   get up(): boolean {
     return this.listening;
@@ -63,8 +55,8 @@ export class WakeUps {
     const client = openClient(this.url, { instance: this.instance });
     this.client = client;
     client.on("notification", ({ channel, payload = "" }) => {
-      // Work this instance queued itself, it already knows of.
-      if (channel === workChannel && payload !== this.instance) this.workSoon();
+      // Work this instance queued itself, it knows of; a burst of others' wakes it once (each wake asks the database).
+      if (channel === workChannel && payload !== this.instance) this.waking ??= setTimeout(() => ((this.waking = undefined), this.events.work()), notifiedWorkDelayMs);
       else if (channel === doneChannel) this.events.jobsFinished(payload.split(",").map(Number).filter(Number.isSafeInteger));
     });
     try {
