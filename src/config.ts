@@ -20,6 +20,8 @@ type Option<T> = {
   shownDefault?: string;
   /** Checked on the value in effect, the default included. */
   check?(value: T, name: string): void;
+  /** A flag that takes no value (`--insecure-http`); its variable takes true or false. */
+  boolean?: true;
 };
 
 const integer = (min: number, max: number) => (text: string, name: string) => {
@@ -54,6 +56,14 @@ const usableDirectory = (path: string, name: string) => {
   }
 };
 
+const yesOrNo = (text: string, name: string): boolean => {
+  if (/^(true|1|yes)$/i.test(text.trim())) return true;
+  if (/^(false|0|no)$/i.test(text.trim())) return false;
+  throw new ConfigError(`${name} must be true or false, not '${text}'`);
+};
+
+const list = (text: string): readonly string[] => Object.freeze(text.split(",").map((part) => part.trim()).filter((part) => part !== ""));
+
 const cidrList = (text: string, name: string): readonly string[] => {
   const cidrs = text.split(",").map((part) => part.trim()).filter((part) => part !== "");
   for (const cidr of cidrs) {
@@ -85,7 +95,38 @@ const megabyte = 1024 * 1024;
 
 export const options = {
   port: { flag: "port", env: "IMPORTD_PORT", description: "TCP port to listen on (0 picks a free one)", default: 8080, parse: integer(0, 65535) },
-  host: { flag: "host", env: "IMPORTD_HOST", description: "address to listen on", default: "0.0.0.0", parse: nonEmpty },
+  host: {
+    flag: "host",
+    env: "IMPORTD_HOST",
+    description: "address to listen on: on a loopback address plain HTTP, on any other HTTPS (see --tls-cert)",
+    default: "127.0.0.1",
+    parse: nonEmpty,
+  },
+  tlsCert: {
+    flag: "tls-cert",
+    env: "IMPORTD_TLS_CERT",
+    description: "PEM certificate, its chain after it, to serve HTTPS with on any address, loopback included; a renewed file is used without a restart",
+    default: undefined as string | undefined,
+    shownDefault: "none: on an address other than loopback, a self-signed certificate made in --data-dir",
+    parse: nonEmpty,
+  },
+  tlsKey: { flag: "tls-key", env: "IMPORTD_TLS_KEY", description: "the PEM private key of --tls-cert, unencrypted", default: undefined as string | undefined, shownDefault: "none", parse: nonEmpty },
+  tlsSan: {
+    flag: "tls-san",
+    env: "IMPORTD_TLS_SAN",
+    description: "comma-separated host names and addresses the self-signed certificate names besides this host's name, localhost and the listening addresses",
+    default: Object.freeze([]) as readonly string[],
+    shownDefault: "none",
+    parse: list,
+  },
+  insecureHttp: {
+    flag: "insecure-http",
+    env: "IMPORTD_INSECURE_HTTP",
+    description: "serve plain HTTP on an address other than loopback: API keys and data cross the network unencrypted (only behind a TLS proxy, on a network you trust)",
+    default: false,
+    parse: yesOrNo,
+    boolean: true,
+  },
   dataDir: { flag: "data-dir", env: "IMPORTD_DATA_DIR", description: "directory of the SQLite database", default: "./data", parse: nonEmpty, check: usableDirectory },
   databaseUrl: {
     flag: "database-url",
@@ -136,10 +177,10 @@ export type Config = Readonly<{ [K in keyof Options]: Options[K]["default"] } & 
  * Builds the frozen config from parsed flags (as strings) and the environment. `defaults` replaces
  * defaults that depend on where the process runs (main decides them: a terminal gets pretty logs).
  */
-export function loadConfig(flags: Record<string, string | undefined>, env: Record<string, string | undefined>, defaults: Partial<Config> = {}): Config {
+export function loadConfig(flags: Record<string, string | boolean | undefined>, env: Record<string, string | undefined>, defaults: Partial<Config> = {}): Config {
   const config: Record<string, unknown> = {};
   for (const [key, option] of Object.entries(options) as Array<[keyof Config, Option<unknown>]>) {
-    const fromFlag = flags[option.flag];
+    const fromFlag = flags[option.flag] === undefined ? undefined : String(flags[option.flag]);
     const fromEnv = env[option.env];
     const name = fromFlag !== undefined ? `--${option.flag}` : fromEnv !== undefined && fromEnv !== "" ? option.env : `the default --${option.flag}`;
     if (fromFlag !== undefined) config[key] = option.parse(fromFlag, name);
@@ -147,6 +188,10 @@ export function loadConfig(flags: Record<string, string | undefined>, env: Recor
     else config[key] = key in defaults ? defaults[key] : option.default;
     option.check?.(config[key], name);
   }
+  if ((config.tlsCert === undefined) !== (config.tlsKey === undefined)) {
+    throw new ConfigError(`--tls-cert and --tls-key go together: give both, the certificate and its key (or neither, for a self-signed certificate)`);
+  }
+  if (config.tlsCert !== undefined && config.insecureHttp) throw new ConfigError("--insecure-http and --tls-cert ask for opposite things: serve HTTPS with the certificate, or plain HTTP, not both");
   const killProcessOnRecordId = env.IMPORTD_TEST_KILL_PROCESS_ON_RECORD_ID || undefined;
   const maxAttempts = env.IMPORTD_TEST_MAX_ATTEMPTS ? Number(env.IMPORTD_TEST_MAX_ATTEMPTS) : undefined;
   if (killProcessOnRecordId || maxAttempts) config.testHooks = Object.freeze({ killProcessOnRecordId, maxAttempts });
@@ -158,3 +203,7 @@ export function optionsHelp(): string {
     .map((option) => `  --${option.flag.padEnd(20)} ${option.description} (default ${option.shownDefault ?? option.default}; env ${option.env})`)
     .join("\n");
 }
+
+/** The flags for node:util's parseArgs: a value for each, but for the boolean ones. */
+export const parseArgsOptions = () =>
+  Object.fromEntries(Object.values(options as Record<string, Option<unknown>>).map((option) => [option.flag, { type: option.boolean ? ("boolean" as const) : ("string" as const) }]));

@@ -4,7 +4,7 @@ import { parseArgs } from "node:util";
 import pkg from "../package.json" with { type: "json" };
 import { AccessError } from "./access/access";
 import { UsageError, type Output } from "./cli/errors";
-import { ConfigError, loadConfig, options, optionsHelp } from "./config";
+import { ConfigError, loadConfig, optionsHelp, parseArgsOptions } from "./config";
 import { DatabaseError, StoreInUse } from "./store/errors";
 
 // Each command's modules are loaded when it runs: `importd import` of a small file would otherwise spend most of
@@ -26,6 +26,8 @@ Usage:
   importd storage copy --data-dir <dir> --to <postgres-url>
                                    copy a stopped appliance's data into an empty PostgreSQL database
                                    (importd storage --help)
+  importd tls fingerprint          the SHA-256 fingerprint of the certificate importd serves (--tls-cert,
+                                   or the one it made in --data-dir), for clients to check
   importd --help | --version
 
 Options (flags beat environment variables, which beat defaults):
@@ -56,21 +58,21 @@ async function main(argv: string[]): Promise<number> {
   }
   if (argv[0] === "jobs") return (await import("./cli/jobs-command")).jobsCommand(argv.slice(1), process.env, io);
   if (argv[0] === "storage") return (await import("./cli/storage-command")).storageCommand(argv.slice(1), process.env, io);
-  const flagOptions = Object.fromEntries(Object.values(options).map((option) => [option.flag, { type: "string" as const }]));
   const { values, positionals } = parseArgs({
     args: negativeValuesJoined(argv),
-    options: { ...flagOptions, help: { type: "boolean", short: "h" }, version: { type: "boolean", short: "v" } },
+    options: { ...parseArgsOptions(), help: { type: "boolean", short: "h" }, version: { type: "boolean", short: "v" } },
     allowPositionals: true,
     strict: true,
   });
   if (values.help) return io.out(usage), 0;
   if (values.version) return io.out(pkg.version), 0;
   // Pretty logs for a person at a terminal, JSON for a journal or a log collector.
-  const config = loadConfig(values as Record<string, string | undefined>, process.env, { logFormat: process.stderr.isTTY ? "pretty" : "json" });
+  const config = loadConfig(values as Record<string, string | boolean | undefined>, process.env, { logFormat: process.stderr.isTTY ? "pretty" : "json" });
   const [command = "serve", ...rest] = positionals;
 
   if (command === "env") return await (await import("./cli/commands")).envCommand(config, rest, io), 0;
   if (command === "key") return await (await import("./cli/commands")).keyCommand(config, rest, io), 0;
+  if (command === "tls") return (await import("./cli/tls-command")).tlsCommand(config, rest, io), 0;
   if (command !== "serve") throw new UsageError(`unknown command '${command}'`);
   if (rest.length > 0) throw new UsageError(`serve takes no arguments, got '${rest.join(" ")}'`);
 
@@ -89,13 +91,26 @@ async function main(argv: string[]): Promise<number> {
   };
   process.on("SIGTERM", () => shutdown("SIGTERM"));
   process.on("SIGINT", () => shutdown("SIGINT"));
+  // A renewed certificate: served to new connections, without a restart.
+  let reload: (() => void) | undefined;
+  process.on("SIGHUP", () => reload?.());
 
   const server = await startServer(config, log);
+  reload = server.reloadCertificate;
   if (server.firstRunKey) {
     io.out(`First run: created the environment 'default' and its API key. It is shown only this once; keep it:\n\n  ${server.firstRunKey}\n`);
   }
-  io.out(`importd listening on ${server.url} (${describeLocation(config)}); Swagger UI: ${server.url}/swagger`);
-  log({ msg: "listening", url: server.url, store: describeLocation(config), workers: config.workers });
+  const certificate = server.certificate;
+  if (certificate?.createdNow) {
+    io.out(
+      `Made a self-signed TLS certificate for this server, ${certificate.path} (for ${certificate.names}).\n` +
+        `Its SHA-256 fingerprint (again at any time: importd tls fingerprint):\n\n  ${certificate.fingerprint}\n\n` +
+        `Clients trust it by that file: curl --cacert ${certificate.path}, importd import --ca-file ${certificate.path}\n`,
+    );
+  }
+  const transport = certificate ? `HTTPS, certificate ${certificate.path}` : config.insecureHttp ? "plain HTTP on the network: --insecure-http" : "plain HTTP, this machine only";
+  io.out(`importd listening on ${server.url} (${transport}; ${describeLocation(config)}); Swagger UI: ${server.url}/swagger`);
+  log({ msg: "listening", url: server.url, tls: certificate !== undefined, store: describeLocation(config), workers: config.workers, ...(certificate ? { certificate: certificate.path, fingerprint: certificate.fingerprint } : {}) });
 
   stop = (signal) => {
     log({ msg: "shutting down", signal });

@@ -1,8 +1,8 @@
 import { Access } from "./access/access";
 import { FailureLimiter, MemoryFailureLog } from "./access/failure-limiter";
 import type { Config } from "./config";
-import type { Server } from "bun";
 import { buildApp } from "./http/app";
+import { Listener } from "./http/listener";
 import { clientAddressOf, rememberClientAddress, trustedProxies } from "./http/client-address";
 import { internalError } from "./http/problem";
 import { routable } from "./http/request-target";
@@ -17,12 +17,23 @@ import { cachedJobs } from "./store/read-cache";
 import { WorkerPool } from "./worker/pool";
 import { JobScheduler } from "./worker/scheduler";
 import { JobWaits } from "./jobs/job-waits";
+import { certifies, identityWarnings, readIdentity, type TlsIdentity } from "./tls/identity";
+import { selfSignedFiles, selfSignedIdentity } from "./tls/self-signed";
+import { expectedNames, serverNames, transportFor } from "./tls/transport";
+import { watchFiles } from "./tls/watch";
+
+/** The certificate a TLS server serves, for the operator: where it is, and its fingerprint. */
+export type ServedCertificate = { path: string; fingerprint: string; validTo: Date; names: string; selfSigned: boolean; createdNow: boolean };
 
 export type RunningServer = {
   url: string;
   port: number;
   /** Set when this start created the `default` environment: its first key, shown once. */
   firstRunKey?: string;
+  /** The certificate served over TLS; none for plain HTTP. */
+  certificate?: ServedCertificate;
+  /** Reads the certificate and key again and serves them to new connections, if they are good (SIGHUP). */
+  reloadCertificate(): void;
   stop(): Promise<void>;
 };
 
@@ -45,9 +56,30 @@ const purgeIntervalMs = 60 * 60 * 1000;
 
 /** Opens and migrates the store, recovers interrupted runs, starts the workers and the HTTP server. */
 export async function startServer(config: Config, log: Log): Promise<RunningServer> {
+  const transport = transportFor(config);
+  // The operator's certificate is checked before anything is opened: a bad file is one line, and nothing else done.
+  const given = transport.tls && transport.files ? readIdentity(transport.files.cert, transport.files.key) : undefined;
   // Before anything else touches the database: on SQLite, a second server must not requeue the first one's
   // running jobs, so opening the store as a server takes the data directory for this process.
   const store = await openStore(config, { server: true });
+  // Made once the data directory is this process's (on SQLite), so that two starts never make two.
+  const selfSigned = transport.tls && !given ? await selfSignedIdentity(config.dataDir, serverNames(config.host, config.tlsSan)).catch(async (error) => {
+    await store.close();
+    throw error;
+  }) : undefined;
+  let identity = given ?? selfSigned?.identity;
+  const certificatePath = transport.tls ? (transport.files?.cert ?? selfSignedFiles(config.dataDir).cert) : undefined;
+  const warnAbout = (served: TlsIdentity) => {
+    for (const warning of identityWarnings(served, [...expectedNames(config.host), ...(selfSigned ? [] : config.tlsSan)])) log({ level: "warn", msg: warning, certificate: certificatePath });
+  };
+  if (identity) warnAbout(identity);
+  if (selfSigned && !selfSigned.created) {
+    const unnamed = config.tlsSan.filter((name) => !certifies(selfSigned.identity, name));
+    if (unnamed.length > 0) log({ level: "warn", msg: `the self-signed certificate made at the first start does not name ${unnamed.join(", ")} (--tls-san): delete ${selfSignedFiles(config.dataDir).dir} to have a new one made (clients then trust its new fingerprint)` });
+  }
+  if (!transport.tls && transport.exposed) {
+    log({ level: "warn", msg: `plain HTTP on ${config.host}, an address other machines can reach (--insecure-http): API keys and data cross the network unencrypted. Serve HTTPS instead (leave out --insecure-http), or only behind a TLS proxy on a network you trust` });
+  }
   // On SQLite, the lookups every request makes (its key, the job it polls) are answered from memory while
   // nothing was committed; elsewhere they go to the database each time.
   const access = new Access(store.access, store.commits);
@@ -102,9 +134,9 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   const app = buildApp(services);
   const requests = observeRequests(app.fetch, log, metrics);
   const isTrustedProxy = trustedProxies(config.trustedProxies);
-  let server: Server<undefined>;
+  let server: Listener;
   try {
-    server = Bun.serve({
+    server = Listener.open({
       fetch: (received, bunServer) => {
         const request = routable(received);
         rememberClientAddress(request, () =>
@@ -130,7 +162,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
       maxRequestBodySize: Number.MAX_SAFE_INTEGER,
       // Validating and storing a 100 MB batch takes a few seconds; keep the connection meanwhile.
       idleTimeout: 255,
-    });
+    }, identity);
   } catch (error) {
     await scheduler.stop();
     await pool.close();
@@ -150,12 +182,36 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   void purge();
   const purgeTimer = setInterval(purge, purgeIntervalMs);
 
+  // Renewed files (or a SIGHUP) are served to new connections; files that are not good yet (a key written before its
+  // certificate, say) keep the certificate in use, with a warning.
+  const reloadCertificate = () => {
+    if (!transport.tls || stopping) return;
+    try {
+      const files = transport.files ?? selfSignedFiles(config.dataDir);
+      const renewed = readIdentity(files.cert, files.key);
+      if (renewed.fingerprint === identity?.fingerprint) return;
+      server.reload(renewed);
+      identity = renewed;
+      log({ msg: "serving a renewed TLS certificate to new connections", certificate: certificatePath, serial: renewed.serial, fingerprint: renewed.fingerprint, validTo: renewed.validTo.toISOString() });
+      warnAbout(renewed);
+    } catch (error) {
+      log({ level: "warn", msg: `kept the TLS certificate in use: ${(error as Error).message}`, certificate: certificatePath });
+    }
+  };
+  const unwatch = transport.tls && transport.files ? watchFiles([transport.files.cert, transport.files.key], reloadCertificate) : () => {};
+
+  const shownHost = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host.includes(":") && !config.host.startsWith("[") ? `[${config.host}]` : config.host;
   return {
-    url: `http://${config.host === "0.0.0.0" ? "localhost" : config.host}:${server.port}`,
-    port: server.port!,
+    url: `${transport.tls ? "https" : "http"}://${shownHost}:${server.port}`,
+    port: server.port,
     firstRunKey,
+    certificate: identity && certificatePath
+      ? { path: certificatePath, fingerprint: identity.fingerprint, validTo: identity.validTo, names: identity.names, selfSigned: selfSigned !== undefined, createdNow: selfSigned?.created ?? false }
+      : undefined,
+    reloadCertificate,
     stop: () =>
       (stopping ??= (async () => {
+        unwatch();
         clearInterval(purgeTimer);
         // Held long polls are answered now, with the job as it is.
         jobWaits.stop();

@@ -4,8 +4,9 @@ import { defaultChunkBytes, runImport } from "../importer/run";
 import { SourceError } from "../importer/source";
 import { resourceByPath, resources } from "../resources/registry";
 import { UsageError, type Output } from "./errors";
+import { connectionFlags, connectionUsage, serverConnection } from "./server-connection";
 
-export const importUsage = `importd import <file> --resource <resource> --base-url <url> [--api-key <key>] [--validate-only | --dry-run] [--restart]
+export const importUsage = `importd import <file> --resource <resource> --base-url <url> [--api-key <key>] [--ca-file <file>] [--validate-only | --dry-run] [--restart]
 
   Imports a JSON array (.json), NDJSON (.ndjson, .jsonl) or CSV file with a header row (.csv; dotted
   headers such as geolocation.locationStart are nested fields, empty cells are absent), streaming it in
@@ -18,8 +19,7 @@ export const importUsage = `importd import <file> --resource <resource> --base-u
   you added missing reference data, say).
 
   --resource <resource>   ${resources.map((resource) => resource.path).join(", ")}
-  --base-url <url>        the environment's base URL, e.g. http://localhost:8080/default (env IMPORTD_BASE_URL)
-  --api-key <key>         a key of that environment (env IMPORTD_API_KEY)
+${connectionUsage}
   --validate-only         check the whole file against the same rules as the server, print every problem, send
                           nothing (whether referenced records exist is checked only when the job runs)
   --dry-run               send the file as dry runs: importd checks it against the environment's data (references
@@ -36,8 +36,7 @@ export async function importCommand(argv: string[], env: Record<string, string |
     args: argv,
     options: {
       resource: { type: "string" },
-      "base-url": { type: "string" },
-      "api-key": { type: "string" },
+      ...connectionFlags,
       "validate-only": { type: "boolean" },
       "dry-run": { type: "boolean" },
       restart: { type: "boolean" },
@@ -53,12 +52,8 @@ export async function importCommand(argv: string[], env: Record<string, string |
   if (!resource) throw new UsageError(`--resource must be one of ${resources.map((r) => r.path).join(", ")}${values.resource ? `, not '${values.resource}'` : ""}`);
   const validateOnly = values["validate-only"] ?? false;
   if (validateOnly && values["dry-run"]) throw new UsageError("--validate-only and --dry-run do not go together: --validate-only checks the file here and sends nothing, --dry-run has importd check it against the environment's data");
-  const baseUrl = values["base-url"] ?? env.IMPORTD_BASE_URL ?? "";
-  const apiKey = values["api-key"] ?? env.IMPORTD_API_KEY ?? "";
-  if (!validateOnly && !/^https?:\/\/[^/]+\/[^/]+\/?$/.test(baseUrl)) {
-    throw new UsageError(`--base-url must be an environment's base URL such as http://localhost:8080/default${baseUrl ? `, not '${baseUrl}'` : ""}`);
-  }
-  if (!validateOnly && apiKey === "") throw new UsageError("no API key: pass --api-key or set IMPORTD_API_KEY");
+  // --validate-only checks the file here: it needs no server.
+  const connection = validateOnly ? { baseUrl: "", apiKey: "" } : serverConnection(values, env);
   const chunkBytes = values["chunk-bytes"] === undefined ? defaultChunkBytes : Number(values["chunk-bytes"]);
   if (!Number.isSafeInteger(chunkBytes) || chunkBytes < 1024) throw new UsageError(`--chunk-bytes must be a whole number of at least 1024, not '${values["chunk-bytes"]}'`);
 
@@ -67,8 +62,7 @@ export async function importCommand(argv: string[], env: Record<string, string |
     const code = await runImport({
       file: positionals[0]!,
       resource,
-      baseUrl,
-      apiKey,
+      ...connection,
       validateOnly,
       dryRun: values["dry-run"] ?? false,
       restart: values.restart ?? false,

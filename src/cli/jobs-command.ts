@@ -1,14 +1,14 @@
 import { parseArgs } from "node:util";
 import { createClient, ImportdConnectionError, ImportdProblem } from "../client";
 import { UsageError, type Output } from "./errors";
+import { connectionFlags, connectionUsage, serverConnection } from "./server-connection";
 
-export const jobsUsage = `importd jobs cancel <id> --base-url <url> [--api-key <key>]
+export const jobsUsage = `importd jobs cancel <id> --base-url <url> [--api-key <key>] [--ca-file <file>]
 
   Cancels a job that is still Pending: it ends Failed at once, with nothing applied. A job that is being
   applied (Processing) or has finished cannot be canceled; the command says which it is.
 
-  --base-url <url>        the environment's base URL, e.g. http://localhost:8080/default (env IMPORTD_BASE_URL)
-  --api-key <key>         a key of that environment (env IMPORTD_API_KEY)
+${connectionUsage}
 
   Exit code: 0 canceled (or canceled already), 1 not cancelable or no such job, 2 usage or connection errors.`;
 
@@ -16,7 +16,7 @@ export const jobsUsage = `importd jobs cancel <id> --base-url <url> [--api-key <
 export async function jobsCommand(argv: string[], env: Record<string, string | undefined>, io: Output): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { "base-url": { type: "string" }, "api-key": { type: "string" }, help: { type: "boolean", short: "h" } },
+    options: { ...connectionFlags, help: { type: "boolean", short: "h" } },
     allowPositionals: true,
     strict: true,
   });
@@ -24,13 +24,10 @@ export async function jobsCommand(argv: string[], env: Record<string, string | u
   const [action, idText, ...rest] = positionals;
   if (action !== "cancel") throw new UsageError(`unknown jobs command '${action ?? ""}': use jobs cancel <id>`);
   if (!idText || rest.length > 0 || !/^[1-9][0-9]{0,14}$/.test(idText)) throw new UsageError(`jobs cancel takes one job id (a positive whole number)${idText ? `, not '${[idText, ...rest].join(" ")}'` : ""}`);
-  const baseUrl = values["base-url"] ?? env.IMPORTD_BASE_URL ?? "";
-  const apiKey = values["api-key"] ?? env.IMPORTD_API_KEY ?? "";
-  if (!/^https?:\/\/[^/]+\/[^/]+\/?$/.test(baseUrl)) throw new UsageError(`--base-url must be an environment's base URL such as http://localhost:8080/default${baseUrl ? `, not '${baseUrl}'` : ""}`);
-  if (apiKey === "") throw new UsageError("no API key: pass --api-key or set IMPORTD_API_KEY");
+  const connection = serverConnection(values, env);
 
   try {
-    const job = await createClient({ baseUrl, apiKey, retries: 2 }).cancelJob(Number(idText));
+    const job = await createClient({ ...connection, retries: 2 }).cancelJob(Number(idText));
     io.out(`job ${job.id}: ${job.importJobStatus}. ${job.output?.message ?? ""}`.trim());
     return 0;
   } catch (error) {

@@ -2,6 +2,7 @@ import type { Static } from "@sinclair/typebox";
 import type { JobDocument } from "../jobs/document";
 import type { assetRecord } from "../resources/assets";
 import type { referenceRecord } from "../resources/reference-data";
+import { certificateProblem, isCertificateError } from "./tls";
 
 /**
  * A typed client for importd, for programs and for `importd import`. Its types are the server's own
@@ -59,6 +60,7 @@ function connectionProblem(error: unknown): string {
   if (code === "ECONNRESET" || code === "ConnectionClosed" || /socket connection was closed/i.test(message)) return "the connection was closed before an answer came";
   if (code === "ETIMEDOUT" || code === "Timeout" || /timed? ?out/i.test(message)) return "the connection timed out";
   if (code === "ENOTFOUND") return "the host name was not found";
+  if (code === "EPROTO") return "the TLS handshake failed: the server does not speak HTTPS on this port (use http://)";
   return message.replace(/\s*Is the computer able to access the url\?/, "").trim() || code || "unknown network error";
 }
 
@@ -70,6 +72,11 @@ export type ClientOptions = {
   retries?: number;
   /** First backoff in ms (default 250); it doubles each attempt, up to 10 s, with full jitter. */
   backoffMs?: number;
+  /**
+   * Certificates to trust for HTTPS (PEM), instead of the system's: the server's own (a certificate importd made), or
+   * the authority that signed it.
+   */
+  ca?: string;
 };
 
 type RequestOptions = { signal?: AbortSignal };
@@ -116,9 +123,11 @@ export function createClient(options: ClientOptions) {
     for (let attempt = 0; ; attempt++) {
       let response: Response;
       try {
-        response = await fetch(`${baseUrl}${path}`, { ...init, headers: { "api-key": options.apiKey, ...init.headers } });
+        response = await fetch(`${baseUrl}${path}`, { ...init, headers: { "api-key": options.apiKey, ...init.headers }, ...(options.ca ? { tls: { ca: options.ca } } : {}) });
       } catch (error) {
         if (init.signal?.aborted) throw init.signal.reason;
+        // Refused certificates stay refused: said at once, never retried, never ignored.
+        if (isCertificateError(error)) throw new ImportdConnectionError(`cannot reach importd at ${baseUrl}: ${await certificateProblem(baseUrl, error)}`, { cause: error });
         if (attempt >= retries) {
           const seconds = Math.round((Date.now() - started) / 1000);
           throw new ImportdConnectionError(`cannot reach importd at ${baseUrl}: ${connectionProblem(error)} (${attempt + 1} attempts in ${seconds} s)`, { cause: error });

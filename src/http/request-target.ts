@@ -18,11 +18,15 @@ export function pathOf(url: string): string {
 const placeholderOrigin = "http://importd";
 
 /**
- * The request as the router needs it: an absolute URL. Bun's URL is absolute whenever the Host header
- * parses, so the request itself goes on (copying one costs a status poll's routing); only a path-only URL
- * is given an origin. The app is built with Elysia's `standardHostname: false`, so that a host shorter
- * than four characters (`Host: a`) does not shift where the router thinks the path starts.
+ * The request as the router needs it: an absolute http:// URL. Bun's URL is absolute whenever the Host header
+ * parses, so a plain HTTP request itself goes on (copying one costs a status poll's routing); only a path-only
+ * URL is given an origin. The app is built with Elysia's `standardHostname: false`, so that a host shorter than
+ * four characters (`Host: a`) does not shift where the router thinks the path starts: it then looks for the path
+ * from the 8th character on, which in "https://" is still the scheme's, so over TLS the URL is read as http://.
  */
 export function routable(request: Request): Request {
-  return request.url.startsWith("/") ? new Request(placeholderOrigin + request.url, request) : request;
+  const url = request.url;
+  if (url.startsWith("/")) return new Request(placeholderOrigin + url, request);
+  if (url.startsWith("https://")) return new Request(`http://${url.slice(8)}`, request);
+  return request;
 }

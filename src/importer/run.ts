@@ -12,6 +12,8 @@ export type ImportRun = {
   resource: ResourceDefinition;
   baseUrl: string;
   apiKey: string;
+  /** Certificates to trust for HTTPS, instead of the system's (--ca-file). */
+  ca?: string;
   validateOnly: boolean;
   /** Send every chunk as a dry run (?dryRun=true): the server says what applying would do, applies nothing. */
   dryRun?: boolean;
@@ -45,7 +47,7 @@ const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 export async function runImport(run: ImportRun): Promise<number> {
   const format = formatOf(run.file);
   const file = statSync(run.file);
-  const client = createClient({ baseUrl: run.baseUrl, apiKey: run.apiKey });
+  const client = createClient({ baseUrl: run.baseUrl, apiKey: run.apiKey, ca: run.ca });
   const totals = { read: 0, sent: 0, applied: 0, created: 0, updated: 0, unchanged: 0, rejected: 0, rejectedBeforeSending: 0, jobs: 0, jobsFromEarlier: 0, bytesRead: 0, fileRead: false };
   const started = performance.now();
 

@@ -92,7 +92,7 @@ export async function spawnServer(dataDir: string, extraArgs: string[] = [], tim
   let buffered = "";
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const match = stdout.join("\n").match(/listening on (http:\/\/\S+)/);
+    const match = stdout.join("\n").match(/listening on (https?:\/\/\S+)/);
     if (match) {
       const key = stdout.join("\n").match(/^\s+([0-9a-f]{64}_\d+)$/m)?.[1];
       // Keep draining so the child never blocks on a full pipe.

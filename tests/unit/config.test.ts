@@ -8,9 +8,13 @@ const dir = tempDir("importd-config-");
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 // A valid text for each option, different from its default, and its parsed value.
-const samples: Record<keyof typeof options, [string, string | number | readonly string[]]> = {
+const samples: Record<keyof typeof options, [string, string | number | boolean | readonly string[]]> = {
   port: ["9090", 9090],
-  host: ["127.0.0.1", "127.0.0.1"],
+  host: ["0.0.0.0", "0.0.0.0"],
+  tlsCert: ["/etc/importd/cert.pem", "/etc/importd/cert.pem"],
+  tlsKey: ["/etc/importd/key.pem", "/etc/importd/key.pem"],
+  tlsSan: ["importd.example, 10.0.0.5", ["importd.example", "10.0.0.5"]],
+  insecureHttp: ["true", true],
   dataDir: [join(dir, "data"), join(dir, "data")],
   databaseUrl: ["postgres://importd:pw@db.example:5432/importd", "postgres://importd:pw@db.example:5432/importd"],
   workers: ["3", 3],
@@ -25,6 +29,10 @@ const samples: Record<keyof typeof options, [string, string | number | readonly 
 const otherSamples: Record<keyof typeof options, string> = {
   port: "9191",
   host: "::1",
+  tlsCert: "/other/cert.pem",
+  tlsKey: "/other/key.pem",
+  tlsSan: "other.example",
+  insecureHttp: "false",
   dataDir: join(dir, "other"),
   databaseUrl: "postgresql://other@localhost/other",
   workers: "5",
@@ -37,19 +45,42 @@ const otherSamples: Record<keyof typeof options, string> = {
   logFormat: "json",
 };
 
+// Options that need another beside them: a certificate comes with its key.
+const companions: Partial<Record<keyof typeof options, Record<string, string>>> = {
+  tlsCert: { IMPORTD_TLS_KEY: "/etc/importd/key.pem" },
+  tlsKey: { IMPORTD_TLS_CERT: "/etc/importd/cert.pem" },
+};
+
 describe("precedence: flag > IMPORTD_* > default, for every option", () => {
   for (const [key, option] of Object.entries(options) as Array<[keyof typeof options, (typeof options)[keyof typeof options]]>) {
     const [text, value] = samples[key];
+    const beside = companions[key] ?? {};
     test(`${option.flag}: the default when nothing is given`, () => {
       expect(loadConfig({}, {})[key]).toEqual(option.default);
     });
     test(`${option.flag}: ${option.env} beats the default`, () => {
-      expect(loadConfig({}, { [option.env]: text })[key]).toEqual(value);
+      expect(loadConfig({}, { ...beside, [option.env]: text })[key]).toEqual(value);
     });
     test(`${option.flag}: --${option.flag} beats ${option.env}`, () => {
-      expect(loadConfig({ [option.flag]: text }, { [option.env]: otherSamples[key] })[key]).toEqual(value);
+      expect(loadConfig({ [option.flag]: text }, { ...beside, [option.env]: otherSamples[key] })[key]).toEqual(value);
     });
   }
+
+  test("the default host is the loopback address, so that the quick start serves plain HTTP to this machine only", () => {
+    expect(loadConfig({}, {}).host).toBe("127.0.0.1");
+  });
+
+  test("--insecure-http is a flag without a value (parseArgs gives true); its variable takes true or false", () => {
+    expect(loadConfig({ "insecure-http": true }, {}).insecureHttp).toBe(true);
+    expect(loadConfig({}, { IMPORTD_INSECURE_HTTP: "0" }).insecureHttp).toBe(false);
+    expect(() => loadConfig({}, { IMPORTD_INSECURE_HTTP: "sure" })).toThrow("IMPORTD_INSECURE_HTTP must be true or false, not 'sure'");
+  });
+
+  test("a certificate without its key (or the other way round), and a certificate with --insecure-http, are refused", () => {
+    expect(() => loadConfig({ "tls-cert": "/c.pem" }, {})).toThrow("--tls-cert and --tls-key go together");
+    expect(() => loadConfig({}, { IMPORTD_TLS_KEY: "/k.pem" })).toThrow("--tls-cert and --tls-key go together");
+    expect(() => loadConfig({ "tls-cert": "/c.pem", "tls-key": "/k.pem", "insecure-http": true }, {})).toThrow("--insecure-http and --tls-cert ask for opposite things");
+  });
 
   test("a default main decides (pretty logs on a terminal) is still beaten by IMPORTD_LOG_FORMAT and --log-format", () => {
     expect(loadConfig({}, {}, { logFormat: "pretty" }).logFormat).toBe("pretty");

@@ -27,3 +27,12 @@ test("routable: a request with an absolute URL goes on as it is, whatever its ho
   const request = new Request("http://a/healthz");
   expect(routable(request)).toBe(request);
 });
+
+test("routable: over TLS the URL is read as http://, where the router looks for the path; method, headers and body kept", async () => {
+  for (const host of ["a", "localhost:8443", "importd.example.com"]) {
+    const made = routable(new Request(`https://${host}/default/v2/assets?x=1`, { method: "POST", headers: { "api-key": "k_1" }, body: "[1]" }));
+    expect(made.url).toBe(`http://${host}/default/v2/assets?x=1`);
+    expect(made.url.indexOf("/", 7)).toBe(made.url.indexOf("/default"));
+    expect([made.method, made.headers.get("api-key"), await made.text()]).toEqual(["POST", "k_1", "[1]"]);
+  }
+});
