@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { Access } from "./access/access";
 import { FailureLimiter, MemoryFailureLog } from "./access/failure-limiter";
 import type { Config } from "./config";
@@ -54,6 +55,14 @@ function listenFailure(error: unknown, config: Config): string {
 
 const purgeIntervalMs = 60 * 60 * 1000;
 
+const readFileOr = (path: string, otherwise: string) => {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return otherwise;
+  }
+};
+
 /** Opens and migrates the store, recovers interrupted runs, starts the workers and the HTTP server. */
 export async function startServer(config: Config, log: Log): Promise<RunningServer> {
   const transport = transportFor(config);
@@ -76,6 +85,9 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   if (selfSigned && !selfSigned.created) {
     const unnamed = config.tlsSan.filter((name) => !certifies(selfSigned.identity, name));
     if (unnamed.length > 0) log({ level: "warn", msg: `the self-signed certificate made at the first start does not name ${unnamed.join(", ")} (--tls-san): delete ${selfSignedFiles(config.dataDir).dir} to have a new one made (clients then trust its new fingerprint)` });
+  }
+  if (transport.tls && readFileOr("/proc/sys/net/ipv4/tcp_migrate_req", "1").trim() === "0") {
+    log({ level: "warn", msg: "net.ipv4.tcp_migrate_req is 0: when a renewed certificate is served, a connection that arrives in that very instant may be reset (the client sees ECONNRESET). Set it to 1 (sysctl -w net.ipv4.tcp_migrate_req=1, or deploy/importd-sysctl.conf) and Linux hands such connections to the new listener" });
   }
   if (!transport.tls && transport.exposed) {
     log({ level: "warn", msg: `plain HTTP on ${config.host}, an address other machines can reach (--insecure-http): API keys and data cross the network unencrypted. Serve HTTPS instead (leave out --insecure-http), or only behind a TLS proxy on a network you trust` });

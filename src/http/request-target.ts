@@ -14,19 +14,23 @@ export function pathOf(url: string): string {
   return end === -1 ? url.slice(start) : url.slice(start, start + end);
 }
 
-// Any name works: it is never shown or used, only parsed past.
+// Any name works: it is never shown or used, only parsed past; long enough for the router (below).
 const placeholderOrigin = "http://importd";
 
+// Elysia's router looks for the path from the 12th character of the URL on: after "http://" and a host of at least
+// four characters, or "https://" and three.
+const routerPathStart = 11;
+
 /**
- * The request as the router needs it: an absolute http:// URL. Bun's URL is absolute whenever the Host header
- * parses, so a plain HTTP request itself goes on (copying one costs a status poll's routing); only a path-only
- * URL is given an origin. The app is built with Elysia's `standardHostname: false`, so that a host shorter than
- * four characters (`Host: a`) does not shift where the router thinks the path starts: it then looks for the path
- * from the 8th character on, which in "https://" is still the scheme's, so over TLS the URL is read as http://.
+ * The request as the router needs it: an absolute URL whose path starts where the router looks for it. Bun's URL is
+ * absolute whenever the Host header parses, and then the request itself goes on: a copy costs a status poll's
+ * routing, and the copy's body stream no longer lets a 413 go out before a chunked body has all arrived. Only a
+ * path-only URL, or one with a host too short for the router (`Host: a`), is given an origin.
  */
 export function routable(request: Request): Request {
   const url = request.url;
   if (url.startsWith("/")) return new Request(placeholderOrigin + url, request);
-  if (url.startsWith("https://")) return new Request(`http://${url.slice(8)}`, request);
-  return request;
+  const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+  if (pathStart >= routerPathStart) return request;
+  return new Request(placeholderOrigin + (pathStart === -1 ? "/" : url.slice(pathStart)), request);
 }

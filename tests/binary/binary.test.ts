@@ -119,8 +119,8 @@ test("deploy/importd.service: a dedicated user, its state directory, hardening, 
   // Bun's JIT needs W+X memory: this one must stay off.
   expect(settings.get("MemoryDenyWriteExecute")).toBe("no");
   expect(Number(settings.get("TimeoutStopSec"))).toBeGreaterThan(options.shutdownTimeout.default);
-  // Freed memory kept a second, as `npm start` keeps it (README, "Configuration").
-  expect(settings.get("Environment")).toBe("MIMALLOC_PURGE_DELAY=1000");
+  // Freed memory kept a second, as `npm start` keeps it (README, "Configuration"); every address, so HTTPS.
+  expect(settings.get("Environment")).toBe("MIMALLOC_PURGE_DELAY=1000 IMPORTD_HOST=0.0.0.0");
   const scripts = (JSON.parse(readFileSync(join(projectRoot, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
   expect(scripts.start).toStartWith("MIMALLOC_PURGE_DELAY=${MIMALLOC_PURGE_DELAY:-1000} ");
 

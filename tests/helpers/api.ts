@@ -14,32 +14,36 @@ export type JobDocument = {
 
 export const terminal = new Set(["Succeeded", "PartiallySucceeded", "Failed"]);
 
-export function postJson(base: string, resource: string, key: string | undefined, body: unknown, headers: Record<string, string> = {}) {
+/** `tls`: for https:// to a server whose certificate the test process does not trust by itself, the authority to trust. */
+export type Trust = { tls?: { ca: string } };
+
+export function postJson(base: string, resource: string, key: string | undefined, body: unknown, headers: Record<string, string> = {}, trust: Trust = {}) {
   return fetch(`${base}/v2/${resource}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...(key ? { "api-key": key } : {}), ...headers },
     body: typeof body === "string" || body instanceof Uint8Array ? (body as BodyInit) : JSON.stringify(body),
-  });
+    ...trust,
+  } as RequestInit);
 }
 
-export async function importBatch(base: string, resource: string, key: string, records: unknown[]): Promise<JobDocument> {
-  const response = await postJson(base, resource, key, records);
+export async function importBatch(base: string, resource: string, key: string, records: unknown[], trust: Trust = {}): Promise<JobDocument> {
+  const response = await postJson(base, resource, key, records, {}, trust);
   const body = await response.json();
   if (response.status !== 202) throw new Error(`expected 202, got ${response.status}: ${JSON.stringify(body).slice(0, 500)}`);
   return body as JobDocument;
 }
 
-export async function getJob(base: string, key: string, id: number): Promise<JobDocument> {
-  const response = await fetch(`${base}/v2/status/${id}`, { headers: { "api-key": key } });
+export async function getJob(base: string, key: string, id: number, trust: Trust = {}): Promise<JobDocument> {
+  const response = await fetch(`${base}/v2/status/${id}`, { headers: { "api-key": key }, ...trust } as RequestInit);
   expect(response.status).toBe(200);
   return (await response.json()) as JobDocument;
 }
 
 /** Polls until the job is terminal; fails the test after `timeoutMs`. */
-export async function waitForJob(base: string, key: string, id: number, timeoutMs = 60_000): Promise<JobDocument> {
+export async function waitForJob(base: string, key: string, id: number, timeoutMs = 60_000, trust: Trust = {}): Promise<JobDocument> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const job = await getJob(base, key, id);
+    const job = await getJob(base, key, id, trust);
     if (terminal.has(job.importJobStatus)) return job;
     if (Date.now() > deadline) throw new Error(`job ${id} still ${job.importJobStatus} after ${timeoutMs} ms`);
     await Bun.sleep(20);

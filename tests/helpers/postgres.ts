@@ -3,6 +3,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "./net";
+import { testAuthority, writeIdentity } from "./tls";
 import { testSql, type TestSql } from "./sql";
 
 /**
@@ -52,6 +53,8 @@ async function run(command: string[]): Promise<void> {
 
 export type PostgresServer = {
   port: number;
+  /** The authority that signed the server's TLS certificate (for 127.0.0.1 and localhost), as a file: sslrootcert. */
+  caFile: string;
   /** A connection URL for database `name` (the superuser's, with a password, as an operator's would be). */
   url(name: string): string;
   /** Runs `fn` with an admin connection to the `postgres` database. */
@@ -79,6 +82,15 @@ async function startPostgres(): Promise<PostgresServer> {
   }
   // --no-sync and fsync=off: nothing here outlives the test run, and the tests kill importd, never PostgreSQL.
   await run([join(binDir, "initdb"), "-D", dataDir, "-U", superuser, `--pwfile=${passwordFile}`, "--auth=scram-sha-256", "-E", "UTF8", "--no-sync", "--no-instructions"]);
+  // TLS on, with a certificate of the tests' own authority: clients that ask for it (sslmode) get it, the others not.
+  const authority = await testAuthority("PostgreSQL tests");
+  const caFile = join(dir, "ca.crt");
+  await Bun.write(caFile, authority.cert);
+  const tls = writeIdentity(dataDir, await authority.issue(["localhost", "127.0.0.1"]));
+  if (process.getuid?.() === 0) {
+    const id = (flag: string) => Number(Bun.spawnSync(["id", flag, "postgres"]).stdout.toString());
+    for (const path of [tls.cert, tls.key]) chownSync(path, id("-u"), id("-g"));
+  }
   const port = await freePort();
   // Under a watchdog shell that outlives this process: bun test runs no exit handlers, so the server would
   // otherwise run on after the tests. When this process is gone, the shell shuts the server down at once
@@ -96,12 +108,16 @@ async function startPostgres(): Promise<PostgresServer> {
         "-D", dataDir,
         "-p", String(port),
         "-k", dir,
-        "-c", "listen_addresses=127.0.0.1",
+        // 127.0.0.2 too: an address that reaches the server but that its TLS certificate does not name.
+        "-c", "listen_addresses=127.0.0.1,127.0.0.2",
         "-c", "fsync=off",
         "-c", "synchronous_commit=off",
         "-c", "full_page_writes=off",
         "-c", "max_connections=300",
         "-c", "shared_buffers=64MB",
+        "-c", "ssl=on",
+        "-c", `ssl_cert_file=${tls.cert}`,
+        "-c", `ssl_key_file=${tls.key}`,
       ]),
     ],
     { stdout: "ignore", stderr: "pipe" },
@@ -124,6 +140,7 @@ async function startPostgres(): Promise<PostgresServer> {
   }
   return {
     port,
+    caFile,
     url,
     async admin(fn) {
       const sql = testSql(url("postgres"));

@@ -2,7 +2,7 @@ import type { Subprocess } from "bun";
 import { Database } from "bun:sqlite";
 import { databaseFile } from "../../src/store/sqlite/database";
 import { join, resolve } from "node:path";
-import { testBackend } from "./backend";
+import { testBackend, testTls } from "./backend";
 import { freshPostgresDatabase } from "./postgres-store";
 import { testSql } from "./sql";
 
@@ -29,6 +29,8 @@ export type Run = { code: number; stdout: string; stderr: string };
 const databases = new Map<string, Promise<string>>();
 
 async function onTestBackend(args: string[]): Promise<string[]> {
+  // Over TLS (TEST_TRANSPORT=tls), a server the test starts on loopback serves the tests' certificate.
+  if (testTls && args[0] === "serve" && !args.some((arg) => ["--tls-cert", "--insecure-http", "0.0.0.0"].includes(arg))) args = [...args, "--tls-cert", testTls.cert, "--tls-key", testTls.key];
   const at = args.indexOf("--data-dir");
   if (testBackend !== "postgres" || at < 0 || args[at + 1] === undefined || args.includes("--database-url")) return args;
   const dir = resolve(args[at + 1]!);

@@ -1,4 +1,7 @@
+import { readFileSync } from "node:fs";
 import { connect } from "node:net";
+import { connect as connectTls } from "node:tls";
+import { testTls } from "./backend";
 
 export type RawResponse = { status: number; headers: Record<string, string>; body: string; raw: string };
 
@@ -9,7 +12,10 @@ export type RawResponse = { status: number; headers: Record<string, string>; bod
 export function rawRequest(port: number, request: string, timeoutMs = 10_000): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    const socket = connect(port, "127.0.0.1", () => socket.write(request));
+    // Over TLS (TEST_TRANSPORT=tls), the same bytes inside a TLS connection, its certificate checked.
+    const socket = testTls
+      ? connectTls({ port, host: "127.0.0.1", ca: readFileSync(testTls.ca) }, () => socket.write(request))
+      : connect(port, "127.0.0.1", () => socket.write(request));
     const timer = setTimeout(() => {
       socket.destroy();
       reject(new Error(`no complete answer within ${timeoutMs} ms to ${JSON.stringify(request.slice(0, 200))}`));

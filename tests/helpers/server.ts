@@ -7,7 +7,7 @@ import { Access } from "../../src/access/access";
 import { openStore } from "../../src/store/open";
 import type { Job, JobQueue, Store } from "../../src/store/ports";
 import { closeDatabase, openDatabase, writeTransaction, type Db } from "../../src/store/sqlite/database";
-import { testBackend } from "./backend";
+import { testBackend, testTls } from "./backend";
 import { freshPostgresDatabase } from "./postgres-store";
 import { testSql, type TestSql } from "./sql";
 import { checkAnswersOf, stopChecking } from "./contract";
@@ -21,6 +21,9 @@ export async function enqueueJob(queue: JobQueue, environmentId: number, type: s
 }
 
 export const tempDir = (prefix = "importd-test-") => mkdtempSync(join(tmpdir(), prefix));
+
+/** Over TLS (TEST_TRANSPORT=tls), the settings that make a server the test starts serve the tests' certificate. */
+export const testTlsConfig = (): Partial<Config> => (testTls ? { tlsCert: testTls.cert, tlsKey: testTls.key } : {});
 
 export { testBackend };
 
@@ -57,7 +60,7 @@ export async function startTestServer(overrides: Partial<Config> = {}): Promise<
   const database = testBackend === "postgres" && !overrides.databaseUrl ? await freshPostgresDatabase() : undefined;
   const databaseUrl = overrides.databaseUrl ?? database?.url;
   // No limit on wrong keys unless a test asks for one: many tests send wrong keys on purpose, all from 127.0.0.1.
-  const config = { ...loadConfig({}, {}), port: 0, host: "127.0.0.1", workers: 2, authFailuresPerMinute: 0, ...overrides, dataDir, databaseUrl } as Config;
+  const config = { ...loadConfig({}, {}), port: 0, host: "127.0.0.1", workers: 2, authFailuresPerMinute: 0, ...testTlsConfig(), ...overrides, dataDir, databaseUrl } as Config;
   const logs: Array<Record<string, unknown>> = [];
   const server = await startServer(Object.freeze(config), (entry) => logs.push(entry));
   // Whatever a test asks this server, the answer is checked against the server's OpenAPI document.

@@ -2,6 +2,7 @@ import "reflect-metadata";
 import * as x509 from "@peculiar/x509";
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import { writeFileSync } from "node:fs";
+import { connect } from "node:tls";
 import { join } from "node:path";
 
 /**
@@ -71,8 +72,7 @@ export function writeIdentity(dir: string, issued: Pick<Issued, "cert" | "key">,
 export const encryptedKey = (key: string) => createPrivateKey(key).export({ type: "pkcs8", format: "pem", cipher: "aes-256-cbc", passphrase: "secret" }) as string;
 
 /** The serial number of the certificate a TLS server at `port` shows a new connection. */
-export async function servedSerial(port: number, host = "127.0.0.1"): Promise<string> {
-  const { connect } = await import("node:tls");
+export function shownSerial(port: number, host = "127.0.0.1"): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host, port, rejectUnauthorized: false }, () => {
       const serial = socket.getPeerCertificate().serialNumber;
@@ -81,4 +81,18 @@ export async function servedSerial(port: number, host = "127.0.0.1"): Promise<st
     });
     socket.on("error", reject);
   });
+}
+
+/**
+ * As shownSerial, as a client that retries would see it: a connection that arrives in the very instant a renewed
+ * certificate's listener takes over may be reset by Linux unless net.ipv4.tcp_migrate_req is 1 (README, "HTTPS").
+ */
+export async function servedSerial(port: number, host = "127.0.0.1"): Promise<string> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await shownSerial(port, host);
+    } catch (error) {
+      if ((error as { code?: string }).code !== "ECONNRESET" || attempt === 3) throw error;
+    }
+  }
 }

@@ -4,7 +4,7 @@ import { startServer } from "../../src/server";
 import { importBatch, waitForJob } from "../helpers/api";
 import { rawRequest, type RawResponse } from "../helpers/raw-http";
 
-import { startTestServer, tempDir, type TestServer } from "../helpers/server";
+import { startTestServer, tempDir, testTlsConfig, type TestServer } from "../helpers/server";
 
 // What a load balancer's health check, an old monitoring probe or a hand-written client may send: every such
 // request is routed by its path alone and answered by importd's own handlers (DECISIONS section 8).
@@ -109,7 +109,7 @@ test("an error nobody foresaw is a generic Problem Details 500: no stack trace, 
   // any bug that escapes the app's own error handling.
   const dataDir = tempDir();
   const logged: Array<Record<string, unknown>> = [];
-  const config = Object.freeze({ ...loadConfig({}, {}), port: 0, host: "127.0.0.1", workers: 1, dataDir }) as Config;
+  const config = Object.freeze({ ...loadConfig({}, {}), port: 0, host: "127.0.0.1", workers: 1, dataDir, ...testTlsConfig() }) as Config;
   const broken = await startServer(config, (entry) => {
     if (entry.msg === "request") throw new Error(`log sink failed in ${import.meta.path}`);
     logged.push(entry);

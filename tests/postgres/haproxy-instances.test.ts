@@ -1,6 +1,6 @@
 import { afterAll, expect, test } from "bun:test";
 import type { Subprocess } from "bun";
-import { rmSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { postJson, waitForJob } from "../helpers/api";
 import { adminCommand, haproxyBinary, serverStates } from "../helpers/haproxy";
@@ -9,10 +9,13 @@ import { requirePostgres } from "../helpers/postgres";
 import { freshPostgresDatabase } from "../helpers/postgres-store";
 import { projectRoot, spawnServer, type ServerProcess } from "../helpers/process";
 import { tempDir } from "../helpers/server";
+import { testAuthority, writeIdentity } from "../helpers/tls";
 
 // deploy/haproxy.cfg, as shipped, in front of three importd instances on one PostgreSQL database (README:
 // "Several instances on PostgreSQL"): HAProxy checks each on /readyz and sends requests round-robin; an
-// instance that is stopped is taken out, and the imports go on through the others.
+// instance that is stopped is taken out, and the imports go on through the others. HTTPS all the way, as on
+// separate hosts: clients to HAProxy, and HAProxy to the instances, whose certificate it checks
+// (PROXY_UPSTREAM_CA); here all of them signed by an authority of the test's own.
 
 const haproxy = haproxyBinary;
 if (!haproxy && process.env.CI) throw new Error("haproxy is not installed (looked on PATH and in /usr/sbin): apt-get install haproxy");
@@ -32,8 +35,17 @@ if (haproxy && requirePostgres("three instances behind HAProxy")) {
     cleanups.push(database.drop);
     const dir = tempDir("importd-pg-haproxy-");
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const authority = await testAuthority("HAProxy and instances");
+    const caFile = join(dir, "ca.crt");
+    writeFileSync(caFile, authority.cert);
+    const served = await authority.issue(["127.0.0.1", "localhost"]);
+    const instanceFiles = writeIdentity(dir, served);
+    const proxyCertificate = join(dir, "haproxy.pem");
+    writeFileSync(proxyCertificate, served.cert + served.key);
     for (let n = 1; n <= 3; n++) {
-      instances.push(await spawnServer(join(dir, `data${n}`), ["--database-url", database.url, "--workers", "2", "--trusted-proxies", "127.0.0.1/32"]));
+      instances.push(
+        await spawnServer(join(dir, `data${n}`), ["--database-url", database.url, "--workers", "2", "--trusted-proxies", "127.0.0.1/32", "--tls-cert", instanceFiles.cert, "--tls-key", instanceFiles.key]),
+      );
     }
     const key = instances[0]!.firstRunKey!;
     const port = await freePort();
@@ -43,6 +55,8 @@ if (haproxy && requirePostgres("three instances behind HAProxy")) {
       env: {
         ...process.env,
         PROXY_LISTEN: `127.0.0.1:${port}`,
+        PROXY_CERTIFICATE: proxyCertificate,
+        PROXY_UPSTREAM_CA: caFile,
         PROXY_UPSTREAM: new URL(instances[0]!.url).host,
         PROXY_UPSTREAM2: new URL(instances[1]!.url).host,
         PROXY_UPSTREAM3: new URL(instances[2]!.url).host,
@@ -65,9 +79,10 @@ if (haproxy && requirePostgres("three instances behind HAProxy")) {
     };
     await waitFor({ importd1: "UP", importd2: "UP", importd3: "UP" });
 
-    const base = `http://127.0.0.1:${port}/default`;
+    const base = `https://127.0.0.1:${port}/default`;
+    const trust = { tls: { ca: authority.cert } };
     const send = async (n: number) => {
-      const response = await postJson(base, "subareas", key, [{ id: `area-${n}`, name: `Area ${n}` }]);
+      const response = await postJson(base, "subareas", key, [{ id: `area-${n}`, name: `Area ${n}` }], {}, trust);
       expect(response.status).toBe(202);
       return ((await response.json()) as { id: number }).id;
     };
@@ -85,7 +100,7 @@ if (haproxy && requirePostgres("three instances behind HAProxy")) {
     await waitFor({ importd1: "UP", importd2: "UP", importd3: "DOWN" });
     const after = await Promise.all(Array.from({ length: 30 }, (_, n) => send(200 + n)));
 
-    for (const id of [...first, ...during, ...after]) expect((await waitForJob(base, key, id, 30_000)).importJobStatus).toBe("Succeeded");
+    for (const id of [...first, ...during, ...after]) expect((await waitForJob(base, key, id, 30_000, trust)).importJobStatus).toBe("Succeeded");
     // Round-robin: each instance accepted some of the first batch (each logs the jobs it accepted).
     for (const instance of instances.slice(0, 2)) instance.proc.kill("SIGTERM");
     const accepted = await Promise.all(instances.map(async (instance) => (await instance.proc.exited, (await instance.stderr).split("\n").filter((line) => line.includes('"msg":"job accepted"')).length)));

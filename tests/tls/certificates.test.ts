@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { assetCategories, assets, assetTypes, subAreas } from "../helpers/records";
 import { importd, projectRoot, spawnServer, type ServerProcess } from "../helpers/process";
 import { tempDir } from "../helpers/server";
-import { encryptedKey, servedSerial, testAuthority, writeIdentity, type TestAuthority } from "../helpers/tls";
+import { encryptedKey, servedSerial, shownSerial, testAuthority, writeIdentity, type TestAuthority } from "../helpers/tls";
 
 // The operator's own certificate (--tls-cert, --tls-key): served on any address, loopback included; every problem
 // with the files one line at start-up; renewed files served to new connections without a restart, while what is in
@@ -123,7 +123,7 @@ test("renewed certificate files are served to new connections without a restart,
     async start(controller) {
       for (let at = 0; at < body.length; at += 2_000) {
         controller.enqueue(new TextEncoder().encode(body.slice(at, at + 2_000)));
-        await Bun.sleep(5);
+        await Bun.sleep(10);
       }
       controller.close();
     },
@@ -176,6 +176,51 @@ test("SIGHUP reads the certificate again: the self-signed one replaced in the da
   server.proc.kill("SIGTERM");
   expect(await server.proc.exited).toBe(0);
 }, 30_000);
+
+// As deploy/importd-sysctl.conf sets it (the test sets it for its own run, which needs root, and puts it back).
+test("with net.ipv4.tcp_migrate_req=1, no new connection is lost across renewals: clients connecting all the while see the old certificate, then the new one, never a reset", async () => {
+  const setting = "/proc/sys/net/ipv4/tcp_migrate_req";
+  const before = (await Bun.file(setting).text()).trim();
+  try {
+    writeFileSync(setting, "1");
+  } catch (error) {
+    throw new Error(`this test sets ${setting} and needs root: ${(error as Error).message}`);
+  }
+  try {
+    const files = dir("importd-tls-migrate-");
+    const identities = await Promise.all([0, 1, 2, 3, 4].map(() => authority.issue(["localhost", "127.0.0.1"])));
+    const paths = writeIdentity(files, identities[0]!);
+    const server = await spawnServer(dir("importd-tls-migrate-data-"), ["--tls-cert", paths.cert, "--tls-key", paths.key]);
+    servers.push(server);
+    const port = Number(new URL(server.url).port);
+    let renewing = true;
+    const seen = new Map<string, number>();
+    const clients = Array.from({ length: 6 }, async () => {
+      while (renewing) {
+        const serial = await shownSerial(port).catch((error: { code?: string }) => `error ${error.code}`);
+        seen.set(serial, (seen.get(serial) ?? 0) + 1);
+      }
+    });
+    for (const identity of identities.slice(1)) {
+      writeIdentity(files, identity);
+      server.proc.kill("SIGHUP");
+      const deadline = Date.now() + 5_000;
+      while ((await shownSerial(port)) !== identity.serial) {
+        if (Date.now() > deadline) throw new Error("a renewed certificate was not served within 5 s");
+        await Bun.sleep(20);
+      }
+    }
+    renewing = false;
+    await Promise.all(clients);
+    const errors = [...seen].filter(([serial]) => serial.startsWith("error"));
+    expect(errors).toEqual([]);
+    expect([...seen.keys()].filter((serial) => identities.some((identity) => identity.serial === serial)).length).toBeGreaterThanOrEqual(4);
+    server.proc.kill("SIGTERM");
+    expect(await server.proc.exited).toBe(0);
+  } finally {
+    writeFileSync(setting, before);
+  }
+}, 60_000);
 
 test("files that are not good yet at a renewal (a key written before its certificate) keep the certificate in use, with a warning", async () => {
   const files = dir("importd-tls-halfway-");

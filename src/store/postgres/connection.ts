@@ -7,6 +7,7 @@ import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import pg from "pg";
 import { parse as parseUrl, toClientConfig } from "pg-connection-string";
 import { from as copyFrom } from "pg-copy-streams";
+import { DatabaseError } from "../errors";
 import * as schema from "./schema";
 
 export type Db = NodePgDatabase<typeof schema>;
@@ -56,7 +57,14 @@ const serverSide = ["client_connection_check_interval=2000", `tcp_keepalives_idl
 
 /** The URL's settings (sslmode and sslrootcert as libpq reads them), then importd's own, which the URL cannot change. */
 function connectionConfig(url: string, instance: string | undefined, statementMs: number): pg.ClientConfig {
-  const fromUrl = toClientConfig(parseUrl(url, { useLibpqCompat: true }));
+  let fromUrl: pg.ClientConfig;
+  try {
+    fromUrl = toClientConfig(parseUrl(url, { useLibpqCompat: true }));
+  } catch (error) {
+    // Reading sslrootcert, sslcert or sslkey (never repeating the URL: it may hold a password).
+    const { path, message } = error as { path?: string; message: string };
+    throw new DatabaseError(path ? `--database-url names the file ${path}, which cannot be read: ${message}` : `--database-url: ${message}`);
+  }
   return {
     ...fromUrl,
     application_name: applicationName(instance),

@@ -23,6 +23,7 @@ const lostConnectionMessages = [
   /^Query read timeout$/, // the statement deadline
   /^Client has encountered a connection error and is not queryable$/,
   /^Client was closed and is not queryable$/,
+  /^The server does not support SSL connections$/, // sslmode=require against a server without TLS
 ];
 
 // Named as the driver's connection errors are, for pg's codeless ones.
@@ -52,6 +53,7 @@ const retryable = (code: string) => code === "40P01" || code === "40001";
 // connections just now: closed (55000), gone (3D000), credentials refused (28). A request meeting one gets a 503.
 const unavailable = (code: string) =>
   code === lostConnectionCode ||
+  certificateRefused(code) ||
   /^(08|57P|53|28)/.test(code) ||
   ["25P03", "57014", "55000", "3D000"].includes(code) ||
   /^E(CONNREFUSED|CONNRESET|CONNABORTED|PIPE|HOSTUNREACH|NETUNREACH|TIMEDOUT|AI_AGAIN|NOTFOUND)$/.test(code);
@@ -75,12 +77,18 @@ export async function retried<T>(fn: () => Promise<T>, attempts = 3): Promise<T>
 /** Runs `fn`, faults translated. */
 export const answer = <T>(fn: () => Promise<T>): Promise<T> => retried(fn, 1);
 
+// The database server's TLS certificate, refused (sslmode=verify-ca or verify-full).
+const certificateRefused = (code: string) => /^(UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED|SELF_SIGNED_CERT|CERT_|ERR_TLS_CERT)/.test(code);
+
 /** A start-up failure as one line an operator can act on, never with the password. */
 export function connectionProblem(error: unknown, url: string): Error {
   const { code, message } = driverFault(error) ?? { message: (error as Error)?.message ?? String(error) };
   const where = redactedUrl(url);
   if (code === "28P01" || code === "28000") return new DatabaseError(`cannot log in to ${where}: ${message}. Check the user and password in --database-url (IMPORTD_DATABASE_URL).`);
   if (code === "3D000") return new DatabaseError(`${where}: ${message}. Create it first (createdb, or CREATE DATABASE), or correct --database-url.`);
+  if (code !== undefined && certificateRefused(code)) {
+    return new DatabaseError(`cannot trust the TLS certificate of the database server ${where} (${code}: ${message}): give the authority that signed it as sslrootcert=<file> in --database-url, and connect by a name it has (sslmode=verify-full)`);
+  }
   if (typeof code === "string" && unavailable(code)) return new DatabaseError(`cannot reach the database ${where}: ${message}. Is PostgreSQL running there, and does it accept connections from this host?`);
   return error as Error;
 }
