@@ -86,7 +86,8 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
     const unnamed = config.tlsSan.filter((name) => !certifies(selfSigned.identity, name));
     if (unnamed.length > 0) log({ level: "warn", msg: `the self-signed certificate made at the first start does not name ${unnamed.join(", ")} (--tls-san): delete ${selfSignedFiles(config.dataDir).dir} to have a new one made (clients then trust its new fingerprint)` });
   }
-  if (transport.tls && readFileOr("/proc/sys/net/ipv4/tcp_migrate_req", "1").trim() === "0") {
+  // Only the operator's certificate is renewed as a matter of course (the self-signed one, at a SIGHUP only).
+  if (transport.tls && transport.files && readFileOr("/proc/sys/net/ipv4/tcp_migrate_req", "1").trim() === "0") {
     log({ level: "warn", msg: "net.ipv4.tcp_migrate_req is 0: when a renewed certificate is served, a connection that arrives in that very instant may be reset (the client sees ECONNRESET). Set it to 1 (sysctl -w net.ipv4.tcp_migrate_req=1, or deploy/importd-sysctl.conf) and Linux hands such connections to the new listener" });
   }
   if (!transport.tls && transport.exposed) {

@@ -52,6 +52,11 @@ export class ImportdConnectionError extends Error {
   override name = "ImportdConnectionError";
 }
 
+/** importd's TLS certificate was refused: untrusted, expired, or not for the name used (never retried). */
+export class ImportdCertificateError extends ImportdConnectionError {
+  override name = "ImportdCertificateError";
+}
+
 /** What went wrong with the connection, in words, rather than the runtime's own sentence about it. */
 function connectionProblem(error: unknown): string {
   const code = (error as { code?: string })?.code ?? "";
@@ -127,7 +132,7 @@ export function createClient(options: ClientOptions) {
       } catch (error) {
         if (init.signal?.aborted) throw init.signal.reason;
         // Refused certificates stay refused: said at once, never retried, never ignored.
-        if (isCertificateError(error)) throw new ImportdConnectionError(`cannot reach importd at ${baseUrl}: ${await certificateProblem(baseUrl, error)}`, { cause: error });
+        if (isCertificateError(error)) throw new ImportdCertificateError(`cannot reach importd at ${baseUrl}: ${await certificateProblem(baseUrl, error)}`, { cause: error });
         if (attempt >= retries) {
           const seconds = Math.round((Date.now() - started) / 1000);
           throw new ImportdConnectionError(`cannot reach importd at ${baseUrl}: ${connectionProblem(error)} (${attempt + 1} attempts in ${seconds} s)`, { cause: error });

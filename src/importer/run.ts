@@ -1,5 +1,5 @@
 import { statSync } from "node:fs";
-import { createClient, ImportdConnectionError, ImportdProblem, type JobDocument } from "../client";
+import { createClient, ImportdCertificateError, ImportdConnectionError, ImportdProblem, type JobDocument } from "../client";
 import type { ResourceDefinition } from "../resources/definition";
 import { jsonMayHoldUnstorableText, validateBatch } from "../resources/validate";
 import { Journal } from "./journal";
@@ -234,7 +234,9 @@ export async function runImport(run: ImportRun): Promise<number> {
         (totals.jobs > 0
           ? `It stopped answering after ${plural(totals.jobs, "job")} of this import had been queued (${totals.applied} records applied so far); what it queued is kept, and a job is applied whole or not at all. `
           : "Nothing of this import was queued. ") +
-        "Once importd answers again, run the same command: the import resumes where it stopped.",
+        (error instanceof ImportdCertificateError
+          ? "Run the command again with the certificate trusted: the import resumes where it stopped."
+          : "Once importd answers again, run the same command: the import resumes where it stopped."),
       { cause: error },
     );
   }

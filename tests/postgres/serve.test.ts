@@ -35,7 +35,7 @@ if (requirePostgres("importd serve on PostgreSQL")) {
     const key = a.firstRunKey!;
     expect(key).toBeDefined();
     expect(b.firstRunKey).toBeUndefined();
-    expect(a.stdout.join("\n")).toContain("(database: postgres://importd_test:***@127.0.0.1:");
+    expect(a.stdout.join("\n")).toContain("; database: postgres://importd_test:***@127.0.0.1:");
 
     const job = await importBatch(`${a.url}/default`, "subareas", key, [{ id: "north", name: "North" }]);
     const done = await waitForJob(`${b.url}/default`, key, job.id);

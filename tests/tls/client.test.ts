@@ -52,6 +52,7 @@ test("without --ca-file, the untrusted certificate is one line that says what to
   expect(line).toContain("the server's TLS certificate is not trusted here");
   expect(line).toContain("pass --ca-file <the server's certificate>");
   expect(line).toContain(`SHA-256 fingerprint ${fingerprint}`);
+  expect(line).toEndWith("Nothing of this import was queued. Run the command again with the certificate trusted: the import resumes where it stopped.");
   const ca = await Bun.file(certificate).text();
   const record = await fetch(`https://localhost:${port}/default/v2/subareas/e1`, { headers: { "api-key": server.firstRunKey! }, tls: { ca } } as RequestInit);
   expect(record.status).toBe(404);
