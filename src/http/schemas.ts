@@ -7,6 +7,12 @@ import { jobDocumentSchema, jobOutputSchema, recordErrorSchema } from "../jobs/d
 import type { ResourceDefinition } from "../resources/definition";
 import { resources } from "../resources/registry";
 
+/**
+ * A JSON object of any keys whose values are `values`, as `additionalProperties`: generators make that a typed map
+ * (t.Record writes `patternProperties`, which they read as a map of anything).
+ */
+const map = (values: TSchema, description: string) => t.Object({}, { additionalProperties: values, description });
+
 export const problemSchema = t.Object(
   {
     type: t.String(),
@@ -14,9 +20,7 @@ export const problemSchema = t.Object(
     status: Type.Integer(),
     detail: t.Optional(t.String()),
     errors: t.Optional(
-      t.Record(t.String(), t.Array(t.String()), {
-        description: "Only on a 400: field path (`[index].field`, `[index].geolocation.field`, or `$` for the body) → messages.",
-      }),
+      map(t.Array(t.String()), "Only on a 400: field path (`[index].field`, `[index].geolocation.field`, or `$` for the body) → messages."),
     ),
   },
   { description: "RFC 9457 Problem Details." },
@@ -27,7 +31,7 @@ export const rejectedRecordSchema = t.Object({
   id: t.Union([t.String(), t.Null()], { description: "The record's id, as sent." }),
   field: t.String({ description: "The field at fault, or `$` when the whole batch was refused." }),
   message: t.String(),
-  record: t.Record(t.String(), t.Unknown(), { description: "The record as it was sent." }),
+  record: map(t.Unknown(), "The record as it was sent: every field, unknown ones and nulls included."),
 });
 
 /** A page of a list: its items, and the cursor of the next page (null on the last). */

@@ -1,7 +1,7 @@
 import { statSync } from "node:fs";
 import { createClient, ImportdCertificateError, ImportdConnectionError, ImportdProblem, type JobDocument } from "../client";
 import type { ResourceDefinition } from "../resources/definition";
-import { jsonMayHoldUnstorableText, validateBatch } from "../resources/validate";
+import { jsonMayHoldLoneSurrogate, validateBatch } from "../resources/validate";
 import { Journal } from "./journal";
 import { progressEntry, progressLine, type Progress } from "./progress";
 import { RejectedFile, rejectedFilePath } from "./rejected-file";
@@ -168,8 +168,8 @@ export async function runImport(run: ImportRun): Promise<number> {
   /** --validate-only: one line per problem, one count per record that has any. */
   const check = (chunk: Chunk): Rejection[] => {
     const rejections = [...chunk.local];
-    const mayHoldUnstorableText = chunk.texts.some(jsonMayHoldUnstorableText);
-    const validation = validateBatch(run.resource.schema, run.resource.rules as never, chunk.sources.map((source) => source.record), { mayHoldUnstorableText });
+    const mayHoldLoneSurrogate = chunk.texts.some(jsonMayHoldLoneSurrogate);
+    const validation = validateBatch(run.resource.schema, run.resource.rules as never, chunk.sources.map((source) => source.record), { mayHoldLoneSurrogate });
     if (validation.ok) return rejections;
     const withProblems = new Set<number>();
     for (const [key, messages] of Object.entries(validation.errors)) {

@@ -2,7 +2,7 @@ import { resourceByJobType, resourceByPath } from "../resources/registry";
 import type { ResourceDefinition } from "../resources/definition";
 import { displayName, type BatchValidation } from "../resources/validate";
 import type { ClaimedRun, Completion, Job, JobQueue, RejectedRecord, RunRecords } from "../store/ports";
-import { readBatch, type Records } from "./batch";
+import { readBatch, type Records, type ValidBatch } from "./batch";
 import { batchFailure, duplicateIdsOutcome, recordOutcome, type AppliedCounts, type JobOutput, type Rejection } from "./outcome";
 import { requestBody } from "./payload";
 import type { JobStatus } from "./states";
@@ -28,12 +28,13 @@ function findDuplicateIds(records: Records): Map<string, number[]> {
  * The rows of the rejected records: those with a reason of their own, or, when nothing was applied
  * (`batchMessage`), every record, those without a reason of their own carrying the batch's.
  */
-function rejectedRecords(records: Records, rejections: Rejection[], batchMessage?: string): RejectedRecord[] {
+function rejectedRecords(sent: readonly unknown[], rejections: Rejection[], batchMessage?: string): RejectedRecord[] {
   const byIndex = new Map(rejections.map((rejection) => [rejection.index, rejection]));
-  const indexes = batchMessage === undefined ? [...byIndex.keys()].sort((a, b) => a - b) : records.map((_, index) => index);
+  const indexes = batchMessage === undefined ? [...byIndex.keys()].sort((a, b) => a - b) : sent.map((_, index) => index);
   return indexes.map((index) => {
     const own = byIndex.get(index);
-    return { position: index, field: own?.field ?? "$", message: own?.message ?? batchMessage!, record: JSON.stringify(records[index]) };
+    // As sent, not as validated: the rejected file a client fixes and sends again keeps every field it had.
+    return { position: index, field: own?.field ?? "$", message: own?.message ?? batchMessage!, record: JSON.stringify(sent[index]) };
   });
 }
 
@@ -130,8 +131,8 @@ function referredIds(jobs: Job[], batches: StoredBatch[]): Map<ResourceDefinitio
 type StoredBatch = BatchValidation<Records[number]> | undefined;
 
 /** The batch this thread still holds parsed (`parsed`), or else the stored payload, read and parsed again. */
-async function batchOf(queue: JobQueue, job: Job, parsed: Records | undefined): Promise<StoredBatch> {
-  if (parsed) return { ok: true, records: parsed };
+async function batchOf(queue: JobQueue, job: Job, parsed: ValidBatch | undefined): Promise<StoredBatch> {
+  if (parsed) return { ok: true, ...parsed };
   const stored = await queue.payload(job.id);
   return stored ? readBatch(resourceByJobType(job.type), requestBody(stored)) : undefined;
 }
@@ -150,8 +151,8 @@ const completion = (job: Job, { status, output }: { status: JobStatus; output: J
  */
 async function applyOne(job: Job, environment: EnvironmentRecords, batch: StoredBatch): Promise<Completion> {
   const resource = resourceByJobType(job.type);
-  const outcome = (ending: ReturnType<typeof recordOutcome>, records?: Records, rejections: Rejection[] = []) =>
-    completion(job, ending, records ? rejectedRecords(records, rejections, ending.output.applied === 0 ? ending.output.message : undefined) : []);
+  const outcome = (ending: ReturnType<typeof recordOutcome>, sent?: readonly unknown[], rejections: Rejection[] = []) =>
+    completion(job, ending, sent ? rejectedRecords(sent, rejections, ending.output.applied === 0 ? ending.output.message : undefined) : []);
   if (!batch) return outcome(batchFailure(job.recordCount, "The job's payload was lost, so nothing was applied. Re-send the batch."));
   if (!batch.ok) {
     // Cannot happen for a payload that passed request-time validation, unless the rules changed in an upgrade.
@@ -161,7 +162,7 @@ async function applyOne(job: Job, environment: EnvironmentRecords, batch: Stored
   const duplicates = findDuplicateIds(records);
   if (duplicates.size > 0) {
     const ending = duplicateIdsOutcome(records.length, duplicates);
-    return outcome(ending, records, ending.rejections);
+    return outcome(ending, batch.sent, ending.rejections);
   }
 
   const checks = resource.references.map((reference) => {
@@ -187,7 +188,7 @@ async function applyOne(job: Job, environment: EnvironmentRecords, batch: Stored
     return true;
   });
   const counts = await environment.upsert(resource, job.id, accepted);
-  return outcome(recordOutcome(records.length, rejections, counts), records, rejections);
+  return outcome(recordOutcome(records.length, rejections, counts), batch.sent, rejections);
 }
 
 /**
@@ -207,7 +208,7 @@ export type RunOptions = {
   /** This process's run of the environment that was cut short, to take its jobs over (see ClaimRequest). */
   takeOver?: { token: string; countsAsAttempt: boolean };
   /** The batch this thread still holds parsed for a job, if it does. */
-  parsed?: (jobId: number) => Records | undefined;
+  parsed?: (jobId: number) => ValidBatch | undefined;
   /** Only the first job. */
   singleJob?: boolean;
   /** Sees each batch before it is applied (a test hook). */

@@ -1,5 +1,5 @@
 import type { ResourceDefinition } from "../resources/definition";
-import { jsonMayHoldUnstorableText, validateBatch, type BatchValidation, type FieldErrors } from "../resources/validate";
+import { jsonMayHoldLoneSurrogate, validateBatch, type BatchValidation, type FieldErrors } from "../resources/validate";
 
 /** Decodes and parses a request body; the problem, if any, is worded for the `$` key of a 400. */
 export function parseBody(bytes: Uint8Array): { ok: true; value: unknown } | { ok: false; message: string } {
@@ -19,6 +19,9 @@ export function parseBody(bytes: Uint8Array): { ok: true; value: unknown } | { o
 
 export type Records = Array<{ id: string } & Record<string, unknown>>;
 
+/** A batch that passed validation, as applying reads it (see BatchValidation). */
+export type ValidBatch = { records: Records; sent: readonly unknown[] };
+
 /** Parse and validate, the same way at request time and when the job is applied. */
 export function readBatch(resource: ResourceDefinition, bytes: Uint8Array): BatchValidation<Records[number]> {
   const parsed = parseBody(bytes);
@@ -26,5 +29,5 @@ export function readBatch(resource: ResourceDefinition, bytes: Uint8Array): Batc
     const errors: FieldErrors = { $: [parsed.message] };
     return { ok: false, errors, errorCount: 1, truncated: false };
   }
-  return validateBatch(resource.schema, resource.rules as never, parsed.value, { mayHoldUnstorableText: jsonMayHoldUnstorableText(bytes) });
+  return validateBatch(resource.schema, resource.rules as never, parsed.value, { mayHoldLoneSurrogate: jsonMayHoldLoneSurrogate(bytes) });
 }

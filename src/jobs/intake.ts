@@ -1,6 +1,6 @@
 import type { ResourceDefinition } from "../resources/definition";
 import type { FieldErrors } from "../resources/validate";
-import { readBatch, type Records } from "./batch";
+import { readBatch, type ValidBatch } from "./batch";
 import { storedPayload } from "./payload";
 import type { EnqueueRequest, Job, JobQueue } from "../store/ports";
 
@@ -11,8 +11,8 @@ export type IntakeResult =
 
 export type IntakeRequest = { environmentId: number; resource: ResourceDefinition; body: Uint8Array; idempotencyKey?: string; dryRun?: boolean };
 
-/** What one import POST came to; `records` is set when a new job was stored: the batch as its apply step would read it back. */
-export type Accepted = { result: IntakeResult; records?: Records };
+/** What one import POST came to; `batch` is set when a new job was stored: the batch as its apply step would read it back. */
+export type Accepted = { result: IntakeResult; batch?: ValidBatch };
 
 /**
  * Request-time work for import POSTs, on a worker thread: parse and validate each body, then store the well-formed ones as jobs,
@@ -21,7 +21,7 @@ export type Accepted = { result: IntakeResult; records?: Records };
  */
 export async function acceptBatches(queue: JobQueue, requests: IntakeRequest[]): Promise<Accepted[]> {
   const answers: Accepted[] = new Array(requests.length);
-  const stored: Array<{ index: number; records: Records; request: Omit<EnqueueRequest, "body">; payload: Promise<Uint8Array> }> = [];
+  const stored: Array<{ index: number; batch: ValidBatch; request: Omit<EnqueueRequest, "body">; payload: Promise<Uint8Array> }> = [];
   requests.forEach(({ environmentId, resource, body, idempotencyKey, dryRun = false }, index) => {
     // Compressing a big body takes about half as long as parsing and validating it (docs/performance.md, row 3):
     // started first, it runs on another core meanwhile. An invalid body's compression is wasted (a big invalid
@@ -37,16 +37,16 @@ export async function acceptBatches(queue: JobQueue, requests: IntakeRequest[]):
     const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: new Bun.CryptoHasher("sha256").update(`${target}\n`).update(body).digest("hex") };
     // The exact bytes are stored (compressed when big), not a re-serialization: an apply step without the
     // records handed back here (another thread, a restart) parses them again.
-    stored.push({ index, records: batch.records, request: { environmentId, type: resource.jobType, recordCount: batch.records.length, idempotency, dryRun }, payload });
+    stored.push({ index, batch: { records: batch.records, sent: batch.sent }, request: { environmentId, type: resource.jobType, recordCount: batch.records.length, idempotency, dryRun }, payload });
   });
   if (stored.length === 0) return answers;
   const bodies = await Promise.all(stored.map(({ payload }) => payload));
   const enqueued = await queue.enqueue(stored.map(({ request }, n) => ({ ...request, body: bodies[n]! })));
-  stored.forEach(({ index, records }, n) => {
+  stored.forEach(({ index, batch }, n) => {
     const outcome = enqueued[n]!;
     if (outcome.conflict) answers[index] = { result: { ok: false, idempotencyConflict: true } };
     else if (outcome.replayed) answers[index] = { result: { ok: true, job: outcome.job, replayed: true } };
-    else answers[index] = { result: { ok: true, job: outcome.job, replayed: false }, records };
+    else answers[index] = { result: { ok: true, job: outcome.job, replayed: false }, batch };
   });
   return answers;
 }

@@ -1,26 +1,34 @@
 import { t } from "elysia";
 import { defineResource, presentFields } from "./definition";
-import { displayName, requiredText } from "./validate";
+import { optionalText, ordered, requiredText } from "./validate";
 
 export const shapeTypes = ["Point", "MultiPoint", "LineString", "MultiLineString", "Polygon", "MultiPolygon"] as const;
 export const locationUnits = ["m", "km", "ft", "mi"] as const;
 
-const oneOf = (values: readonly string[]) => t.Union(values.map((value) => t.Literal(value)));
+// Written as `enum`, never a union of constants, which generated clients read as its first constant only. No default:
+// (t.UnionEnum's own is the first value) these are required codes.
+const oneOf = <T extends string>(values: readonly [T, ...T[]]) => t.UnionEnum(values, { default: undefined });
 
-export const geolocationRecord = t.Object({
-  linearReferenceStart: t.String(requiredText(255)),
-  linearReferenceEnd: t.String(requiredText(255)),
-  locationStart: t.Number(),
-  locationEnd: t.Number(),
-  locationUnit: oneOf(locationUnits),
-});
+const locations = ordered("locationStart", "locationEnd");
+const points = ordered("startPoint", "endPoint");
+
+export const geolocationRecord = t.Object(
+  {
+    linearReferenceStart: t.String(requiredText(255)),
+    linearReferenceEnd: t.String(requiredText(255)),
+    locationStart: t.Number(),
+    locationEnd: t.Number(),
+    locationUnit: oneOf(locationUnits),
+  },
+  locations.schema,
+);
 
 export const assetRecord = t.Object(
   {
     id: t.String(requiredText(64, "External identifier, unique within the environment.")),
     subAreaId: t.String(requiredText(64, "Id of a sub area imported with POST /v2/subareas.")),
     name: t.String(requiredText(255)),
-    description: t.Optional(t.String({ maxLength: 4000 })),
+    description: t.Optional(t.String(optionalText(4000))),
     status: t.String(requiredText(20, "Short status code, 1 to 20 characters.")),
     assetCategoryId: t.String(requiredText(64, "Id of an asset category imported with POST /v2/assetcategories.")),
     assetTypeId: t.String(requiredText(64, "Id of an asset type imported with POST /v2/assettypes.")),
@@ -29,10 +37,8 @@ export const assetRecord = t.Object(
     endPoint: t.Optional(t.Number({ minimum: 0 })),
     geolocation: t.Optional(geolocationRecord),
   },
+  points.schema,
 );
-
-const notAfter = (start: string, end: string) =>
-  `'${displayName(start)}' must be less than or equal to '${displayName(end)}'.`;
 
 const scalarColumns = ["subAreaId", "name", "description", "status", "assetCategoryId", "assetTypeId", "shapeType", "startPoint", "endPoint"] as const;
 const geolocationColumns = ["linearReferenceStart", "linearReferenceEnd", "locationStart", "locationEnd", "locationUnit"] as const;
@@ -57,16 +63,7 @@ export const assetResource = defineResource({
     },
     { id: "VALVE-0001", subAreaId: "south", name: "Valve at Mill Rd", status: "ACT", assetCategoryId: "water", assetTypeId: "valve", shapeType: "Point" },
   ],
-  rules: [
-    (asset) =>
-      asset.startPoint !== undefined && asset.endPoint !== undefined && asset.startPoint > asset.endPoint
-        ? [{ field: "startPoint", message: notAfter("startPoint", "endPoint") }]
-        : [],
-    (asset) =>
-      asset.geolocation && asset.geolocation.locationStart > asset.geolocation.locationEnd
-        ? [{ field: "geolocation.locationStart", message: notAfter("locationStart", "locationEnd") }]
-        : [],
-  ],
+  rules: [points.rule(), locations.rule("geolocation")],
   references: [
     { field: "subAreaId", resource: "subareas" },
     { field: "assetTypeId", resource: "assettypes" },

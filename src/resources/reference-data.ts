@@ -1,13 +1,13 @@
 import type { Static } from "@sinclair/typebox";
 import { t } from "elysia";
 import { defineResource, presentFields } from "./definition";
-import { requiredText } from "./validate";
+import { optionalText, requiredText } from "./validate";
 
 /** Sub areas, asset types and asset categories share one shape: id, name, optional description. */
 export const referenceRecord = t.Object({
   id: t.String(requiredText(64, "External identifier, unique within the environment.")),
   name: t.String(requiredText(255)),
-  description: t.Optional(t.String({ maxLength: 4000 })),
+  description: t.Optional(t.String(optionalText(4000))),
 });
 
 export const referenceResource = (path: string, jobType: string, noun: string, example: Static<typeof referenceRecord>[]) =>

@@ -6,20 +6,19 @@ import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
  *
  * The schema is the single source of truth: the same object documents the record in OpenAPI and
  * drives these checks. The walker understands the small subset of JSON Schema the resources use
- * (object, string with minLength/maxLength/pattern, number with minimum, unions of literals) and words
+ * (object, string with minLength/maxLength/pattern, number with minimum, enums) and words
  * its messages for people, in the style of the spec's example: `'Sub Area Id' must not be empty.`
  *
  * Speed: the walker builds labels and messages and copies each record, several times the cost of TypeBox's
  * compiled checker (figures in docs/performance.md). So a record is first checked by the compiled checker
  * (the same schema, generated code); only
  * records it refuses are walked, to explain them, and to accept what the walker allows and it does not
- * (a `null` optional field). Everything the checker accepts the walker accepts too: same types, lengths,
- * patterns, minimums and literals, unknown fields allowed by both. All but two things, text the stores cannot
- * keep as it is: the walker refuses text holding the NUL character, and makes a lone surrogate U+FFFD, as both
- * stores would store it, so that the apply step compares ids and references as they are stored. A pattern
- * could find them, but each string's pattern slot holds not-blank already, and a second regular expression
- * over every string of every record would cost the checker's speed for characters that almost never come;
- * instead a body that may hold one has every record walked (see jsonMayHoldUnstorableText).
+ * (a `null` optional field; text within its length in characters but not in the UTF-16 units the checker counts).
+ * Everything the checker accepts the walker accepts too: same types, lengths, patterns (not blank, no NUL
+ * character), minimums and enums, unknown fields allowed by both. All but one thing:
+ * the walker makes a lone surrogate U+FFFD, as both stores would store it, so that the apply step compares ids
+ * and references as they are stored. No pattern can find one (a regular expression without the `u` flag sees a
+ * pair as two surrogates), so a body that may hold one has every record walked (see jsonMayHoldLoneSurrogate).
  */
 
 export type FieldErrors = Record<string, string[]>;
@@ -27,8 +26,12 @@ export type FieldErrors = Record<string, string[]>;
 /** A rule that looks at several fields of one (already type-checked) record. */
 export type RecordRule<T> = (record: T) => Array<{ field: string; message: string }>;
 
+/**
+ * `records` as they are applied (the schema's fields, text as the stores keep it); `sent`, the same records as they
+ * came (unknown fields and nulls included), for the rows of those the job rejects.
+ */
 export type BatchValidation<T> =
-  | { ok: true; records: T[] }
+  | { ok: true; records: T[]; sent: readonly unknown[] }
   | { ok: false; errors: FieldErrors; errorCount: number; truncated: boolean };
 
 export const maxErrorKeys = 1000;
@@ -53,14 +56,23 @@ function describeType(value: unknown): string {
   return typeof value;
 }
 
-const notBlankPattern = "\\S";
+// Both say the NUL ban where generators and validators look (PostgreSQL's text cannot hold U+0000). Linear: the
+// leading white space and the one character after it cannot overlap, so no input makes them backtrack.
+const requiredTextPattern = "^\\s*[^\\s\\u0000][^\\u0000]*$";
+const optionalTextPattern = "^[^\\u0000]*$";
 const isBlank = (value: string) => !/\S/.test(value);
 
-function literalValues(schema: TSchema): string[] | undefined {
-  const options = schema.anyOf as TSchema[] | undefined;
-  if (!options || !options.every((option) => "const" in option)) return undefined;
-  return options.map((option) => String(option.const));
+/**
+ * A text's length as JSON Schema's maxLength counts it, and as PostgreSQL does: in characters (code points), so an
+ * emoji is one, not the two UTF-16 units of `value.length`. Asked only of a text whose units are over the limit.
+ */
+function codePoints(value: string): number {
+  let count = 0;
+  for (const _ of value) count++;
+  return count;
 }
+
+const enumValues = (schema: TSchema): string[] | undefined => schema.enum as string[] | undefined;
 
 /** Collects into `report` every problem of `value` against `schema`; returns the normalized value. */
 function checkValue(
@@ -71,7 +83,7 @@ function checkValue(
   report: (path: string, message: string) => void,
 ): unknown {
   const label = `'${displayName(name)}'`;
-  const allowed = literalValues(schema);
+  const allowed = enumValues(schema);
   if (allowed) {
     if (typeof value !== "string") {
       report(path, `${label} must be a string, one of: ${allowed.join(", ")}. You sent ${describeType(value)}.`);
@@ -89,10 +101,10 @@ function checkValue(
         report(path, `${label} must be a string. You sent ${describeType(value)}.`);
         return value;
       }
-      if (schema.pattern === notBlankPattern && isBlank(value)) {
+      if (schema.pattern === requiredTextPattern && isBlank(value)) {
         report(path, `${label} must not be empty.`);
-      } else if (schema.maxLength !== undefined && value.length > schema.maxLength) {
-        report(path, `${label} must be ${schema.maxLength} characters or fewer. You entered ${value.length} characters.`);
+      } else if (schema.maxLength !== undefined && value.length > schema.maxLength && codePoints(value) > schema.maxLength) {
+        report(path, `${label} must be ${schema.maxLength} characters or fewer. You entered ${codePoints(value)} characters.`);
       }
       if (value.includes("\u0000")) {
         // PostgreSQL's text cannot hold it: refused on every backend alike, so that a batch means the same on each,
@@ -178,7 +190,6 @@ function compiledValidator(schema: TObject) {
   return validator;
 }
 
-const nulEscape = "\\u0000";
 const surrogateEscapes = ["\\ud", "\\uD"];
 // The second hex digit of a surrogate's escape, \uD800 to \uDFFF: 8, 9, a-f or A-F. Past the end of the text
 // it is undefined (a byte) or NaN (a character code), and neither is one.
@@ -186,15 +197,13 @@ const isSurrogateDigit = (code: number | undefined) =>
   code !== undefined && ((code >= 0x38 && code <= 0x39) || (code >= 0x61 && code <= 0x66) || (code >= 0x41 && code <= 0x46));
 
 /**
- * Whether a string of this JSON text may hold what the stores cannot keep as it is: U+0000, which JSON writes
- * only as the escape `\u0000` (a raw control character is not JSON), or a lone surrogate, which it writes only
- * as an escape from `\uD800` to `\uDFFF` (raw, it is not UTF-8). Text with neither escape holds neither; a
- * surrogate pair's escapes (an emoji, from an encoder that escapes everything beyond ASCII) only cost a walk.
- * Looking costs a few milliseconds in 35 MB. Pass the answer to validateBatch as `mayHoldUnstorableText`.
+ * Whether a string of this JSON text may hold a lone surrogate, which the stores cannot keep as it is: JSON writes
+ * one only as an escape from `\uD800` to `\uDFFF` (raw, it is not UTF-8). Text without such an escape holds none;
+ * a surrogate pair's escapes (an emoji, from an encoder that escapes everything beyond ASCII) only cost a walk.
+ * Looking costs a few milliseconds in 35 MB. Pass the answer to validateBatch as `mayHoldLoneSurrogate`.
  */
-export function jsonMayHoldUnstorableText(json: string | Uint8Array): boolean {
+export function jsonMayHoldLoneSurrogate(json: string | Uint8Array): boolean {
   const text = typeof json === "string" ? json : Buffer.from(json.buffer, json.byteOffset, json.byteLength);
-  if (text.includes(nulEscape)) return true;
   for (const escape of surrogateEscapes) {
     for (let at = text.indexOf(escape); at !== -1; at = text.indexOf(escape, at + escape.length)) {
       if (isSurrogateDigit(typeof text === "string" ? text.charCodeAt(at + 3) : text[at + 3])) return true;
@@ -206,15 +215,15 @@ export function jsonMayHoldUnstorableText(json: string | Uint8Array): boolean {
 /**
  * Validates a parsed request body. Shape problems of the body itself go under `$`; record problems under
  * `[index].field`. The error map is capped at `maxErrorKeys` keys so that a bad 100 MB body does not produce
- * a 100 MB answer; `errorCount` still counts them all. `mayHoldUnstorableText`: false only when no string of the
- * body can hold U+0000 or a lone surrogate (see jsonMayHoldUnstorableText): then the compiled checker may vouch
+ * a 100 MB answer; `errorCount` still counts them all. `mayHoldLoneSurrogate`: false only when no string of the
+ * body can hold a lone surrogate (see jsonMayHoldLoneSurrogate): then the compiled checker may vouch
  * for a record.
  */
 export function validateBatch<T>(
   schema: TObject,
   rules: RecordRule<T>[],
   body: unknown,
-  { mayHoldUnstorableText = true }: { mayHoldUnstorableText?: boolean } = {},
+  { mayHoldLoneSurrogate = true }: { mayHoldLoneSurrogate?: boolean } = {},
 ): BatchValidation<T> {
   const errors: FieldErrors = {};
   let keys = 0;
@@ -249,7 +258,7 @@ export function validateBatch<T>(
     }
     const before = errorCount;
     const fields = item as Record<string, unknown>;
-    const record = (!mayHoldUnstorableText && checker.Check(fields) ? copy(fields) : checkObject(schema, fields, `[${index}].`, report)) as T;
+    const record = (!mayHoldLoneSurrogate && checker.Check(fields) ? copy(fields) : checkObject(schema, fields, `[${index}].`, report)) as T;
     // Cross-field rules only make sense once every field has the right type.
     if (errorCount === before) {
       for (const rule of rules) {
@@ -259,13 +268,39 @@ export function validateBatch<T>(
     records[index] = record;
   }
   if (errorCount > 0) return { ok: false, errors, errorCount, truncated };
-  return { ok: true, records };
+  return { ok: true, records, sent: body };
 }
 
-/** Schema options for a required text field: present, not blank, bounded. */
+/**
+ * A cross-field rule `start` ≤ `end` (two number fields of one object, when both are present), said where
+ * generators and validators look: `schema` goes into the object's schema options (a description, and the vendor
+ * extension `x-importd-ordered`, a list of `{start, end}`), and `rule` checks it (`within`: the path of the
+ * nested object that holds the pair, such as `geolocation`).
+ */
+export function ordered(start: string, end: string) {
+  const message = `'${displayName(start)}' must be less than or equal to '${displayName(end)}'.`;
+  return {
+    schema: {
+      description: `\`${start}\` must be less than or equal to \`${end}\` when both are present; otherwise the batch is a 400 naming \`${start}\`.`,
+      "x-importd-ordered": [{ start, end }],
+    },
+    rule:
+      (within?: string): RecordRule<Record<string, unknown>> =>
+      (record) => {
+        const holder = (within === undefined ? record : record[within]) as Record<string, number | undefined> | undefined;
+        const [low, high] = [holder?.[start], holder?.[end]];
+        return low !== undefined && high !== undefined && low > high ? [{ field: within === undefined ? start : `${within}.${start}`, message }] : [];
+      },
+  };
+}
+
+/** Schema options for a required text field: present, not blank, bounded, without NUL. */
 export const requiredText = (maxLength: number, description?: string) => ({
   minLength: 1,
   maxLength,
-  pattern: notBlankPattern,
+  pattern: requiredTextPattern,
   ...(description ? { description } : {}),
 });
+
+/** Schema options for an optional text field: bounded, without NUL. */
+export const optionalText = (maxLength: number) => ({ maxLength, pattern: optionalTextPattern });

@@ -1,4 +1,4 @@
-import type { Records } from "../jobs/batch";
+import type { ValidBatch } from "../jobs/batch";
 
 /**
  * The batches this worker thread accepted and has not applied yet, parsed and validated, so that applying
@@ -8,13 +8,13 @@ import type { Records } from "../jobs/batch";
  * always kept, however big.
  */
 export class ParsedBatches {
-  private readonly batches = new Map<number, { records: Records; bytes: number }>();
+  private readonly batches = new Map<number, { batch: ValidBatch; bytes: number }>();
   private bytes = 0;
 
   constructor(private readonly maxBytes: number) {}
 
-  add(jobId: number, records: Records, bytes: number): void {
-    this.batches.set(jobId, { records, bytes });
+  add(jobId: number, batch: ValidBatch, bytes: number): void {
+    this.batches.set(jobId, { batch, bytes });
     this.bytes += bytes;
     for (const [oldest, batch] of this.batches) {
       if (this.bytes <= this.maxBytes || oldest === jobId) break;
@@ -23,12 +23,12 @@ export class ParsedBatches {
     }
   }
 
-  /** The job's records, handed over once: the cache lets go of them. */
-  take(jobId: number): Records | undefined {
-    const batch = this.batches.get(jobId);
-    if (!batch) return undefined;
+  /** The job's batch, handed over once: the cache lets go of it. */
+  take(jobId: number): ValidBatch | undefined {
+    const entry = this.batches.get(jobId);
+    if (!entry) return undefined;
     this.batches.delete(jobId);
-    this.bytes -= batch.bytes;
-    return batch.records;
+    this.bytes -= entry.bytes;
+    return entry.batch;
   }
 }

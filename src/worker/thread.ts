@@ -38,8 +38,8 @@ const handlers: Handlers = {
       if (!definition) throw new Error(`unknown resource ${resource}`);
       return { environmentId, resource: definition, body: new Uint8Array(body), idempotencyKey, dryRun };
     });
-    return (await acceptBatches(store.queue, requests)).map(({ result, records }, index) => {
-      if (result.ok && records) parsedBatches.add(result.job.id, records, inputs[index]!.body.byteLength);
+    return (await acceptBatches(store.queue, requests)).map(({ result, batch }, index) => {
+      if (result.ok && batch) parsedBatches.add(result.job.id, batch, inputs[index]!.body.byteLength);
       return result;
     });
   },

@@ -16,7 +16,7 @@ export function asset(index: number, overrides: Record<string, unknown> = {}) {
     status: "ACT",
     assetCategoryId: "water",
     assetTypeId: index % 3 === 0 ? "valve" : "pipe",
-    shapeType: "LineString",
+    shapeType: "LineString" as const,
     startPoint: index,
     endPoint: index + 10.5,
     geolocation: {
@@ -24,7 +24,7 @@ export function asset(index: number, overrides: Record<string, unknown> = {}) {
       linearReferenceEnd: `LR-${index + 1}`,
       locationStart: index * 2,
       locationEnd: index * 2 + 7,
-      locationUnit: "m",
+      locationUnit: "m" as const,
     },
     ...overrides,
   };

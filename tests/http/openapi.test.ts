@@ -65,6 +65,67 @@ describe("the OpenAPI document", () => {
     expect(status.properties.importJobType).toMatchObject({ type: "string", enum: resources.map((resource) => resource.jobType) });
   });
 
+  test("a set of values is an enum, never a union of constants (which generated Python clients read as its first constant); a map is additionalProperties", () => {
+    const unions: string[] = [];
+    const patternMaps: string[] = [];
+    const walk = (node: unknown, path: string) => {
+      if (Array.isArray(node)) return node.forEach((item, index) => walk(item, `${path}[${index}]`));
+      if (!node || typeof node !== "object") return;
+      const schema = node as Record<string, unknown>;
+      if (Array.isArray(schema.anyOf) && schema.anyOf.some((option) => "const" in (option as object))) unions.push(path);
+      if (schema.patternProperties) patternMaps.push(path);
+      for (const [key, value] of Object.entries(schema)) walk(value, `${path}.${key}`);
+    };
+    walk(document, "$");
+    expect({ unions, patternMaps }).toEqual({ unions: [], patternMaps: [] });
+    const asset = document.components.schemas.Asset as { properties: Record<string, { type?: string; enum?: string[]; anyOf?: Array<{ properties?: Record<string, { type?: string; enum?: string[] }> }> }> };
+    expect(asset.properties.shapeType).toEqual({ type: "string", enum: ["Point", "MultiPoint", "LineString", "MultiLineString", "Polygon", "MultiPolygon"] });
+    expect(asset.properties.geolocation!.anyOf![0]!.properties!.locationUnit).toEqual({ type: "string", enum: ["m", "km", "ft", "mi"] });
+    const problem = document.components.schemas.Problem as { properties: Record<string, unknown> };
+    expect(problem.properties.errors).toMatchObject({ type: "object", additionalProperties: { type: "array", items: { type: "string" } } });
+    const rejected = document.components.schemas.RejectedRecord as { properties: Record<string, unknown> };
+    expect(rejected.properties.record).toMatchObject({ type: "object", additionalProperties: {} });
+  });
+
+  test("the rules beyond types are where tools look: the NUL ban and not-blank in each text field's pattern, order in x-importd-ordered", () => {
+    const textFields: Array<[string, { pattern?: string; minLength?: number }]> = [];
+    const walk = (node: unknown, path: string) => {
+      if (!node || typeof node !== "object") return;
+      const schema = node as Record<string, unknown>;
+      if (schema.type === "string" && !schema.enum && !schema.format) textFields.push([path, schema]);
+      for (const [key, value] of Object.entries(schema)) walk(value, `${path}.${key}`);
+    };
+    for (const resource of resources) walk(document.components.schemas[resource.jobType], resource.jobType);
+    expect(textFields.length).toBeGreaterThan(10);
+    for (const [path, { pattern, minLength }] of textFields) {
+      const matches = (text: string) => new RegExp(pattern!).test(text);
+      expect({ path, nul: matches("a\u0000b"), text: matches(" a b ") }).toEqual({ path, nul: false, text: true });
+      expect({ path, blankAllowed: matches("  ") }).toEqual({ path, blankAllowed: minLength === undefined });
+    }
+    const asset = document.components.schemas.Asset as { description: string; "x-importd-ordered": unknown; properties: { geolocation: { anyOf: Array<{ "x-importd-ordered"?: unknown; description?: string }> } } };
+    expect(asset["x-importd-ordered"]).toEqual([{ start: "startPoint", end: "endPoint" }]);
+    expect(asset.description).toContain("`startPoint` must be less than or equal to `endPoint`");
+    expect(asset.properties.geolocation.anyOf[0]!["x-importd-ordered"]).toEqual([{ start: "locationStart", end: "locationEnd" }]);
+    expect(asset.properties.geolocation.anyOf[0]!.description).toContain("`locationStart` must be less than or equal to `locationEnd`");
+  });
+
+  test("every operation and every parameter has a description; the 202 links to getJob, cancelJob and listRejectedRecords by the job's id", () => {
+    type Described = { description?: string; operationId?: string; parameters?: Array<{ name: string; description?: string }>; responses: Record<string, { links?: Record<string, { operationId: string; parameters: Record<string, string> }> }> };
+    for (const { path, method, operation } of operations()) {
+      const described = operation as unknown as Described;
+      expect({ path, method, described: (described.description ?? "").length > 20 }).toEqual({ path, method, described: true });
+      for (const parameter of described.parameters ?? []) expect({ path, parameter: parameter.name, described: (parameter.description ?? "").length > 5 }).toEqual({ path, parameter: parameter.name, described: true });
+      if (method === "post" && described.responses["202"]) {
+        const links = described.responses["202"].links ?? {};
+        expect(Object.fromEntries(Object.entries(links).map(([name, link]) => [name, [link.operationId, link.parameters]]))).toEqual({
+          getJob: ["getJob", { id: "$response.body#/id" }],
+          cancelJob: ["cancelJob", { id: "$response.body#/id" }],
+          listRejectedRecords: ["listRejectedRecords", { id: "$response.body#/id" }],
+        });
+      }
+    }
+  });
+
   test("every operation has an explicit, readable operationId, as SDK generators name their methods", () => {
     const ids = operations().map(({ operation }) => (operation as { operationId?: string }).operationId);
     expect(ids.sort()).toEqual(

@@ -10,6 +10,8 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
+const pick = <T extends object, K extends keyof T>(record: T, ...keys: K[]) => Object.fromEntries(keys.map((key) => [key, record[key]])) as Pick<T, K>;
+
 type RejectedPage = { items: Array<{ index: number; id: string | null; field: string; message: string; record: Record<string, unknown> }>; nextCursor: string | null };
 const rejected = (id: number | string, query = "", key = server.key, base = server.base) =>
   fetch(`${base}/v2/status/${id}/rejected${query}`, { headers: { "api-key": key } });
@@ -32,6 +34,17 @@ describe("GET /{env}/v2/status/{id}/rejected", () => {
       ],
       nextCursor: null,
     });
+  });
+
+  test("keeps a rejected record exactly as sent: unknown fields, nested ones, nulls and the order of its keys", async () => {
+    const odd = { name: "odd", colour: "red", id: "ODD-1", subAreaId: "west", description: null, tags: ["a", { deep: null }], ...pick(asset(5), "status", "assetCategoryId", "assetTypeId", "shapeType"), geolocation: { ...asset(5).geolocation, srid: 4326, note: null } };
+    const job = await importAndWait(server.base, "assets", server.key, [asset(5), odd]);
+    expect(job.importJobStatus).toBe("PartiallySucceeded");
+    const response = await rejected(job.id);
+    const text = await response.text();
+    // The text itself: the record's keys in the order they came, not the schema's.
+    expect(text).toContain(`"record":${JSON.stringify(odd)}`);
+    expect(JSON.parse(text).items).toMatchObject([{ index: 1, id: "ODD-1", field: "subAreaId", record: odd }]);
   });
 
   test("is empty for a job that applied everything", async () => {
@@ -86,7 +99,7 @@ describe("GET /{env}/v2/status/{id}/rejected", () => {
     expect((await rejected(job.id, "", other.key, other.base)).status).toBe(404);
     const bad = await rejected(job.id, "?after=-1");
     expect(bad.status).toBe(400);
-    expect((await bad.json()).errors).toEqual({ after: ["'After' must be a record index (a whole number from 0)."] });
+    expect((await bad.json()).errors).toEqual({ after: ["'After' must be a record index (a whole number from 0). You entered '-1'."] });
     expect((await fetch(`${server.base}/v2/status/${job.id}/rejected`)).status).toBe(401);
   });
 

@@ -54,7 +54,7 @@ describe("intakes stored together", () => {
     expect(jobId(answers[3]!)).toBe(jobId(answers[2]!));
     expect(answers[1]!.result).toMatchObject({ ok: false, errors: { $: [expect.stringContaining("not valid JSON")] } });
     // The batch each new job was read as, for the thread that applies it; none for a replay.
-    expect(answers.map((answer) => answer.records?.length)).toEqual([1, undefined, 1, undefined, undefined, 2]);
+    expect(answers.map((answer) => answer.batch?.records.length)).toEqual([1, undefined, 1, undefined, undefined, 2]);
     expect(db.select({ n: count() }).from(jobsTable).get()!.n).toBe(3);
     expect(db.select({ n: count() }).from(jobPayloads).get()!.n).toBe(3);
     expect(status(db, jobId(answers[5]!)).environmentId).toBe(2);

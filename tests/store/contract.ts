@@ -90,6 +90,8 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       const failed = (await store.jobs.find(e1, duplicate.id, ""))!;
       expect(failed.output!.message).toContain("more than once");
       expect((await store.jobs.rejections(duplicate.id, 10)).map((row) => row.position)).toEqual([0, 1]);
+      // A cursor past any index, beyond PostgreSQL's integer too (the API takes 15 digits): an empty page.
+      expect(await store.jobs.rejections(duplicate.id, 10, 999_999_999_999_999)).toEqual([]);
       expect(await queue.payload(good.id)).toBeUndefined();
     });
 

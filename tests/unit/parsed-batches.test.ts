@@ -1,9 +1,9 @@
 import { expect, test } from "bun:test";
 import { ParsedBatches } from "../../src/worker/parsed-batches";
 
-const records = (id: string) => [{ id }];
+const records = (id: string) => ({ records: [{ id }], sent: [{ id, extra: null }] });
 
-test("ParsedBatches hands a job's records over once", () => {
+test("ParsedBatches hands a job's batch over once", () => {
   const cache = new ParsedBatches(100);
   cache.add(1, records("a"), 10);
   expect(cache.take(1)).toEqual(records("a"));

@@ -4,7 +4,7 @@ import { t } from "elysia";
 import { readBatch } from "../../src/jobs/batch";
 import { assetRecord, assetResource, locationUnits, shapeTypes } from "../../src/resources/assets";
 import { resourceByPath } from "../../src/resources/registry";
-import { displayName, jsonMayHoldUnstorableText, maxErrorKeys, requiredText, validateBatch, type BatchValidation } from "../../src/resources/validate";
+import { displayName, jsonMayHoldLoneSurrogate, maxErrorKeys, requiredText, validateBatch, type BatchValidation } from "../../src/resources/validate";
 import { asset } from "../helpers/records";
 
 /** Request-time validation, DECISIONS section 3 and spec 7.1, rule by rule. */
@@ -106,7 +106,7 @@ describe("required asset fields", () => {
   });
 
   test("accepts the minimal asset of spec 2.2 and returns exactly its fields", () => {
-    const minimal = { id: "A-1", subAreaId: "north", name: "Main", status: "ACT", assetCategoryId: "water", assetTypeId: "pipe", shapeType: "LineString" };
+    const minimal = { id: "A-1", subAreaId: "north", name: "Main", status: "ACT", assetCategoryId: "water", assetTypeId: "pipe", shapeType: "LineString" as const };
     expect(passed(validateAssets([minimal]))).toEqual([minimal]);
   });
 
@@ -188,6 +188,14 @@ describe("lengths", () => {
     });
   }
 
+  test("counts characters (code points) as JSON Schema and PostgreSQL do: 64 emoji are an id of 64, 65 are too many", () => {
+    const emoji = (count: number) => "\u{1f4a7}".repeat(count);
+    expect(emoji(64).length).toBe(128);
+    const [record] = passed(validateBatch<Asset>(assetResource.schema, assetResource.rules as never, [asset(0, { id: emoji(64) })], { mayHoldLoneSurrogate: false }));
+    expect(record!.id).toBe(emoji(64));
+    expect(errorsOfAsset(asset(0, { id: emoji(65) }))).toEqual({ "[0].id": ["'Id' must be 64 characters or fewer. You entered 65 characters."] });
+  });
+
   test("accepts a status of 1 character", () => {
     expect(passed(validateAssets([asset(0, { status: "A" })]))[0]!.status).toBe("A");
   });
@@ -216,12 +224,26 @@ describe("the NUL character", () => {
     expect(failed(validateBatch(resourceByPath("subareas")!.schema, [], [{ id: "n\u0000", name: "North" }])).errors).toEqual({ "[0].id": [nulMessage("Id")] });
   });
 
-  test("is found in a body only as its JSON escape, and then in records the compiled checker would pass", () => {
-    const nul = JSON.stringify([asset(0), asset(1, { name: "Main\u0000St" })]);
-    expect(nul).toContain("\\u0000");
-    expect(failed(readAssets(nul)).errors).toEqual({ "[1].name": [nulMessage("Name")] });
-    // The same record, told it holds no NUL, goes by the checker: the flag is what keeps the fast path honest.
-    expect(validateBatch(assetResource.schema, assetResource.rules as never, JSON.parse(nul), { mayHoldUnstorableText: false }).ok).toBe(true);
+  test("is refused by the compiled checker too: the schema's pattern says it, so the fast path needs no hint", () => {
+    const nul = JSON.stringify([asset(0), asset(1, { name: "Main\u0000St" }), asset(2, { description: "\u0000" })]);
+    expect(failed(readAssets(nul)).errors).toEqual({ "[1].name": [nulMessage("Name")], "[2].description": [nulMessage("Description")] });
+    expect(failed(validateBatch(assetResource.schema, assetResource.rules as never, JSON.parse(nul), { mayHoldLoneSurrogate: false })).errors).toEqual({
+      "[1].name": [nulMessage("Name")],
+      "[2].description": [nulMessage("Description")],
+    });
+  });
+
+  test("the patterns that say it are linear: 100,000 characters before a NUL are refused in milliseconds", () => {
+    const { properties } = resourceByPath("subareas")!.schema as unknown as { properties: Record<string, { pattern: string }> };
+    for (const field of ["id", "description"]) {
+      const pattern = new RegExp(properties[field]!.pattern);
+      for (const text of [`${" ".repeat(100_000)}\u0000`, `${" ".repeat(50_000)}a${"b".repeat(50_000)}\u0000`, `\u0000${"a".repeat(100_000)}`]) {
+        const started = performance.now();
+        expect(pattern.test(text)).toBe(false);
+        expect(performance.now() - started).toBeLessThan(100);
+      }
+      expect(pattern.test(` a${"b".repeat(100_000)} `)).toBe(true);
+    }
   });
 
   test("a backslash before u0000, an unknown field's NUL and other control characters are accepted", () => {
@@ -244,16 +266,16 @@ describe("lone surrogates", () => {
     expect([made!.id, made!.name, made!.subAreaId, (made!.geolocation as { linearReferenceStart: string }).linearReferenceStart]).toEqual(["a-\ufffd", "Main\ufffdSt", "north\ufffd", "LR\ufffd"]);
     expect(kept!.name).toBe("Pipe \u{1f4a7}");
     // Told it holds nothing of the kind, the body's records go by the checker, as sent: the flag keeps the fast path honest.
-    const [unchanged] = passed(validateBatch<Asset>(assetResource.schema, assetResource.rules as never, JSON.parse(body), { mayHoldUnstorableText: false }));
+    const [unchanged] = passed(validateBatch<Asset>(assetResource.schema, assetResource.rules as never, JSON.parse(body), { mayHoldLoneSurrogate: false }));
     expect(unchanged!.id).toBe("a-\ud800");
   });
 
-  test("a body may hold them (or U+0000) only where it holds their escapes: \\uD800 to \\uDFFF, in either case", () => {
-    for (const text of ['"\\ud800"', '"\\uDBFF"', '"\\udc00"', '"\\uDfff"', '"x\\u0000"', '"\\u00e9\\ud83d\\udca7"']) {
-      expect([text, jsonMayHoldUnstorableText(text), jsonMayHoldUnstorableText(encode(text))]).toEqual([text, true, true]);
+  test("a body may hold them only where it holds their escapes: \\uD800 to \\uDFFF, in either case", () => {
+    for (const text of ['"\\ud800"', '"\\uDBFF"', '"\\udc00"', '"\\uDfff"', '"\\u00e9\\ud83d\\udca7"']) {
+      expect([text, jsonMayHoldLoneSurrogate(text), jsonMayHoldLoneSurrogate(encode(text))]).toEqual([text, true, true]);
     }
-    for (const text of ['"\\u00e9"', '"\\uD7FF"', '"\\ue000"', '"\\u0041 ud800"', '"plain \u00e9 text"', '"ends with \\ud']) {
-      expect([text, jsonMayHoldUnstorableText(text), jsonMayHoldUnstorableText(encode(text))]).toEqual([text, false, false]);
+    for (const text of ['"\\u00e9"', '"x\\u0000"', '"\\uD7FF"', '"\\ue000"', '"\\u0041 ud800"', '"plain \u00e9 text"', '"ends with \\ud']) {
+      expect([text, jsonMayHoldLoneSurrogate(text), jsonMayHoldLoneSurrogate(encode(text))]).toEqual([text, false, false]);
     }
   });
 });

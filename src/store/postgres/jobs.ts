@@ -326,7 +326,8 @@ const listJobs = (...values: unknown[]) => ({
     AND ($4::bigint IS NULL OR id < $4) AND (completed_at IS NULL OR completed_at >= $5) ORDER BY id DESC LIMIT $6`,
   values,
 });
-const rejectionsOf = statement(`SELECT position, field, message, record FROM job_rejections WHERE job_id = $1 AND position > $2 ORDER BY position LIMIT $3`);
+// A cursor may be any index the API takes (15 digits), beyond the integer column's range: compared as a bigint.
+const rejectionsOf = statement(`SELECT position, field, message, record FROM job_rejections WHERE job_id = $1 AND position > $2::bigint ORDER BY position LIMIT $3`);
 const jobsByStatus = statement(`SELECT status, count(*)::int AS count FROM jobs GROUP BY status`);
 const queueDepths = statement(
   `SELECT environments.slug AS environment, count(jobs.id)::int AS pending FROM environments
