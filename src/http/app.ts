@@ -1,9 +1,10 @@
 import { swagger } from "@elysiajs/swagger";
 import { componentSchemas } from "./schemas";
 import { environmentAsServer } from "./openapi";
-import { Elysia } from "elysia";
+import { Elysia, ValidationError } from "elysia";
 import pkg from "../../package.json" with { type: "json" };
-import { internalError, notFound, Problem, storageProblem, validationProblem } from "./problem";
+import { allowedMethods } from "./allowed-methods";
+import { internalError, methodNotAllowed, notFound, Problem, storageProblem, validationProblem } from "./problem";
 import { pathOf } from "./request-target";
 import { importRoutes } from "./routes/imports";
 import { operationsRoutes } from "./routes/operations";
@@ -19,13 +20,27 @@ Every path is relative to an environment's base URL, \`/{env}\` (the server vari
 \`/default/v2/assets\`), and needs the \`Api-Key\` header with a key of that environment (\`<secret>_<keyId>\`, issued with \`importd key create <env>\`).
 
 Import sub areas, asset types and asset categories before the assets that refer to them: references are checked
-when the job runs, against the records that exist in the environment at that time.`;
+when the job runs, against the records that exist in the environment at that time.
 
-function toProblem(code: string | number, error: unknown): Problem | undefined {
+What the schemas cannot say alone is said beside them: a required text field must not be blank, and no text may hold
+the NUL character (U+0000), both in each field's \`pattern\`; a number pair that must be in order (\`startPoint\` ≤
+\`endPoint\`) is in its object's description and in the vendor extension \`x-importd-ordered\`, a list of
+\`{start, end}\` field names. A method a path does not answer is a 405 with \`Allow\`; a query parameter sent empty
+is a 400 naming it.`;
+
+function toProblem(code: string | number, error: unknown, request: Request, methodsOf: (path: string) => string[] | undefined): Problem | undefined {
   if (error instanceof Problem) return error;
   const storage = storageProblem(error);
   if (storage) return storage;
-  if (code === "NOT_FOUND") return notFound();
+  if (code === "NOT_FOUND") {
+    const allowed = methodsOf(pathOf(request.url));
+    return allowed ? methodNotAllowed(request.method, allowed) : notFound();
+  }
+  if (error instanceof ValidationError) {
+    // The schema's own message (openapi.ts, pathParameter), under the name of what it is about.
+    const field = error.valueError?.path.replace(/^\//, "") || "$";
+    return validationProblem({ [field]: [String(error.customError ?? `'${field}' is not valid.`)] });
+  }
   if (code === "VALIDATION" || code === "PARSE") {
     return validationProblem({ $: [(error as Error).message?.slice(0, 500) || "The request is malformed."] });
   }
@@ -63,11 +78,13 @@ const apiDocument = () =>
 /** The whole HTTP API, without listening; server.ts and the tests give it a port. */
 export function buildApp(services: Services) {
   const { log } = services;
+  // Read from the app's own routes when first needed, once they are all registered.
+  let methodsOf: ((path: string) => string[] | undefined) | undefined;
   // Elysia finds the path from the URL's 12th character on: routable() (request-target.ts) gives a host too short
   // for that (`Host: a`) a longer one.
-  return new Elysia()
+  const app = new Elysia()
     .onError(({ code, error, request }) => {
-      const problem = toProblem(code, error);
+      const problem = toProblem(code, error, request, (path) => (methodsOf ??= allowedMethods(app.routes))(path));
       if (problem) return problem.toResponse();
       // Unknown errors are logged with context and answered with a generic 500 that leaks nothing.
       log({ level: "error", msg: "unhandled error", method: request.method, path: pathOf(request.url), error: String((error as Error)?.stack ?? error) });
@@ -77,4 +94,5 @@ export function buildApp(services: Services) {
     .use(apiDocument())
     .use(operationsRoutes(services))
     .group("/:env/v2", (api) => api.use(importRoutes(services)).use(jobRoutes(services)).use(readRoutes(services)));
+  return app;
 }

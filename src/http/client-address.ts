@@ -52,8 +52,8 @@ export function clientAddressOf(peer: string, forwardedFor: string | null, trust
 
 /**
  * The client address of a request, set by the server's fetch (the only place that has the socket) and read
- * by authentication's rate limit and the request log. Worked out once, when first asked for: asking the
- * socket costs about as much as the rest of a status poll's routing.
+ * by authentication's rate limit and the request log. Worked out once, when first asked for (the X-Forwarded-For
+ * chain); the peer's address comes with it, read by the fetch as the request arrives.
  */
 const resolvers = new WeakMap<Request, () => string>();
 

@@ -83,8 +83,14 @@ export function environmentAsServer<T extends Document>(document: T): T {
   return { ...document, servers: [server], paths };
 }
 
+/**
+ * A path segment (`{id}`). Elysia decodes it, and a malformed escape (`%ZZ`) decodes to nothing: this is the 400's
+ * message, under the segment's name.
+ */
+export const pathParameter = t.String({ error: "This path segment holds a malformed escape: % must start two hex digits, such as %2F. Encode the value with encodeURIComponent." });
+
 /** The `{env}` path segment; in the document, the server variable (see environmentAsServer). */
-export const environmentParameter = t.String();
+export const environmentParameter = pathParameter;
 
 export const jsonResponse = (schema: TSchema, description: string, headers?: OpenAPIV3.ResponseObject["headers"]): OpenAPIV3.ResponseObject => ({
   description,

@@ -88,6 +88,11 @@ export const notFound = (
   detail = "There is nothing at this address. Every API path is under an environment's base URL, /<environment>/v2/… (for example GET /default/v2/jobs); /swagger lists them all.",
 ) => new Problem(404, "Not Found", detail);
 
+export const methodNotAllowed = (method: string, allowed: string[]) =>
+  new Problem(405, "Method Not Allowed", `${method.slice(0, 20)} is not an operation of this path, which answers ${allowed.join(", ")}. /swagger lists every operation.`, undefined, {
+    allow: allowed.join(", "),
+  });
+
 export const payloadTooLarge = (maxBytes: number) =>
   new Problem(413, "Payload Too Large", `The request body is larger than the limit of ${maxBytes} bytes. Split the records into several requests (under 8 MB each is recommended).`);
 

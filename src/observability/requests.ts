@@ -18,7 +18,8 @@ export type ObservedHandler = {
  * Wraps the app's fetch so that every answered request is one log line and one count: method, path
  * (never the query, never a header, so never a key), status, duration, environment, and the job
  * it named (the status URL) or created (the Location of a 202), and the client's address (behind a trusted
- * proxy, the one it forwarded for). It also counts requests in flight.
+ * proxy, the one it forwarded for), and whether the client had closed the connection before the answer (then not
+ * delivered). It also counts requests in flight.
  */
 export function observeRequests(handle: Handler, log: Log, metrics: Metrics): ObservedHandler {
   let inFlight = 0;
@@ -45,6 +46,8 @@ export function observeRequests(handle: Handler, log: Log, metrics: Metrics): Ob
     };
     if (match) entry.environment = match[1]!.slice(0, 100);
     if (jobId) entry.jobId = Number(jobId);
+    // The client closed its connection before the answer was ready: Bun does not send it (README, "HTTP edge").
+    if (request.signal.aborted) entry.closedByClient = true;
     log(entry);
   };
   // Not an async function: a status poll is short enough that one more promise per request shows.

@@ -9,13 +9,16 @@ export type RawResponse = { status: number; headers: Record<string, string>; bod
  * Writes `request` byte for byte on a new TCP connection and reads the answer until the server closes it
  * (send `Connection: close`, or HTTP/1.0). For what fetch() cannot send: no Host, odd Hosts, absolute-form targets.
  */
-export function rawRequest(port: number, request: string, timeoutMs = 10_000): Promise<RawResponse> {
+export function rawRequest(port: number, request: string, timeoutMs = 10_000, { halfClose = false } = {}): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
+    // halfClose: the request, then the end of what this side sends (`nc -N`, shutdown(SHUT_WR)), reading on until
+    // the server closes.
+    const send = () => (halfClose ? socket.end(request) : socket.write(request));
     // Over TLS (TEST_TRANSPORT=tls), the same bytes inside a TLS connection, its certificate checked.
     const socket = testTls
-      ? connectTls({ port, host: "127.0.0.1", ca: readFileSync(testTls.ca) }, () => socket.write(request))
-      : connect(port, "127.0.0.1", () => socket.write(request));
+      ? connectTls({ port, host: "127.0.0.1", ca: readFileSync(testTls.ca) }, send)
+      : connect(port, "127.0.0.1", send);
     const timer = setTimeout(() => {
       socket.destroy();
       reject(new Error(`no complete answer within ${timeoutMs} ms to ${JSON.stringify(request.slice(0, 200))}`));

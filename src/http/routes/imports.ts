@@ -7,6 +7,7 @@ import { authentication } from "../auth";
 import { readBody, requireJson } from "../body";
 import type { OpenAPIV3 } from "openapi-types";
 import { environmentParameter, jsonBody, jsonResponse, problemResponses, resourceOperationIds } from "../openapi";
+import { youSent } from "../paging";
 import { resourceSchemas } from "../schemas";
 import { idempotencyKeyReused, validationProblem } from "../problem";
 import type { Services } from "../services";
@@ -35,9 +36,9 @@ const dryRunParameter: OpenAPIV3.ParameterObject = {
 
 /** The optional dryRun query parameter: true, false (or absent), or a 400. */
 export function readDryRun(value: string | undefined): boolean {
-  if (value === undefined || value === "" || value === "false") return false;
+  if (value === undefined || value === "false") return false;
   if (value === "true") return true;
-  throw validationProblem({ dryRun: [`'dryRun' must be true or false. You entered '${value.slice(0, 40)}'.`] });
+  throw validationProblem({ dryRun: [`'dryRun' must be true or false. ${youSent(value)}`] });
 }
 
 /** The optional Idempotency-Key header: undefined when absent, a 400 when malformed. */
@@ -48,6 +49,13 @@ function readIdempotencyKey(value: string | null): string | undefined {
   }
   return value;
 }
+
+/** From the 202 to what a client does next with its job: stateful tools follow these instead of guessing ids. */
+const jobLinks: Record<string, OpenAPIV3.LinkObject> = {
+  getJob: { operationId: "getJob", parameters: { id: "$response.body#/id" }, description: "Poll the job until it is terminal." },
+  cancelJob: { operationId: "cancelJob", parameters: { id: "$response.body#/id" }, description: "Cancel the job while it is Pending." },
+  listRejectedRecords: { operationId: "listRejectedRecords", parameters: { id: "$response.body#/id" }, description: "Once it has finished, the records it rejected." },
+};
 
 function importRoute(services: Services, resource: ResourceDefinition) {
   return new Elysia().use(authentication(services)).post(
@@ -79,10 +87,13 @@ function importRoute(services: Services, resource: ResourceDefinition) {
         parameters: [idempotencyKeyParameter, dryRunParameter],
         requestBody: jsonBody(t.Array(resourceSchemas(resource).sent, { minItems: 1 }), resource.example),
         responses: {
-          202: jsonResponse(jobDocumentSchema, "Accepted: the job is queued; or, for a repeated Idempotency-Key, the job queued the first time.", {
-            Location: { schema: { type: "string", example: "/default/v2/status/1" }, description: "The job's status URL, from the server's root." },
-            "Idempotent-Replayed": { schema: { type: "string", enum: ["true"] }, description: "Present when the answer is the job of an earlier request with the same Idempotency-Key." },
-          }),
+          202: {
+            ...jsonResponse(jobDocumentSchema, "Accepted: the job is queued; or, for a repeated Idempotency-Key, the job queued the first time.", {
+              Location: { schema: { type: "string", example: "/default/v2/status/1" }, description: "The job's status URL, from the server's root." },
+              "Idempotent-Replayed": { schema: { type: "string", enum: ["true"] }, description: "Present when the answer is the job of an earlier request with the same Idempotency-Key." },
+            }),
+            links: jobLinks,
+          },
           ...problemResponses(400, 401, 429, 413, 415, 422, 503, 507),
         },
         operationId: resourceOperationIds(resource.jobType).importRecords,

@@ -7,8 +7,8 @@ import { jobPageSchema, rejectedRecordPageSchema } from "../schemas";
 import { maxWaitSeconds, preferredWait } from "../../jobs/job-waits";
 import { isTerminal, jobStatuses, type JobStatus } from "../../jobs/states";
 import { authentication } from "../auth";
-import { environmentParameter, jsonResponse, problemResponses } from "../openapi";
-import { page, pageLimit, pageParameters } from "../paging";
+import { environmentParameter, pathParameter, jsonResponse, problemResponses } from "../openapi";
+import { page, pageLimit, pageParameters, youSent } from "../paging";
 import { conflict, notFound, validationProblem } from "../problem";
 import { retainedSince, type Services } from "../services";
 import type { Job } from "../../store/ports";
@@ -32,7 +32,7 @@ const jobIdParameter: OpenAPIV3.ParameterObject = {
   name: "id",
   in: "path",
   required: true,
-  description: "The job id, as the 202 answered it.",
+  description: "The job id, as the 202 answered it. Any other value names no job: 404.",
   schema: { type: "integer", minimum: 1, example: 1 },
 };
 
@@ -87,7 +87,7 @@ export const jobRoutes = (services: Services) => {
         }
       },
       {
-        params: t.Object({ env: environmentParameter, id: t.String() }),
+        params: t.Object({ env: environmentParameter, id: pathParameter }),
         detail: {
           operationId: "getJob",
           parameters: [jobIdParameter, preferParameter],
@@ -101,7 +101,7 @@ export const jobRoutes = (services: Services) => {
               "Retry-After": { schema: { type: "integer" }, description: "Seconds to wait before polling again; only while the job is not terminal." },
               "Preference-Applied": { schema: { type: "string", example: "wait=30" }, description: "The wait applied, when the request asked for one with Prefer." },
             }),
-            ...problemResponses(401, 429, 404, 503),
+            ...problemResponses(400, 401, 429, 404, 503),
           },
         },
       },
@@ -112,8 +112,8 @@ export const jobRoutes = (services: Services) => {
         const job = await findJob(environmentId, params.id);
         if (!isTerminal(job.status)) throw jobNotFinished(job.status, retryAfterSeconds(job));
         const limit = pageLimit(query.limit);
-        const after = query.after ? parseIndex(query.after) : undefined;
-        if (query.after && after === undefined) throw validationProblem({ after: ["'After' must be a record index (a whole number from 0)."] });
+        const after = query.after === undefined ? undefined : parseIndex(query.after);
+        if (query.after !== undefined && after === undefined) throw validationProblem({ after: [`'After' must be a record index (a whole number from 0). ${youSent(query.after)}`] });
         const rows = await services.jobs.rejections(job.id, limit, after);
         const items = rows.map(({ position, field, message, record }) => {
           const sent = JSON.parse(record) as { id?: unknown };
@@ -122,7 +122,7 @@ export const jobRoutes = (services: Services) => {
         return page(items, limit, (item) => item.index);
       },
       {
-        params: t.Object({ env: environmentParameter, id: t.String() }),
+        params: t.Object({ env: environmentParameter, id: pathParameter }),
         query: t.Object({ limit: t.Optional(t.String()), after: t.Optional(t.String()) }),
         detail: {
           operationId: "listRejectedRecords",
@@ -159,7 +159,7 @@ export const jobRoutes = (services: Services) => {
         throw cannotCancel(result.job.status);
       },
       {
-        params: t.Object({ env: environmentParameter, id: t.String() }),
+        params: t.Object({ env: environmentParameter, id: pathParameter }),
         detail: {
           operationId: "cancelJob",
           parameters: [jobIdParameter],
@@ -171,7 +171,7 @@ export const jobRoutes = (services: Services) => {
             "A job claimed by a worker at the same moment either runs (and the cancel is refused) or is canceled (and nothing of it is applied), never both.",
           responses: {
             200: jsonResponse(jobDocumentSchema, "The canceled job."),
-            ...problemResponses(401, 429, 404, 409, 503, 507),
+            ...problemResponses(400, 401, 429, 404, 409, 503, 507),
           },
         },
       },
@@ -180,12 +180,12 @@ export const jobRoutes = (services: Services) => {
       "/jobs",
       async ({ query, environmentId }) => {
         const limit = pageLimit(query.limit);
-        const status = (query.status || undefined) as JobStatus | undefined;
-        if (status !== undefined && !jobStatuses.includes(status as never)) {
-          throw validationProblem({ status: [`'Status' must be one of: ${jobStatuses.join(", ")}. You entered '${status.slice(0, 40)}'.`] });
+        const status = query.status as JobStatus | undefined;
+        if (status !== undefined && !jobStatuses.includes(status)) {
+          throw validationProblem({ status: [`'Status' must be one of: ${jobStatuses.join(", ")}. ${youSent(status)}`] });
         }
-        const after = query.after ? parseJobId(query.after) : undefined;
-        if (query.after && after === undefined) throw validationProblem({ after: ["'After' must be a job id (a positive whole number)."] });
+        const after = query.after === undefined ? undefined : parseJobId(query.after);
+        if (query.after !== undefined && after === undefined) throw validationProblem({ after: [`'After' must be a job id (a positive whole number). ${youSent(query.after)}`] });
         const dryRun = query.dryRun === undefined ? undefined : readDryRun(query.dryRun);
         const rows = await services.jobs.list(environmentId, { status, dryRun, limit, after, retainedSince: retainedSince(services.config) });
         return page(rows.map(jobDocument), limit, (job) => job.id);
@@ -196,6 +196,9 @@ export const jobRoutes = (services: Services) => {
         detail: {
           operationId: "listJobs",
           summary: "List jobs, newest first",
+          description:
+            "The environment's jobs, newest first, a page at a time, as the job documents GET /v2/status/{id} answers; finished ones are listed as long as they are kept. " +
+            "Filter by status and by dry run; pass a page's nextCursor as `after` for the next page.",
           tags: ["Jobs"],
           parameters: [
             { name: "status", in: "query", required: false, schema: { type: "string", enum: [...jobStatuses] }, description: "Only jobs in this state." } as OpenAPIV3.ParameterObject,

@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { importAndWait } from "../helpers/api";
+import { rawRequest } from "../helpers/raw-http";
+import { startTestServer, type TestServer } from "../helpers/server";
+
+// RFC 9110's answers where the API had said "nothing here": a method a path does not answer is a 405 with Allow,
+// and a query parameter sent empty is a 400 naming it, never taken as absent.
+
+let server: TestServer;
+let jobId: number;
+beforeAll(async () => {
+  server = await startTestServer();
+  jobId = (await importAndWait(server.base, "subareas", server.key, [{ id: "north", name: "North" }])).id;
+});
+afterAll(() => server.close());
+
+const problemOf = async (response: Response) => ({
+  status: response.status,
+  allow: response.headers.get("allow"),
+  type: response.headers.get("content-type"),
+  body: (await response.json()) as { status: number; title: string; detail: string; errors?: Record<string, string[]> },
+});
+
+describe("405 Method Not Allowed", () => {
+  test.each(["DELETE", "PUT", "PATCH", "OPTIONS"])("%s /v2/assets: 405, Allow: GET, HEAD, POST, as Problem Details", async (method) => {
+    const answer = await problemOf(await fetch(`${server.base}/v2/assets`, { method, headers: { "api-key": server.key } }));
+    expect(answer).toMatchObject({ status: 405, allow: "GET, HEAD, POST", type: "application/problem+json", body: { status: 405, title: "Method Not Allowed" } });
+    expect(answer.body.detail).toBe(`${method} is not an operation of this path, which answers GET, HEAD, POST. /swagger lists every operation.`);
+  });
+
+  test("TRACE too (sent raw: fetch() drops the body of an answer to TRACE)", async () => {
+    const answer = await rawRequest(server.port, "TRACE /default/v2/assets HTTP/1.1\r\nHost: importd\r\nConnection: close\r\n\r\n");
+    expect(answer).toMatchObject({ status: 405, headers: { allow: "GET, HEAD, POST", "content-type": "application/problem+json" } });
+    expect(JSON.parse(answer.body)).toMatchObject({ status: 405, title: "Method Not Allowed" });
+  });
+
+  test("GET on the cancel URL: 405, Allow: POST; a record's URL allows GET and HEAD only; so do the server's own paths", async () => {
+    expect(await problemOf(await fetch(`${server.base}/v2/status/${jobId}/cancel`, { headers: { "api-key": server.key } }))).toMatchObject({ status: 405, allow: "POST" });
+    expect(await problemOf(await fetch(`${server.base}/v2/assets/A-1`, { method: "POST", headers: { "api-key": server.key } }))).toMatchObject({ status: 405, allow: "GET, HEAD" });
+    expect(await problemOf(await fetch(`${server.url}/healthz`, { method: "POST" }))).toMatchObject({ status: 405, allow: "GET, HEAD" });
+  });
+
+  test("needs no key (the paths are public in the document) and counts no failed key; a path nothing answers is still 404", async () => {
+    for (let i = 0; i < 40; i++) expect((await fetch(`${server.base}/v2/jobs`, { method: "DELETE" })).status).toBe(405);
+    expect((await fetch(`${server.base}/v2/jobs`, { headers: { "api-key": server.key } })).status).toBe(200);
+    expect((await problemOf(await fetch(`${server.base}/v2/nothing`, { method: "DELETE" }))).status).toBe(404);
+    expect((await problemOf(await fetch(`${server.base}/v2/status/${jobId}/cancel/again`, { method: "POST" }))).status).toBe(404);
+  });
+});
+
+type Operation = { operationId: string; parameters?: Array<{ name: string; in: string }> };
+
+describe("a query parameter sent empty", () => {
+  test("is a 400 naming it, for every query parameter of every operation in the document, with = and without", async () => {
+    const document = (await (await fetch(`${server.url}/swagger/json`)).json()) as { paths: Record<string, Record<string, Operation>> };
+    const seen: string[] = [];
+    for (const [path, operations] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        for (const { name } of (operation.parameters ?? []).filter((parameter) => parameter.in === "query")) {
+          for (const query of [`${name}=`, name]) {
+            const url = `${server.base}${path.replace("{id}", String(jobId))}?${query}`;
+            const body = method === "post" ? JSON.stringify([{ id: "south", name: "South" }]) : undefined;
+            const answer = await problemOf(await fetch(url, { method: method.toUpperCase(), body, headers: { "api-key": server.key, "content-type": "application/json" } }));
+            expect({ url, status: answer.status, keys: Object.keys(answer.body.errors ?? {}) }).toEqual({ url, status: 400, keys: [name] });
+            expect(answer.body.errors![name]![0]).toEndWith("You sent it empty: give a value, or leave the parameter out.");
+          }
+          seen.push(`${operation.operationId} ${name}`);
+        }
+      }
+    }
+    // Every kind of query parameter the API has was tried.
+    expect(seen).toEqual(expect.arrayContaining(["importAssets dryRun", "listJobs status", "listJobs dryRun", "listJobs limit", "listJobs after", "listAssets after", "listRejectedRecords after"]));
+  });
+
+  test("?dryRun= queues no job at all (it used to run a real import)", async () => {
+    const before = (await (await fetch(`${server.base}/v2/jobs?limit=1000`, { headers: { "api-key": server.key } })).json()) as { items: unknown[] };
+    const answer = await fetch(`${server.base}/v2/subareas?dryRun=`, { method: "POST", body: JSON.stringify([{ id: "east", name: "East" }]), headers: { "api-key": server.key, "content-type": "application/json" } });
+    expect(answer.status).toBe(400);
+    const after = (await (await fetch(`${server.base}/v2/jobs?limit=1000`, { headers: { "api-key": server.key } })).json()) as { items: unknown[] };
+    expect(after.items).toHaveLength(before.items.length);
+  });
+});
