@@ -151,8 +151,8 @@ export function createClient(options: ClientOptions) {
   }
 
   const getJson = async <T>(path: string, options: RequestOptions = {}) => (await (await send(path, { signal: options.signal })).json()) as T;
-  const query = (params: Record<string, string | number | undefined>) => {
-    const entries = Object.entries(params).filter(([, value]) => value !== undefined) as Array<[string, string | number]>;
+  const query = (params: Record<string, string | number | boolean | undefined>) => {
+    const entries = Object.entries(params).filter(([, value]) => value !== undefined) as Array<[string, string | number | boolean]>;
     return entries.length ? `?${new URLSearchParams(entries.map(([key, value]) => [key, String(value)]))}` : "";
   };
 
@@ -210,7 +210,8 @@ export function createClient(options: ClientOptions) {
       } while (after !== undefined);
     },
 
-    listJobs: (params: { status?: string; limit?: number; after?: string } = {}, options?: RequestOptions) =>
+    /** A page of the environment's jobs, newest first; `type` is an importJobType, `dryRun` false lists real imports only. */
+    listJobs: (params: { status?: string; type?: string; dryRun?: boolean; limit?: number; after?: string } = {}, options?: RequestOptions) =>
       getJson<Page<JobDocument>>(`/v2/jobs${query(params)}`, options),
 
     getRecord: <R extends Resource>(resource: R, id: string, options?: RequestOptions) =>

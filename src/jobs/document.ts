@@ -1,7 +1,7 @@
 import { t, type Static } from "elysia";
 import { Type } from "@sinclair/typebox";
 import type { Job } from "../store/ports";
-import { resources } from "../resources/registry";
+import { jobTypes } from "../resources/registry";
 import { isTerminal, jobStatuses, type JobStatus } from "./states";
 
 // Integers the server sends are TypeBox's plain Type.Integer: Elysia's t.Integer writes its input coercion
@@ -30,7 +30,7 @@ export const jobOutputSchema = t.Object({
 export const jobDocumentSchema = t.Object({
   id: Type.Integer(),
   // Enums as enums (not unions of constants), so that generated clients get an enum type.
-  importJobType: Type.Unsafe<string>({ type: "string", enum: resources.map((resource) => resource.jobType), examples: ["Asset"] }),
+  importJobType: Type.Unsafe<string>({ type: "string", enum: [...jobTypes], examples: ["Asset"] }),
   importJobStatus: Type.Unsafe<JobStatus>({ type: "string", enum: [...jobStatuses], examples: ["Succeeded"] }),
   statusUrl: t.String({ examples: ["/v2/status/17"], description: "Relative to the environment's base URL." }),
   output: t.Union([jobOutputSchema, t.Null()]),

@@ -17,6 +17,9 @@ export const resources: readonly ResourceDefinition[] = [
   assetResource,
 ];
 
+/** The importJobType of each resource's jobs, e.g. "Asset": what a job document's `importJobType` can be. */
+export const jobTypes: readonly string[] = resources.map((resource) => resource.jobType);
+
 const byPath = new Map(resources.map((resource) => [resource.path, resource]));
 const byJobType = new Map(resources.map((resource) => [resource.jobType, resource]));
 

@@ -145,12 +145,15 @@ export interface JobQueue {
   purge(before: string): Promise<number>;
 }
 
+/** A page of an environment's jobs: each filter, when given, narrows it (`type` is a resource's job type, e.g. "Asset"). */
+export type JobListOptions = { status?: JobStatus; type?: string; dryRun?: boolean; limit: number; after?: number; retainedSince: string };
+
 /** Reads about jobs, for the HTTP API and the metrics. */
 export interface JobReads {
   /** The environment's job, or undefined for an unknown id, another environment's job or one past retention. */
   find(environmentId: number, id: number, retainedSince: string): Promise<Job | undefined>;
   /** Newest first; `after` is the id of the last job of the previous page. */
-  list(environmentId: number, options: { status?: JobStatus; dryRun?: boolean; limit: number; after?: number; retainedSince: string }): Promise<Job[]>;
+  list(environmentId: number, options: JobListOptions): Promise<Job[]>;
   /** The job's rejected records in batch order, after the index `after`. */
   rejections(jobId: number, limit: number, after?: number): Promise<RejectedRecord[]>;
   /** Jobs by status, all environments together. */

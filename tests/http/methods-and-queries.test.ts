@@ -69,7 +69,7 @@ describe("a query parameter sent empty", () => {
       }
     }
     // Every kind of query parameter the API has was tried.
-    expect(seen).toEqual(expect.arrayContaining(["importAssets dryRun", "listJobs status", "listJobs dryRun", "listJobs limit", "listJobs after", "listAssets after", "listRejectedRecords after"]));
+    expect(seen).toEqual(expect.arrayContaining(["importAssets dryRun", "listJobs status", "listJobs type", "listJobs dryRun", "listJobs limit", "listJobs after", "listAssets after", "listRejectedRecords after"]));
   });
 
   test("?dryRun= queues no job at all (it used to run a real import)", async () => {

@@ -90,6 +90,30 @@ describe("GET /{env}/v2/jobs", () => {
     expect((await response.json()).errors.status[0]).toContain("Pending, Processing, Succeeded, PartiallySucceeded, Failed");
   });
 
+  test("filtered by type, the importJobType, alone or with status", async () => {
+    const env = await server.addEnvironment("job-types");
+    const subArea = await importAndWait(env.base, "subareas", env.key, [{ id: "north", name: "North" }]);
+    const assetType = await importAndWait(env.base, "assettypes", env.key, [{ id: "pipe", name: "Pipe" }]);
+    const badSubArea = await importAndWait(env.base, "subareas", env.key, [{ id: "b", name: "B" }, { id: "b", name: "B" }]);
+    const ids = async (query: string) => (await (await get(env.base, env.key, `jobs?${query}`)).json()).items.map((job: { id: number }) => job.id);
+
+    expect(await ids("type=SubArea")).toEqual([badSubArea.id, subArea.id]);
+    expect(await ids("type=AssetType")).toEqual([assetType.id]);
+    expect(await ids("type=Asset")).toEqual([]);
+    expect(await ids("type=SubArea&status=Failed")).toEqual([badSubArea.id]);
+    expect(await ids("type=SubArea&limit=1")).toEqual([badSubArea.id]);
+    expect(await ids(`type=SubArea&after=${badSubArea.id}`)).toEqual([subArea.id]);
+  });
+
+  test.each([
+    ["subarea", "You entered 'subarea'."],
+    ["", "You sent it empty: give a value, or leave the parameter out."],
+  ])("type=%p is a 400 keyed type that lists the types", async (type, youSent) => {
+    const response = await get(server.base, server.key, `jobs?type=${type}`);
+    expect(response.status).toBe(400);
+    expect((await response.json()).errors).toEqual({ type: [`'Type' must be one of: SubArea, AssetType, AssetCategory, Asset. ${youSent}`] });
+  });
+
   test("jobs of another environment are not listed", async () => {
     const other = await server.addEnvironment("jobs-other");
     expect((await (await get(other.base, other.key, "jobs")).json()).items).toEqual([]);

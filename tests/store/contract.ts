@@ -5,7 +5,7 @@ import { Access } from "../../src/access/access";
 import { groupLimits, runNext } from "../../src/jobs/apply";
 import { resourceByPath } from "../../src/resources/registry";
 import { StaleClaim } from "../../src/store/errors";
-import type { Store } from "../../src/store/ports";
+import type { JobListOptions, Store } from "../../src/store/ports";
 import { copyFromRecords } from "../../src/store/postgres/records";
 import { asset } from "../helpers/records";
 
@@ -306,6 +306,27 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       expect(await store.jobs.find(e1, done.id, "")).toBeUndefined();
       expect(await store.jobs.rejections(done.id, 10)).toEqual([]);
       expect((await store.jobs.find(e1, waiting.id, ""))!.status).toBe("Pending");
+    });
+
+    test("list answers newest first, narrowed by each filter given (status, type, dry run) and paged by id", async () => {
+      const { queue, e1 } = await setUp();
+      const subArea = await enqueue(e1, subAreas("North"));
+      const assetType = await enqueueAs(e1, "AssetType", [{ id: "pipe", name: "Pipe" }]);
+      await runNext(queue, e1, { token: token() });
+      const [dry] = await queue.enqueue([{ environmentId: e1, type: "SubArea", recordCount: 1, body: encode(subAreas("South")), dryRun: true }]);
+      const dryId = (dry as { job: { id: number } }).job.id;
+      const pendingAsset = await enqueueAs(e1, "Asset", [asset(1)]);
+      const ids = async (options: Partial<JobListOptions>) =>
+        (await store.jobs.list(e1, { limit: 10, retainedSince: "", ...options })).map((job) => job.id);
+
+      expect(await ids({})).toEqual([pendingAsset.id, dryId, assetType.id, subArea.id]);
+      expect(await ids({ type: "SubArea" })).toEqual([dryId, subArea.id]);
+      expect(await ids({ type: "Asset" })).toEqual([pendingAsset.id]);
+      expect(await ids({ type: "AssetCategory" })).toEqual([]);
+      expect(await ids({ type: "SubArea", dryRun: false })).toEqual([subArea.id]);
+      expect(await ids({ type: "SubArea", status: "Pending" })).toEqual([dryId]);
+      expect(await ids({ type: "AssetType", status: "Succeeded" })).toEqual([assetType.id]);
+      expect(await ids({ type: "SubArea", limit: 1, after: dryId })).toEqual([subArea.id]);
     });
 
     test("environments are isolated: jobs, records and reads of one are invisible to the other", async () => {

@@ -6,6 +6,7 @@ import { readDryRun } from "./imports";
 import { jobPageSchema, rejectedRecordPageSchema } from "../schemas";
 import { maxWaitSeconds, preferredWait } from "../../jobs/job-waits";
 import { isTerminal, jobStatuses, type JobStatus } from "../../jobs/states";
+import { jobTypes } from "../../resources/registry";
 import { authentication } from "../auth";
 import { environmentParameter, pathParameter, jsonResponse, problemResponses } from "../openapi";
 import { page, pageLimit, pageParameters, youSent } from "../paging";
@@ -184,24 +185,29 @@ export const jobRoutes = (services: Services) => {
         if (status !== undefined && !jobStatuses.includes(status)) {
           throw validationProblem({ status: [`'Status' must be one of: ${jobStatuses.join(", ")}. ${youSent(status)}`] });
         }
+        const type = query.type;
+        if (type !== undefined && !jobTypes.includes(type)) {
+          throw validationProblem({ type: [`'Type' must be one of: ${jobTypes.join(", ")}. ${youSent(type)}`] });
+        }
         const after = query.after === undefined ? undefined : parseJobId(query.after);
         if (query.after !== undefined && after === undefined) throw validationProblem({ after: [`'After' must be a job id (a positive whole number). ${youSent(query.after)}`] });
         const dryRun = query.dryRun === undefined ? undefined : readDryRun(query.dryRun);
-        const rows = await services.jobs.list(environmentId, { status, dryRun, limit, after, retainedSince: retainedSince(services.config) });
+        const rows = await services.jobs.list(environmentId, { status, type, dryRun, limit, after, retainedSince: retainedSince(services.config) });
         return page(rows.map(jobDocument), limit, (job) => job.id);
       },
       {
         params: t.Object({ env: environmentParameter }),
-        query: t.Object({ status: t.Optional(t.String()), dryRun: t.Optional(t.String()), limit: t.Optional(t.String()), after: t.Optional(t.String()) }),
+        query: t.Object({ status: t.Optional(t.String()), type: t.Optional(t.String()), dryRun: t.Optional(t.String()), limit: t.Optional(t.String()), after: t.Optional(t.String()) }),
         detail: {
           operationId: "listJobs",
           summary: "List jobs, newest first",
           description:
             "The environment's jobs, newest first, a page at a time, as the job documents GET /v2/status/{id} answers; finished ones are listed as long as they are kept. " +
-            "Filter by status and by dry run; pass a page's nextCursor as `after` for the next page.",
+            "Filter by status, by type and by dry run; pass a page's nextCursor as `after` for the next page.",
           tags: ["Jobs"],
           parameters: [
             { name: "status", in: "query", required: false, schema: { type: "string", enum: [...jobStatuses] }, description: "Only jobs in this state." } as OpenAPIV3.ParameterObject,
+            { name: "type", in: "query", required: false, schema: { type: "string", enum: [...jobTypes] }, description: "Only jobs of this importJobType: what was imported (Asset for POST /v2/assets, and so on)." } as OpenAPIV3.ParameterObject,
             { name: "dryRun", in: "query", required: false, schema: { type: "boolean" }, description: "true: only dry runs; false: only real imports; absent: both." },
             ...pageParameters("The nextCursor of the previous page (a job id): jobs older than it.", jobId),
           ],

@@ -11,6 +11,7 @@ import type {
   Enqueued,
   EnqueueRequest,
   Job,
+  JobListOptions,
   JobQueue,
   JobReads,
   QueueHead,
@@ -319,11 +320,11 @@ export class PostgresJobQueue implements JobQueue {
   }
 }
 
-// The list's filters are optional ($2, $3, $4 null: any). Not a named statement: a plan made for every filter at once
+// The list's filters are optional ($2 to $5 null: any). Not a named statement: a plan made for every filter at once
 // could not use the index on status.
 const listJobs = (...values: unknown[]) => ({
-  text: `SELECT ${jobColumns} FROM jobs WHERE environment_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::boolean IS NULL OR dry_run = $3)
-    AND ($4::bigint IS NULL OR id < $4) AND (completed_at IS NULL OR completed_at >= $5) ORDER BY id DESC LIMIT $6`,
+  text: `SELECT ${jobColumns} FROM jobs WHERE environment_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR type = $3)
+    AND ($4::boolean IS NULL OR dry_run = $4) AND ($5::bigint IS NULL OR id < $5) AND (completed_at IS NULL OR completed_at >= $6) ORDER BY id DESC LIMIT $7`,
   values,
 });
 // A cursor may be any index the API takes (15 digits), beyond the integer column's range: compared as a bigint.
@@ -345,8 +346,8 @@ export class PostgresJobReads implements JobReads {
     });
   }
 
-  list(environmentId: number, { status, dryRun, limit, after, retainedSince }: { status?: JobStatus; dryRun?: boolean; limit: number; after?: number; retainedSince: string }): Promise<Job[]> {
-    return answer(async () => (await this.database.query<ClaimRow>(listJobs(environmentId, status ?? null, dryRun ?? null, after ?? null, retainedSince, limit))).map(toJob));
+  list(environmentId: number, { status, type, dryRun, limit, after, retainedSince }: JobListOptions): Promise<Job[]> {
+    return answer(async () => (await this.database.query<ClaimRow>(listJobs(environmentId, status ?? null, type ?? null, dryRun ?? null, after ?? null, retainedSince, limit))).map(toJob));
   }
 
   rejections(jobId: number, limit: number, after = -1): Promise<RejectedRecord[]> {

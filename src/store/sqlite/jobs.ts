@@ -11,6 +11,7 @@ import type {
   Enqueued,
   EnqueueRequest,
   Job,
+  JobListOptions,
   JobQueue,
   JobReads,
   QueueHead,
@@ -334,7 +335,7 @@ export class SqliteJobReads implements JobReads {
     });
   }
 
-  list(environmentId: number, options: { status?: JobStatus; dryRun?: boolean; limit: number; after?: number; retainedSince: string }): Promise<Job[]> {
+  list(environmentId: number, options: JobListOptions): Promise<Job[]> {
     return answer(() =>
       this.db
         .select()
@@ -343,6 +344,7 @@ export class SqliteJobReads implements JobReads {
           and(
             eq(jobs.environmentId, environmentId),
             options.status ? eq(jobs.status, options.status) : undefined,
+            options.type !== undefined ? eq(jobs.type, options.type) : undefined,
             options.dryRun !== undefined ? eq(jobs.dryRun, options.dryRun) : undefined,
             options.after !== undefined ? lt(jobs.id, options.after) : undefined,
             sql`(${jobs.completedAt} IS NULL OR ${jobs.completedAt} >= ${options.retainedSince})`,
