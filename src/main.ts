@@ -21,8 +21,14 @@ Usage:
   importd key revoke <keyId>       revoke a key; takes effect at once, also on a running server
   importd import <file> --resource <resource> --base-url <url>
                                    import a CSV, NDJSON or JSON file in chunks (importd import --help)
+  importd jobs list --base-url <url> [--status <status>] [--type <type>] [--limit <n> | --all] [--json]
+                                   list an environment's jobs, newest first
+  importd jobs show <id> --base-url <url> [--wait] [--json]
+                                   a job's status, counts, times and message (--wait: once it has finished)
+  importd jobs rejected <id> --base-url <url> [--format csv|json]
+                                   the records a finished job rejected, as CSV or NDJSON, to fix and import again
   importd jobs cancel <id> --base-url <url>
-                                   cancel a job that is still Pending (importd jobs --help)
+                                   cancel a job that is still Pending (importd jobs --help for all of them)
   importd storage copy --data-dir <dir> --to <postgres-url>
                                    copy a stopped appliance's data into an empty PostgreSQL database
                                    (importd storage --help)
@@ -45,6 +51,13 @@ const negativeValuesJoined = (argv: string[]) =>
     return [arg];
   });
 
+/** `--help` after a command group that has its own help (`importd env --help`); the whole usage otherwise, `serve --help` included. */
+async function helpFor(command: string | undefined): Promise<string> {
+  if (command === "env") return (await import("./cli/commands")).envUsage;
+  if (command === "key") return (await import("./cli/commands")).keyUsage;
+  return usage;
+}
+
 async function main(argv: string[]): Promise<number> {
   // The client command has flags of its own, none of the server's.
   if (argv[0] === "import") {
@@ -64,7 +77,7 @@ async function main(argv: string[]): Promise<number> {
     allowPositionals: true,
     strict: true,
   });
-  if (values.help) return io.out(usage), 0;
+  if (values.help) return io.out(await helpFor(positionals[0])), 0;
   if (values.version) return io.out(pkg.version), 0;
   // Pretty logs for a person at a terminal, JSON for a journal or a log collector.
   const config = loadConfig(values as Record<string, string | boolean | undefined>, process.env, { logFormat: process.stderr.isTTY ? "pretty" : "json" });

@@ -21,6 +21,30 @@ const need = (value: string | undefined, what: string) => {
 
 // Arguments are checked before the database is opened: a mistyped command must not create a data directory.
 
+// Both work on the store itself, as the server does, so they take the server's storage options (importd --help).
+const storageOptions = `  Run on the server's machine, with its storage options: --data-dir <dir> (env IMPORTD_DATA_DIR; default ./data),
+  or --database-url <postgres-url> (env IMPORTD_DATABASE_URL). Beside a running server too: changes take effect at once.`;
+
+export const envUsage = `importd env: the environments, each with its own records, jobs and keys
+
+  importd env create <slug>   create an environment (slug: a-z, 0-9, '-', up to 63 characters); its base URL is
+                              http://<host>:<port>/<slug>. Then give it a key: importd key create <slug>
+  importd env list            list the environments, with when each was created
+
+${storageOptions}
+
+  Exit code: 0 done, 1 refused (an environment that exists already, say), 2 usage errors.`;
+
+export const keyUsage = `importd key: the API keys of an environment (sent as the Api-Key header, or importd import --api-key)
+
+  importd key create <slug>   issue a key for the environment; prints the key alone on stdout (shown only this once)
+  importd key list <slug>     list the environment's keys: ids and dates, never the secrets
+  importd key revoke <keyId>  revoke a key (its id, from key list); takes effect at once, also on a running server
+
+${storageOptions}
+
+  Exit code: 0 done, 1 refused (no such environment or key, say), 2 usage errors.`;
+
 export async function envCommand(config: Config, args: string[], io: Output): Promise<void> {
   const [action, slug] = args;
   if (action === "create") {

@@ -33,3 +33,15 @@ function certificates(path: string): string {
   if (!text.includes("-----BEGIN CERTIFICATE-----")) throw new UsageError(`--ca-file ${path} holds no PEM certificate ("-----BEGIN CERTIFICATE-----"): give the server's certificate file, not its key`);
   return text;
 }
+
+/**
+ * The answer to a 401, for every client command. importd answers 401 alike for a wrong key and for an environment
+ * that does not exist, so that keys cannot be used to find which environments exist: the message names both.
+ */
+export function keyRefused(baseUrl: string): string {
+  const environment = new URL(baseUrl).pathname.split("/").filter(Boolean).at(-1);
+  return (
+    `the server refused the API key (401): the key is wrong or revoked, or there is no environment '${environment}' (the end of --base-url); importd answers both alike. ` +
+    `Check the name (importd env list, on the server) and use a key of that environment (importd key list ${environment}).`
+  );
+}

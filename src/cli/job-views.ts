@@ -1,0 +1,99 @@
+// How `importd jobs` shows jobs and rejected records: for a person (a table, a summary) and for a script (CSV, NDJSON).
+// Pure functions from the API's documents to lines, so that the command itself is only about asking the server.
+import { stringify } from "csv-stringify/sync";
+import type { JobDocument, RejectedRecord } from "../client";
+
+const count = (n: number) => n.toLocaleString("en-US");
+function duration(from: string, to: string): string {
+  const ms = Date.parse(to) - Date.parse(from);
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+type Column = { header: string; right?: boolean; cell: (job: JobDocument) => string };
+
+// Sized to fit 80 columns with the widest type (AssetCategory) and status (PartiallySucceeded) on one page: the
+// creation time without its year and seconds (`jobs show` has it whole), and a dry run marked by a star, not a column.
+const columns: Column[] = [
+  { header: "ID", right: true, cell: (job) => String(job.id) },
+  { header: "TYPE", cell: (job) => job.importJobType },
+  { header: "STATUS", cell: (job) => `${job.importJobStatus}${job.dryRun ? "*" : ""}` },
+  { header: "RECORDS", right: true, cell: (job) => count(job.recordCount) },
+  // Known once the job has finished.
+  { header: "APPLIED", right: true, cell: (job) => (job.output ? count(job.output.applied) : "-") },
+  { header: "REJECTED", right: true, cell: (job) => (job.output ? count(job.output.rejected) : "-") },
+  { header: "CREATED UTC", cell: (job) => job.createdAt.slice(5, 16).replace("T", " ") },
+];
+
+export const dryRunLegend = "* a dry run: nothing was applied";
+
+/** The jobs as a table with a header row, columns as wide as their widest cell; the legend when a dry run is listed. */
+export function jobTable(jobs: readonly JobDocument[]): string[] {
+  const rows = [columns.map((column) => column.header), ...jobs.map((job) => columns.map((column) => column.cell(job)))];
+  const widths = columns.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  const lines = rows.map((row) => row.map((cell, i) => (columns[i]!.right ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!))).join("  ").trimEnd());
+  return jobs.some((job) => job.dryRun) ? [...lines, dryRunLegend] : lines;
+}
+
+/** One job for a person: what it is, what it did, when, and its message. */
+export function jobSummary(job: JobDocument): string[] {
+  const row = (label: string, value: string) => `  ${label.padEnd(13)}${value}`;
+  const output = job.output;
+  const lines = [
+    `job ${job.id}: ${job.importJobStatus}${output?.canceled ? " (canceled on request before it started)" : ""}`,
+    row("type", job.importJobType),
+    row("dry run", job.dryRun ? "yes: nothing was applied; the counts say what applying would have done" : "no"),
+    row("records", count(job.recordCount)),
+  ];
+  if (output) {
+    // Jobs finished by an importd from before these counts have only `applied`.
+    const split = output.created === undefined ? "" : ` (${count(output.created)} created, ${count(output.updated ?? 0)} updated, ${count(output.unchanged ?? 0)} unchanged)`;
+    lines.push(row("applied", `${count(output.applied)}${split}`), row("rejected", count(output.rejected)));
+  } else {
+    lines.push(row("applied", `not known until it has finished (importd jobs show ${job.id} --wait)`));
+  }
+  lines.push(
+    row("created at", job.createdAt),
+    row("started at", job.startedAt ? `${job.startedAt} (after ${duration(job.createdAt, job.startedAt)} in the queue)` : "not yet"),
+    row("completed at", job.completedAt ? `${job.completedAt}${job.startedAt ? ` (ran ${duration(job.startedAt, job.completedAt)})` : ""}` : "not yet"),
+  );
+  if (output) lines.push(row("message", output.message));
+  if (output && output.rejected > 0) lines.push("", `The rejected records, as sent, each with why: importd jobs rejected ${job.id}`);
+  return lines;
+}
+
+/** A rejected record as the JSON format gives it: as sent, with why (`_error`) and where it stood in its batch (`_index`). */
+export const rejectedJson = (rejected: RejectedRecord) => JSON.stringify({ ...rejected.record, _error: rejected.message, _index: rejected.index });
+
+/**
+ * A record's fields as CSV cells by column name: nested objects flattened into dotted names
+ * (`geolocation.locationStart`), as `importd import` nests them back. A null is an empty cell (absent, to the
+ * importer, as null is to the server); a list, which no CSV cell can hold as such, is its JSON text.
+ */
+function cellsOf(record: Record<string, unknown>, prefix = "", cells = new Map<string, string>()): Map<string, string> {
+  for (const [name, value] of Object.entries(record)) {
+    if (value !== null && typeof value === "object" && !Array.isArray(value)) cellsOf(value as Record<string, unknown>, `${prefix}${name}.`, cells);
+    else cells.set(`${prefix}${name}`, value === null ? "" : typeof value === "object" ? JSON.stringify(value) : String(value));
+  }
+  return cells;
+}
+
+/** The CSV columns of rejected records: every field any of them has, in the order first met, then `_error` and `_index`. */
+export class RejectedColumns {
+  private readonly fields = new Set<string>();
+
+  add(rejected: RejectedRecord): void {
+    for (const name of cellsOf(rejected.record).keys()) this.fields.add(name);
+  }
+
+  get header(): string {
+    return csvLine([...this.fields, "_error", "_index"]);
+  }
+
+  row(rejected: RejectedRecord): string {
+    const cells = cellsOf(rejected.record);
+    return csvLine([...[...this.fields].map((name) => cells.get(name) ?? ""), rejected.message, String(rejected.index)]);
+  }
+}
+
+// One CSV line, quoted where a cell needs it; without its line end, which the output adds.
+const csvLine = (cells: string[]) => stringify([cells]).replace(/\n$/, "");
