@@ -188,7 +188,7 @@ async function applyOne(job: Job, environment: EnvironmentRecords, batch: Stored
     return true;
   });
   const counts = await environment.upsert(resource, job.id, accepted);
-  return outcome(recordOutcome(records.length, rejections, counts), batch.sent, rejections);
+  return outcome(recordOutcome(records.length, rejections, counts, job.dryRun), batch.sent, rejections);
 }
 
 /**

@@ -64,8 +64,11 @@ function capNote(count: number) {
   return count > maxOutputErrors ? ` errors lists the first ${maxOutputErrors} of ${count}.` : "";
 }
 
-/** The outcome of a job whose records were checked one by one; `counts`: what applying the others did. */
-export function recordOutcome(total: number, rejections: Rejection[], counts: AppliedCounts): { status: JobStatus; output: JobOutput } {
+/**
+ * The outcome of a job whose records were checked one by one; `counts`: what applying the others did. A dry run's
+ * is worded for what it is: nothing was kept, the rest would be.
+ */
+export function recordOutcome(total: number, rejections: Rejection[], counts: AppliedCounts, dryRun = false): { status: JobStatus; output: JobOutput } {
   const rejected = rejections.length;
   const applied = total - rejected;
   const base = { total, applied, rejected, errors: errorsOf(rejections), ...counts };
@@ -86,7 +89,10 @@ export function recordOutcome(total: number, rejections: Rejection[], counts: Ap
   return {
     status: JobStatus.PartiallySucceeded,
     output: {
-      message: `${rejected} of ${total} records were rejected and ${applied} applied (${split(counts)}). ${details} Fix and re-send only the rejected records; the applied ones are kept.${capNote(rejected)}`,
+      message:
+        `${rejected} of ${total} records were rejected and ${applied} applied (${split(counts)}). ${details} ` +
+        (dryRun ? "Fix the rejected records before you send the batch for real." : "Fix and re-send only the rejected records; the applied ones are kept.") +
+        capNote(rejected),
       ...base,
     },
   };

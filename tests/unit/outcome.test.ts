@@ -72,3 +72,11 @@ describe("job outcome", () => {
     expect(output.errors.map((e) => [e.index, e.id])).toEqual([[0, "A-1"], [3, "A-1"], [1, "A-2"], [4, "A-2"], [5, "A-2"]]);
   });
 });
+
+test("a dry run's job message does not say that applied records are kept: none were", () => {
+  const real = recordOutcome(2, [unknownSubArea(1)], { ...none, created: 1 });
+  const dry = recordOutcome(2, [unknownSubArea(1)], { ...none, created: 1 }, true);
+  expect(real.output.message).toEndWith("Fix and re-send only the rejected records; the applied ones are kept.");
+  expect(dry.output.message).toEndWith("Fix the rejected records before you send the batch for real.");
+  expect(dry.output.message).not.toContain("kept");
+});
