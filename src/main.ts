@@ -61,10 +61,11 @@ async function helpFor(command: string | undefined): Promise<string> {
 async function main(argv: string[]): Promise<number> {
   // The client command has flags of its own, none of the server's.
   if (argv[0] === "import") {
-    // Ctrl-C: the journal already holds every request that went through, so the same command resumes.
+    // Ctrl-C: the journal already holds every request that went through, so the same command resumes. 130 is
+    // 128 + SIGINT, what shells and scripts expect of a program stopped by Ctrl-C.
     process.once("SIGINT", () => {
       io.err("\nimportd: interrupted. Run the same command again to resume where it stopped: the requests that went through are not sent again.");
-      process.exit(2);
+      process.exit(130);
     });
     const { importCommand } = await import("./cli/import-command");
     return importCommand(argv.slice(1), process.env, io, process.stderr.isTTY === true);

@@ -1,17 +1,25 @@
 import { parseArgs } from "node:util";
 import { ImportdConnectionError, ImportdProblem } from "../client";
+import { parseDelimiter } from "../importer/csv-dialect";
 import { defaultChunkBytes, runImport } from "../importer/run";
-import { SourceError } from "../importer/source";
+import { formats, SourceError, type Format } from "../importer/source";
 import { resourceByPath, resources } from "../resources/registry";
 import { UsageError, type Output } from "./errors";
-import { connectionFlags, connectionUsage, serverConnection } from "./server-connection";
+import { connectionFlags, connectionUsage, keyRefused, serverConnection } from "./server-connection";
 
 export const importUsage = `importd import <file> --resource <resource> --base-url <url> [--api-key <key>] [--ca-file <file>] [--validate-only | --dry-run] [--restart]
 
-  Imports a JSON array (.json), NDJSON (.ndjson, .jsonl) or CSV file with a header row (.csv; dotted
+  Imports a JSON array (.json), NDJSON (.ndjson, .jsonl) or CSV file with a header row (.csv, .tsv; dotted
   headers such as geolocation.locationStart are nested fields, empty cells are absent), streaming it in
   requests under 8 MB, in order, waiting for each job. Records that are not applied go to
   <file>.rejected.<ext>, each with _error and _line (or _index); fix them and run the command on that file.
+  A rejected file you changed is never replaced: the next one gets another name (<file>.rejected-2.<ext>).
+
+  First the whole file is read once and checked, and nothing is sent if it is not what it seems: not UTF-8
+  text, a CSV whose delimiter cannot be told or whose line endings are mixed, a quote out of place, a header
+  without a required column, or columns (fields) the resource does not define, each named with the line and
+  the field it may have meant. The same id twice in the file: the later record wins (it is sent after the
+  earlier one, never in the same request).
 
   While it runs, <file>.importd-progress records which requests went through. Interrupted (Ctrl-C, a crash,
   the server lost)? Run the same command again: it resumes where it stopped and applies no request twice.
@@ -20,6 +28,10 @@ export const importUsage = `importd import <file> --resource <resource> --base-u
 
   --resource <resource>   ${resources.map((resource) => resource.path).join(", ")}
 ${connectionUsage}
+  --format <format>       csv, ndjson or json, when the file's name does not say which (default: by its name)
+  --delimiter <char>      a CSV's delimiter: ',', ';', '|' or tab (default: found from the header row)
+  --ignore-unknown-columns
+                          import a file with columns (or fields) the resource does not define: they are left out
   --validate-only         check the whole file against the same rules as the server, print every problem, send
                           nothing (whether referenced records exist is checked only when the job runs)
   --dry-run               send the file as dry runs: importd checks it against the environment's data (references
@@ -28,7 +40,8 @@ ${connectionUsage}
   --restart               do not resume an interrupted import of this file: send everything again
   --chunk-bytes <n>       largest request body in bytes (default ${defaultChunkBytes})
 
-  Exit code: 0 every record applied (or valid), 1 some rejected, 2 usage or connection errors.`;
+  Exit code: 0 every record applied (or valid), 1 some rejected, 2 a usage, file or connection problem,
+  130 interrupted (Ctrl-C).`;
 
 /** `importd import`: its own flags, and exit codes 0 (all applied), 1 (some rejected) or 2. */
 export async function importCommand(argv: string[], env: Record<string, string | undefined>, io: Output, interactive: boolean): Promise<number> {
@@ -37,6 +50,9 @@ export async function importCommand(argv: string[], env: Record<string, string |
     options: {
       resource: { type: "string" },
       ...connectionFlags,
+      format: { type: "string" },
+      delimiter: { type: "string" },
+      "ignore-unknown-columns": { type: "boolean" },
       "validate-only": { type: "boolean" },
       "dry-run": { type: "boolean" },
       restart: { type: "boolean" },
@@ -52,17 +68,32 @@ export async function importCommand(argv: string[], env: Record<string, string |
   if (!resource) throw new UsageError(`--resource must be one of ${resources.map((r) => r.path).join(", ")}${values.resource ? `, not '${values.resource}'` : ""}`);
   const validateOnly = values["validate-only"] ?? false;
   if (validateOnly && values["dry-run"]) throw new UsageError("--validate-only and --dry-run do not go together: --validate-only checks the file here and sends nothing, --dry-run has importd check it against the environment's data");
+  if (values.format !== undefined && !formats.includes(values.format as Format)) throw new UsageError(`--format must be one of ${formats.join(", ")}, not '${values.format}'`);
+  const format = values.format as Format | undefined;
+  let delimiter: string | undefined;
+  try {
+    delimiter = values.delimiter === undefined ? undefined : parseDelimiter(values.delimiter);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
   // --validate-only checks the file here: it needs no server.
   const connection = validateOnly ? { baseUrl: "", apiKey: "" } : serverConnection(values, env);
   const chunkBytes = values["chunk-bytes"] === undefined ? defaultChunkBytes : Number(values["chunk-bytes"]);
   if (!Number.isSafeInteger(chunkBytes) || chunkBytes < 1024) throw new UsageError(`--chunk-bytes must be a whole number of at least 1024, not '${values["chunk-bytes"]}'`);
 
   let drawn = false;
+  const endLine = () => {
+    if (drawn) process.stderr.write("\n");
+    drawn = false;
+  };
   try {
     const code = await runImport({
       file: positionals[0]!,
       resource,
       ...connection,
+      format,
+      delimiter: delimiter ?? (/\.tsv$/i.test(positionals[0]!) ? "\t" : undefined),
+      ignoreUnknownColumns: values["ignore-unknown-columns"] ?? false,
       validateOnly,
       dryRun: values["dry-run"] ?? false,
       restart: values.restart ?? false,
@@ -70,13 +101,11 @@ export async function importCommand(argv: string[], env: Record<string, string |
       interactive,
       columns: () => process.stderr.columns || 80,
       out: (line) => {
-        if (drawn) process.stderr.write("\n");
-        drawn = false;
+        endLine();
         io.out(line);
       },
       note: (line) => {
-        if (drawn) process.stderr.write("\n");
-        drawn = false;
+        endLine();
         io.err(line);
       },
       progress: (text) => {
@@ -86,13 +115,16 @@ export async function importCommand(argv: string[], env: Record<string, string |
         } else io.err(text);
       },
     });
-    if (drawn) process.stderr.write("\n");
+    endLine();
     return code;
   } catch (error) {
-    if (drawn) process.stderr.write("\n");
+    endLine();
     if (error instanceof SourceError || error instanceof ImportdConnectionError) return io.err(`importd: ${error.message}`), 2;
+    if (error instanceof ImportdProblem && error.status === 401) return io.err(`importd: ${keyRefused(connection.baseUrl)}`), 2;
     if (error instanceof ImportdProblem) return io.err(`importd: the server refused the import: ${error.message}`), 2;
-    if ((error as { code?: string }).code === "ENOENT") return io.err(`importd: no such file: ${positionals[0]}`), 2;
+    const code = (error as { code?: string }).code;
+    if (code === "ENOENT") return io.err(`importd: no such file: ${positionals[0]}`), 2;
+    if (code === "EACCES" || code === "EISDIR") return io.err(`importd: cannot read ${positionals[0]}: ${code === "EACCES" ? "permission denied" : "it is a directory"}`), 2;
     throw error;
   }
 }

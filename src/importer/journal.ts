@@ -44,11 +44,11 @@ export class Journal {
     if (found) {
       const { header, entries } = found;
       const mismatch =
-        header.resource !== identity.resource ? `for --resource ${header.resource}` :
-        header.baseUrl !== identity.baseUrl ? `for ${header.baseUrl}` :
-        header.fileBytes !== identity.fileBytes || header.fileModifiedMs !== identity.fileModifiedMs ? "and the file has changed since" : undefined;
+        header.resource !== identity.resource ? `it was for --resource ${header.resource}` :
+        header.baseUrl !== identity.baseUrl ? `it was for ${header.baseUrl}` :
+        header.fileBytes !== identity.fileBytes || header.fileModifiedMs !== identity.fileModifiedMs ? "the file has changed since" : undefined;
       if (restart) note = `--restart: the import of this file interrupted on ${header.startedAt} is not resumed; sending everything again.`;
-      else if (mismatch) note = `An interrupted import of this file (started ${header.startedAt}) was ${mismatch}: starting a new import.`;
+      else if (mismatch) note = `An interrupted import of this file (started ${header.startedAt}) is not resumed, because ${mismatch}: starting a new import.`;
       else {
         const journal = new Journal(path, header.runId, header.startedAt, header.chunkBytes, entries);
         if (chunkBytes !== header.chunkBytes) note = `Resuming with the interrupted run's --chunk-bytes ${header.chunkBytes}, so that its chunks are the same.`;
@@ -78,7 +78,10 @@ export class Journal {
     appendFileSync(this.path, `${JSON.stringify(entry)}\n`);
   }
 
-  /** Every chunk has its outcome: the next run of the command is a new import. */
+  /**
+   * Every chunk has its outcome, or the run stopped for a reason that would stop it again (the file, a refused
+   * key): the next run of the command is a new import, without a note about this one.
+   */
   finish(): void {
     rmSync(this.path, { force: true });
   }

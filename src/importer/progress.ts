@@ -80,7 +80,7 @@ export function progressLine(p: Progress, columns: number): string {
 export function progressEntry(p: Progress): string {
   const seconds = Math.max(p.elapsedMs / 1000, 0.001);
   return (
-    `${p.read} records read, ${p.sent} records sent, ${p.applied} applied, ${p.rejected} rejected` +
+    `${p.read} record${p.read === 1 ? "" : "s"} read, ${p.sent} record${p.sent === 1 ? "" : "s"} sent, ${p.applied} applied, ${p.rejected} rejected` +
     (p.rejectedBeforeSending > 0 ? ` (${p.rejectedBeforeSending} before sending)` : "") +
     `; ${Math.round(done(p) / seconds)} records/s` +
     (p.job ? ` (job ${p.job.id}: ${p.job.importJobStatus})` : "")

@@ -1,62 +1,106 @@
 import { stringify } from "csv-stringify/sync";
-import { createWriteStream, rmSync, type WriteStream } from "node:fs";
+import { createWriteStream, existsSync, readFileSync, rmSync, writeFileSync, type WriteStream } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
 import type { Format, SourceRecord } from "./source";
 
-/** `data/assets.csv` → `data/assets.rejected.csv` */
-export function rejectedFilePath(input: string): string {
+/** `data/assets.csv` → `data/assets.rejected.csv`; the `n`th choice `data/assets.rejected-2.csv`. */
+export function rejectedFilePath(input: string, n = 1): string {
   const extension = extname(input);
-  return join(dirname(input), `${basename(input, extension)}.rejected${extension}`);
+  return join(dirname(input), `${basename(input, extension)}.rejected${n === 1 ? "" : `-${n}`}${extension}`);
 }
 
 /**
- * The records that were not applied, in the input's own format, each with its reason (`_error`) and
- * where it stood in the input (`_line`, or `_index` for a JSON array), so that a person can fix them
- * and run the same command on this file. Created with the first rejection; a stale one is removed.
+ * Beside each rejected file, a hidden note of what importd wrote into it (`.assets.rejected.csv.importd`: its
+ * SHA-256), so that a later run can tell the file it may replace from one the user has been fixing.
+ */
+const notePath = (path: string) => join(dirname(path), `.${basename(path)}.importd`);
+
+const sha256 = (bytes: Uint8Array | string) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
+
+/** importd wrote `path` and nobody has changed it since. */
+function unchangedSinceWritten(path: string): boolean {
+  try {
+    const { sha256: written } = JSON.parse(readFileSync(notePath(path), "utf8")) as { sha256?: string };
+    return written === sha256(readFileSync(path));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The records that were not applied, in the input's own format, each with its reason (`_error`) and where it
+ * stood in the input (`_line`, or `_index` for a JSON array), so that a person can fix them and run the same
+ * command on this file. Created with the first rejection. A rejected file of an earlier run is replaced only
+ * if nobody changed it since importd wrote it: the user's edits are never lost (DECISIONS 12); this run's
+ * rejections then go to `…rejected-2.csv` (or the next free name), and `kept` names the file left alone.
  */
 export class RejectedFile {
   private stream: WriteStream | undefined;
+  private readonly hash = new Bun.CryptoHasher("sha256");
   private count = 0;
   private readonly dataColumns: number[];
 
-  constructor(
+  private constructor(
     readonly path: string,
+    /** Rejected files of earlier runs that were changed since, left as they are. */
+    readonly kept: string[],
     private readonly format: Format,
-    private readonly headers: string[] = [],
+    private readonly headers: string[],
   ) {
-    rmSync(path, { force: true });
     this.dataColumns = headers.flatMap((header, column) => (header.startsWith("_") ? [] : [column]));
+  }
+
+  /** The rejected file of `input`: its usual name, unless a changed file holds it. An unchanged one is removed. */
+  static for(input: string, format: Format, headers: string[] = []): RejectedFile {
+    const kept: string[] = [];
+    for (let n = 1; ; n++) {
+      const path = rejectedFilePath(input, n);
+      if (existsSync(path) && !unchangedSinceWritten(path)) {
+        kept.push(path);
+        continue;
+      }
+      rmSync(path, { force: true });
+      rmSync(notePath(path), { force: true });
+      return new RejectedFile(path, kept, format, headers);
+    }
   }
 
   get rejected(): number {
     return this.count;
   }
 
-  /** `text` is the record as JSON, for a record that is no longer held parsed. */
+  /**
+   * `text` is the record as JSON, for a record that is no longer held parsed. A JSON line or element that could
+   * not be read comes back as it was (`source.raw`), after a note that says why: fixed there, it is read again.
+   */
   add(source: SourceRecord, error: string, text?: string): void {
-    const stream = (this.stream ??= this.open());
     if (this.format === "csv") {
       const cells = source.cells ? this.dataColumns.map((column) => source.cells![column] ?? "") : this.dataColumns.map(() => "");
-      stream.write(stringify([[...cells, error, String(source.line ?? "")]]));
+      this.write(stringify([[...cells, error, String(source.line ?? "")]]));
     } else {
       const where = this.format === "json" ? { _index: source.index } : { _line: source.line };
-      const record = source.record ?? (text === undefined ? {} : JSON.parse(text));
-      const line = JSON.stringify({ ...record, _error: error, ...where });
-      stream.write(this.format === "json" ? `${this.count === 0 ? "" : ",\n"}${line}` : `${line}\n`);
+      const lines =
+        source.raw !== undefined
+          ? [JSON.stringify({ _error: `${error}. It follows as it was: fix it there.`, ...where }), source.raw]
+          : [JSON.stringify({ ...(source.record ?? (text === undefined ? {} : JSON.parse(text))), _error: error, ...where })];
+      for (const line of lines) this.write(this.format === "json" ? `${this.stream ? ",\n" : "[\n"}${line}` : `${line}\n`);
     }
     this.count++;
   }
 
   async close(): Promise<void> {
     if (!this.stream) return;
-    if (this.format === "json") this.stream.write("\n]\n");
+    if (this.format === "json") this.write("\n]\n");
     await new Promise<void>((resolve, reject) => this.stream!.end((error?: Error | null) => (error ? reject(error) : resolve())));
+    writeFileSync(notePath(this.path), `${JSON.stringify({ sha256: this.hash.digest("hex") })}\n`);
   }
 
-  private open(): WriteStream {
-    const stream = createWriteStream(this.path);
-    if (this.format === "csv") stream.write(stringify([[...this.dataColumns.map((column) => this.headers[column]!), "_error", "_line"]]));
-    if (this.format === "json") stream.write("[\n");
-    return stream;
+  private write(text: string): void {
+    if (!this.stream) {
+      this.stream = createWriteStream(this.path);
+      if (this.format === "csv") this.write(stringify([[...this.dataColumns.map((column) => this.headers[column]!), "_error", "_line"]]));
+    }
+    this.hash.update(text);
+    this.stream.write(text);
   }
 }

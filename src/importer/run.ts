@@ -2,10 +2,15 @@ import { statSync } from "node:fs";
 import { createClient, ImportdCertificateError, ImportdConnectionError, ImportdProblem, type JobDocument } from "../client";
 import type { ResourceDefinition } from "../resources/definition";
 import { jsonMayHoldLoneSurrogate, validateBatch } from "../resources/validate";
+import { Chunker } from "./chunker";
+import { shown } from "./fields";
 import { Journal } from "./journal";
 import { progressEntry, progressLine, type Progress } from "./progress";
-import { RejectedFile, rejectedFilePath } from "./rejected-file";
-import { csvHeaders, formatOf, readSource, type SourceRecord } from "./source";
+import { RejectedFile } from "./rejected-file";
+import { formatOf, readSource, type Format, type SourceRecord } from "./source";
+import { importSummary, plural } from "./summary";
+import { surveyFile, unknownFieldsMessage } from "./survey";
+import { SourceError } from "./text";
 
 export type ImportRun = {
   file: string;
@@ -14,6 +19,12 @@ export type ImportRun = {
   apiKey: string;
   /** Certificates to trust for HTTPS, instead of the system's (--ca-file). */
   ca?: string;
+  /** --format: what the file holds, when its name does not say (or says wrong). */
+  format?: Format;
+  /** --delimiter: a CSV's delimiter, when detection from its header gets it wrong. */
+  delimiter?: string;
+  /** --ignore-unknown-columns: import a file whose columns (or fields) include some the resource does not define. */
+  ignoreUnknownColumns?: boolean;
   validateOnly: boolean;
   /** Send every chunk as a dry run (?dryRun=true): the server says what applying would do, applies nothing. */
   dryRun?: boolean;
@@ -37,19 +48,41 @@ const maxJobsInFlight = 4;
 /** A record that is not applied, and why; `text` is the record as JSON once it is no longer held parsed. */
 type Rejection = { source: SourceRecord; reason: string; text?: string };
 /** `local`: the unreadable rows that stood among this chunk's records, rejected without sending. */
-type Chunk = { number: number; sources: SourceRecord[]; texts: string[]; bytes: number; local: Rejection[] };
-const emptyChunk = (number: number): Chunk => ({ number, sources: [], texts: [], bytes: 2, local: [] });
+type Chunk = { number: number; sources: SourceRecord[]; texts: string[]; local: Rejection[] };
+type Item = { source: SourceRecord; text: string };
 const position = (source: SourceRecord) => source.line ?? source.index ?? 0;
 const where = (source: SourceRecord) => (source.line !== undefined ? `line ${source.line}` : `index ${source.index}`);
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+/** The id a record is stored under, to keep two records of one id out of one request; lone surrogates are U+FFFD there. */
+const idOf = (record: Record<string, unknown> | undefined) => (typeof record?.id === "string" ? record.id.toWellFormed() : undefined);
 
 /** Imports (or with validateOnly, checks) a file; returns the exit code: 0 all applied, 1 some rejected. */
 export async function runImport(run: ImportRun): Promise<number> {
-  const format = formatOf(run.file);
+  const format = run.format ?? formatOf(run.file);
   const file = statSync(run.file);
-  const client = createClient({ baseUrl: run.baseUrl, apiKey: run.apiKey, ca: run.ca });
-  const totals = { read: 0, sent: 0, applied: 0, created: 0, updated: 0, unchanged: 0, rejected: 0, rejectedBeforeSending: 0, jobs: 0, jobsFromEarlier: 0, bytesRead: 0, fileRead: false };
+  if (file.isDirectory()) throw new SourceError(`${run.file} is a directory: give a file`);
   const started = performance.now();
+
+  if (run.interactive) run.progress(`checking ${run.file}…`);
+  const survey = await surveyFile(run.file, format, run.resource, { delimiter: run.delimiter });
+  // A field the resource does not define would be dropped by the server without a word: said before anything is sent.
+  let problemsOfFile = 0;
+  if (survey.unknown.length > 0) {
+    if (run.validateOnly) {
+      for (const { name, where: at, suggestion } of survey.unknown) {
+        run.out(`${at}: ${shown(name)} is not a field of ${run.resource.path}${suggestion ? `: did you mean ${suggestion}?` : ""} The import stops here unless --ignore-unknown-columns is given.`);
+      }
+      problemsOfFile = survey.unknown.length;
+    } else if (!run.ignoreUnknownColumns) {
+      throw new SourceError(unknownFieldsMessage(run.file, run.resource, survey.unknown, format));
+    } else {
+      run.note(`Not importing what ${run.resource.path} does not define (--ignore-unknown-columns): ${survey.unknown.map(({ name }) => shown(name)).join(", ")}.`);
+    }
+  }
+
+  const client = createClient({ baseUrl: run.baseUrl, apiKey: run.apiKey, ca: run.ca });
+  const totals = { read: 0, sent: 0, applied: 0, created: 0, updated: 0, unchanged: 0, rejected: 0, rejectedBeforeSending: 0, repeated: 0, jobsFromEarlier: 0, replayed: 0 };
+  const jobIds: number[] = [];
 
   // A dry run keeps no journal: it changes nothing, so there is nothing to resume; running it again is the same.
   const opened = run.validateOnly || run.dryRun
@@ -58,21 +91,15 @@ export async function runImport(run: ImportRun): Promise<number> {
   if (opened?.note) run.note(opened.note);
   if (opened?.resumed && opened.resumed.chunks > 0) {
     run.note(
-      `Resuming the import of ${run.file} started ${opened.resumed.startedAt}, which was interrupted: ${plural(opened.resumed.chunks, "request")} of it went through and ` +
-        `${opened.resumed.chunks === 1 ? "is" : "are"} not sent again (--restart sends everything again).`,
+      `Resuming the import of ${run.file} started ${opened.resumed.startedAt}, which was interrupted: its progress file records ${plural(opened.resumed.chunks, "request")} that ` +
+        `went through; ${opened.resumed.chunks === 1 ? "it is" : "they are"} not sent again (--restart sends everything again).`,
     );
   }
   const journal = opened?.journal;
   const chunkBytes = journal?.chunkBytes ?? run.chunkBytes;
-  const rejectedFile = run.validateOnly ? undefined : new RejectedFile(rejectedFilePath(run.file), format, format === "csv" ? await csvHeaders(run.file) : []);
+  const rejectedFile = run.validateOnly ? undefined : RejectedFile.for(run.file, format, survey.csv?.headers);
 
-  const snapshot = (job?: JobDocument): Progress => ({
-    ...totals,
-    total: totals.fileRead || totals.bytesRead === 0 ? totals.read : Math.max(totals.read, Math.round((totals.read * file.size) / totals.bytesRead)),
-    totalKnown: totals.fileRead,
-    elapsedMs: performance.now() - started,
-    job,
-  });
+  const snapshot = (job?: JobDocument): Progress => ({ ...totals, total: survey.records, totalKnown: true, elapsedMs: performance.now() - started, job });
   const report = (job?: JobDocument) => run.progress(run.interactive ? progressLine(snapshot(job), run.columns()) : progressEntry(snapshot(job)));
 
   // Rejections are written (or, checking, printed) chunk by chunk in the file's order, each chunk's sorted
@@ -104,11 +131,10 @@ export async function runImport(run: ImportRun): Promise<number> {
     const earlier = journal?.entry(chunk.number);
     const dropped = new Map<number, string>(earlier?.dropped ?? []);
     let job: JobDocument | undefined;
-    let fromEarlier = false;
     if (earlier?.jobId != null) {
       try {
         job = await client.getJob(earlier.jobId);
-        fromEarlier = true;
+        totals.jobsFromEarlier++;
       } catch (error) {
         // Gone after its retention: then it is sent again, as a new job.
         if (!(error instanceof ImportdProblem) || error.status !== 404) throw error;
@@ -121,7 +147,7 @@ export async function runImport(run: ImportRun): Promise<number> {
         try {
           const queued = await client.queueImport(run.resource.path as never, body, { idempotencyKey: idempotencyKey(chunk.number, body), dryRun: run.dryRun });
           job = queued.job;
-          fromEarlier = queued.replayed;
+          if (queued.replayed) totals.replayed++;
           break;
         } catch (error) {
           if (!(error instanceof ImportdProblem) || error.status !== 400 || !error.errors) throw error;
@@ -139,8 +165,7 @@ export async function runImport(run: ImportRun): Promise<number> {
     for (const [at, message] of dropped) rejections.push({ source: chunk.sources[at]!, reason: message, text: chunk.texts[at] });
     totals.rejected += dropped.size;
     if (!job) return { settling: Promise.resolve(rejections) };
-    totals.jobs++;
-    if (fromEarlier) totals.jobsFromEarlier++;
+    jobIds.push(job.id);
     const inJob = kept();
     const queued = job;
     // The next chunk goes while this job runs (importd applies an environment's jobs in the order it
@@ -186,14 +211,15 @@ export async function runImport(run: ImportRun): Promise<number> {
     return rejections;
   };
 
-  let chunk = emptyChunk(0);
-  const flush = async () => {
-    if (chunk.sources.length === 0 && chunk.local.length === 0) return;
-    const full = chunk;
-    chunk = emptyChunk(full.number + 1);
-    if (run.validateOnly || full.sources.length === 0) pending.push(Promise.resolve(run.validateOnly ? check(full) : full.local));
+  let chunks = 0;
+  let local: Rejection[] = [];
+  const flush = async (items: Item[]) => {
+    const chunk: Chunk = { number: chunks++, sources: items.map((item) => item.source), texts: items.map((item) => item.text), local };
+    local = [];
+    if (items.length === 0) pending.push(Promise.resolve(chunk.local));
+    else if (run.validateOnly) pending.push(Promise.resolve(check(chunk)));
     else {
-      const { settling } = await submit(full);
+      const { settling } = await submit(chunk);
       // Its failure is thrown where it is awaited, in order; until then it must not count as unhandled.
       settling.catch(() => {});
       pending.push(settling);
@@ -204,35 +230,42 @@ export async function runImport(run: ImportRun): Promise<number> {
     // memory stays flat whatever the file's size, instead of growing until the collector gets round to it.
     Bun.gc(true);
   };
+  const chunker = new Chunker<Item>(chunkBytes, 2, (later, earlier) => {
+    totals.repeated++;
+    if (run.validateOnly) {
+      run.out(`${where(later.source)}: id ${shown(String(later.source.record?.id ?? JSON.parse(later.text).id))} is also on ${where(earlier.source)}; the later record wins (it is sent after the earlier one).`);
+    }
+  });
 
   try {
-    for await (const source of readSource(run.file, format, run.resource.schema, (bytes) => (totals.bytesRead += bytes))) {
+    for await (const source of readSource(run.file, format, run.resource.schema, survey.csv)) {
       totals.read++;
       if (!source.record) {
         totals.rejected++;
         totals.rejectedBeforeSending++;
-        chunk.local.push({ source, reason: source.problem ?? "unreadable" });
+        local.push({ source, reason: source.problem ?? "unreadable" });
         continue;
       }
       const text = JSON.stringify(source.record);
-      const bytes = Buffer.byteLength(text) + 1;
+      const id = idOf(source.record);
       // Once sent, a record is kept only as its text (and a CSV row as its cells, for the rejected file):
       // several chunks wait for their jobs at once, and the parsed objects would triple what they hold.
       if (!run.validateOnly) delete source.record;
-      if (chunk.bytes + bytes > chunkBytes && chunk.sources.length > 0) await flush();
-      chunk.sources.push(source);
-      chunk.texts.push(text);
-      chunk.bytes += bytes;
+      for (const ready of chunker.add({ source, text }, id, Buffer.byteLength(text) + 1)) await flush(ready.items);
     }
-    totals.fileRead = true;
-    await flush();
+    for (const ready of chunker.end()) await flush(ready.items);
+    if (local.length > 0) await flush([]);
     await drain(0);
   } catch (error) {
-    if (!(error instanceof ImportdConnectionError) || run.validateOnly) throw error;
+    if (!(error instanceof ImportdConnectionError) || run.validateOnly) {
+      // Nothing to resume: what stopped this run (the file, a refused key) stops the same command again.
+      journal?.finish();
+      throw error;
+    }
     throw new ImportdConnectionError(
       `${error.message}. ` +
-        (totals.jobs > 0
-          ? `It stopped answering after ${plural(totals.jobs, "job")} of this import had been queued (${totals.applied} records applied so far); what it queued is kept, and a job is applied whole or not at all. `
+        (jobIds.length > 0
+          ? `It stopped answering after ${plural(jobIds.length, "job")} of this import had been queued (${totals.applied} records applied so far); what it queued is kept, and a job is applied whole or not at all. `
           : "Nothing of this import was queued. ") +
         (error instanceof ImportdCertificateError
           ? "Run the command again with the certificate trusted: the import resumes where it stopped."
@@ -243,31 +276,18 @@ export async function runImport(run: ImportRun): Promise<number> {
   await rejectedFile?.close();
   journal?.finish();
 
-  const seconds = ((performance.now() - started) / 1000).toFixed(1);
-  if (run.validateOnly) {
-    const references = run.resource.references.map((reference) => reference.field);
-    run.out(
-      `${run.file}: ${plural(totals.read, "record")} checked in ${seconds} s, ${totals.rejected === 0 ? "no problems" : `${totals.rejected} with problems`}. Nothing was sent.` +
-        (references.length > 0 ? ` References (${references.join(", ")}) were not checked: whether they exist is checked against the environment's data when the job runs.` : ""),
-    );
-  } else if (run.dryRun) {
-    run.out(
-      `${run.file}: dry run, nothing was applied. ${totals.read} records: ${totals.applied} would be applied ` +
-        `(${totals.created} created, ${totals.updated} updated, ${totals.unchanged} unchanged), ${totals.rejected} rejected, in ${plural(totals.jobs, "job")} and ${seconds} s.` +
-        (totals.rejected > 0 ? ` The records that would be rejected, each with its reason, are in ${rejectedFile!.path}.` : "") +
-        (totals.jobs > 1 ? " Each request was tried against the data as it is, without the requests before it." : ""),
-    );
-  } else {
-    const earlier = totals.jobsFromEarlier;
-    run.out(
-      `${run.file}: ${totals.read} records, ${totals.applied} applied, ${totals.rejected} rejected, in ${plural(totals.jobs, "job")} and ${seconds} s` +
-        (totals.rejectedBeforeSending > 0 ? ` (${totals.sent} sent; ${totals.rejectedBeforeSending} could not be read and ${totals.rejectedBeforeSending === 1 ? "was" : "were"} not sent).` : ".") +
-        (earlier > 0
-          ? ` ${earlier === totals.jobs ? `All ${totals.jobs} jobs` : `${earlier} of the ${totals.jobs} jobs`} had been queued by the interrupted run started ${journal!.startedAt}` +
-            ` and ${earlier === 1 ? "was" : "were"} not sent again: ${earlier === 1 ? "its" : "their"} records are counted as ${earlier === 1 ? "that job" : "those jobs"} applied them then.`
-          : "") +
-        (totals.rejected > 0 ? ` The rejected records, each with its reason, are in ${rejectedFile!.path}: fix them there and run the same command on that file.` : ""),
-    );
-  }
-  return totals.rejected === 0 ? 0 : 1;
+  run.out(
+    importSummary({
+      file: run.file,
+      resource: run.resource,
+      mode: run.validateOnly ? "validate" : run.dryRun ? "dry-run" : "import",
+      ...totals,
+      problemsOfFile,
+      jobIds,
+      seconds: (performance.now() - started) / 1000,
+      rejectedFile,
+      resumedFrom: journal?.startedAt,
+    }),
+  );
+  return totals.rejected + problemsOfFile === 0 ? 0 : 1;
 }

@@ -1,171 +1,234 @@
-import type { TObject, TSchema } from "@sinclair/typebox";
-import { parse } from "csv-parse";
-import { createReadStream } from "node:fs";
-import { Transform, type Readable } from "node:stream";
+import type { TObject } from "@sinclair/typebox";
+import { CsvError, parse } from "csv-parse";
 import { extname } from "node:path";
-import { createInterface } from "node:readline";
+import { Readable } from "node:stream";
+import type { LineEnding } from "./csv-dialect";
+import { fieldPaths, isMeta, isNote } from "./fields";
+import { SourceError, textOf } from "./text";
 
 /**
  * Reads an input file record by record, streaming, so that memory stays bounded whatever its size.
  * JSON arrays, NDJSON and CSV with a header row; each record comes with where it stood in the file.
  */
 
-export type Format = "csv" | "ndjson" | "json";
-/** `line` for CSV and NDJSON (1-based), `index` for a JSON array (0-based). `cells` keeps a CSV row as it was. */
-export type SourceRecord = { record?: Record<string, unknown>; problem?: string; line?: number; index?: number; cells?: string[] };
+export { SourceError };
 
-export class SourceError extends Error {}
+export const formats = ["csv", "ndjson", "json"] as const;
+export type Format = (typeof formats)[number];
 
+/**
+ * `line` for CSV and NDJSON (1-based), `index` for a JSON array (0-based). `cells` keeps a CSV row as it was;
+ * `raw`, the text of a JSON line or element that could not be read, so that the rejected file gives it back.
+ */
+export type SourceRecord = { record?: Record<string, unknown>; problem?: string; line?: number; index?: number; cells?: string[]; raw?: string };
+
+/** How a CSV file is read: what the survey found (or --delimiter said). */
+export type CsvDialect = { delimiter: string; lineEnding: LineEnding | undefined; headers: string[] };
+
+/** The format of `path` by its name (`.tsv` is CSV with tabs), or a SourceError that names --format. */
 export function formatOf(path: string): Format {
   const extension = extname(path).toLowerCase();
-  if (extension === ".csv") return "csv";
+  if (extension === ".csv" || extension === ".tsv") return "csv";
   if (extension === ".ndjson" || extension === ".jsonl") return "ndjson";
   if (extension === ".json") return "json";
-  throw new SourceError(`cannot tell the format of '${path}': name it .csv, .ndjson (or .jsonl) or .json`);
+  throw new SourceError(`cannot tell the format of '${path}' from its name: name it .csv, .tsv, .ndjson (or .jsonl) or .json, or pass --format csv, ndjson or json`);
 }
-
-/** Columns and fields whose names start with `_` (such as `_error` and `_line` of a rejected file) are not data. */
-const isMeta = (name: string) => name.startsWith("_");
 
 /** `onBytes` hears how much of the file has been read, for progress and the time left. */
-export async function* readSource(path: string, format: Format, schema: TObject, onBytes: (bytes: number) => void = () => {}): AsyncGenerator<SourceRecord> {
-  // Counted in the pipe: a 'data' listener would switch the file to flowing mode, and without
-  // backpressure the whole file would be read into memory.
-  const file = createReadStream(path).pipe(
-    new Transform({
-      transform(chunk: Buffer, _encoding, done) {
-        onBytes(chunk.length);
-        done(null, chunk);
-      },
-    }),
-  );
-  if (format === "csv") yield* readCsv(file, schema);
-  else if (format === "ndjson") yield* readNdjson(file);
-  else yield* readJsonArray(file, path);
+export async function* readSource(path: string, format: Format, schema: TObject, csv?: CsvDialect, onBytes?: (bytes: number) => void): AsyncGenerator<SourceRecord> {
+  const text = textOf(path, onBytes);
+  if (format === "csv") yield* readCsv(text, path, schema, csv!);
+  else if (format === "ndjson") yield* readNdjson(text);
+  else yield* readJsonArray(text, path);
 }
 
-async function* readNdjson(file: Readable): AsyncGenerator<SourceRecord> {
-  let line = 0;
-  for await (const text of createInterface({ input: file, crlfDelay: Infinity })) {
-    line++;
-    if (text.trim() === "") continue;
-    yield { line, ...objectFrom(text, "line") };
-  }
-}
+/** A text's lines as it streams in, without their line ends (LF, or CRLF). */
+export class LineSplitter {
+  private rest = "";
 
-const withoutMeta = (value: Record<string, unknown>) => Object.fromEntries(Object.entries(value).filter(([key]) => !isMeta(key)));
-
-/** One NDJSON line or JSON array element: a record, or what is wrong with it. */
-function objectFrom(text: string, what: "line" | "element"): Pick<SourceRecord, "record" | "problem"> {
-  try {
-    const value = JSON.parse(text);
-    if (value === null || typeof value !== "object" || Array.isArray(value)) return { problem: `this ${what} is not a JSON object` };
-    return { record: withoutMeta(value) };
-  } catch (error) {
-    return { problem: `this ${what} is not valid JSON (${(error as Error).message})` };
-  }
-}
-
-/** Splits a top-level JSON array into its elements as the text streams in, tracking strings and depth. */
-async function* readJsonArray(file: Readable, path: string): AsyncGenerator<SourceRecord> {
-  const decoder = new TextDecoder();
-  let depth = 0;
-  let inString = false;
-  let escaped = false;
-  let started = false;
-  let element = "";
-  let index = 0;
-  const finish = function* (): Generator<SourceRecord> {
-    const text = element.trim();
-    element = "";
-    if (text === "") return;
-    yield { index, ...objectFrom(text, "element") };
-    index++;
-  };
-  for await (const chunk of file) {
-    const text = decoder.decode(chunk as Uint8Array, { stream: true });
+  /** The lines `chunk` completes. */
+  push(chunk: string): string[] {
+    const text = this.rest + chunk;
+    const lines: string[] = [];
     let from = 0;
-    for (let i = 0; i < text.length; i++) {
-      const char = text[i]!;
-      if (!started) {
-        if (char === "[") {
-          started = true;
-          depth = 1;
-          from = i + 1;
-        } else if (!/\s/.test(char) && char !== "\ufeff") throw new SourceError(`${path} is not a JSON array: it must start with '['`);
-        continue;
-      }
-      if (inString) {
-        if (escaped) escaped = false;
-        else if (char === "\\") escaped = true;
-        else if (char === '"') inString = false;
-        continue;
-      }
-      if (char === '"') inString = true;
-      else if (char === "{" || char === "[") depth++;
-      else if (char === "}" || char === "]") {
-        depth--;
-        if (depth === 0) {
-          element += text.slice(from, i);
-          yield* finish();
-          return;
+    for (let end = text.indexOf("\n"); end !== -1; end = text.indexOf("\n", from)) {
+      lines.push(text.charCodeAt(end - 1) === 0x0d ? text.slice(from, end - 1) : text.slice(from, end));
+      from = end + 1;
+    }
+    this.rest = text.slice(from);
+    return lines;
+  }
+
+  /** The last line, after the last line end (empty when the text ends with one). */
+  end(): string {
+    return this.rest.endsWith("\r") ? this.rest.slice(0, -1) : this.rest;
+  }
+}
+
+export async function* readNdjson(text: AsyncIterable<string>): AsyncGenerator<SourceRecord> {
+  const lines = new LineSplitter();
+  let line = 0;
+  const one = (content: string): SourceRecord | undefined => {
+    line++;
+    return content.trim() === "" ? undefined : readObject(content, "line", { line });
+  };
+  for await (const chunk of text) {
+    for (const content of lines.push(chunk)) {
+      const source = one(content);
+      if (source) yield source;
+    }
+  }
+  const last = one(lines.end());
+  if (last) yield last;
+}
+
+/**
+ * One NDJSON line or JSON array element: a record, or what is wrong with it (with its text, for the rejected
+ * file), or undefined for a note: an object of `_` fields alone, as a rejected file writes before a line it
+ * gives back as it was.
+ */
+function readObject(text: string, what: "line" | "element", where: Pick<SourceRecord, "line" | "index">): SourceRecord | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return { ...where, problem: `this ${what} is not valid JSON (${(error as Error).message})`, raw: text };
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return { ...where, problem: `this ${what} is not a JSON object`, raw: text };
+  if (isNote(value)) return undefined;
+  const record = value as Record<string, unknown>;
+  for (const name in record) if (isMeta(name)) delete record[name];
+  return { ...where, record };
+}
+
+/**
+ * Splits a top-level JSON array into its elements' texts as the text streams in, tracking strings and depth.
+ * Inside a string it jumps to the next quote (an escaped one is preceded by an odd number of backslashes), and it
+ * looks at character codes, not one-character strings: this runs over every byte of the file, twice (survey.ts).
+ */
+export class JsonArraySplitter {
+  private depth = 0;
+  private inString = false;
+  private started = false;
+  private ended = false;
+  private element = "";
+  /** Backslashes just before the end of the previous chunk: they decide whether a quote at the start of this one is escaped. */
+  private backslashes = 0;
+
+  constructor(private readonly path: string) {}
+
+  /** The elements `chunk` completes, as text (white space around them kept). */
+  push(chunk: string): string[] {
+    const elements: string[] = [];
+    if (this.ended) return elements;
+    let from = 0;
+    let i = 0;
+    if (!this.started) {
+      const first = chunk.search(/\S/);
+      if (first === -1) return elements;
+      if (chunk[first] !== "[") throw new SourceError(`${this.path} is not a JSON array: it must start with '[' (a file of one JSON object per line is NDJSON: name it .ndjson, or pass --format ndjson)`);
+      this.started = true;
+      this.depth = 1;
+      i = from = first + 1;
+    }
+    while (i < chunk.length) {
+      if (this.inString) {
+        const quote = chunk.indexOf('"', i);
+        if (quote === -1) {
+          this.backslashes = backslashesBefore(chunk, chunk.length, this.backslashes);
+          break;
         }
-      } else if (char === "," && depth === 1) {
-        element += text.slice(from, i);
-        from = i + 1;
-        yield* finish();
+        if (backslashesBefore(chunk, quote, this.backslashes) % 2 === 0) this.inString = false;
+        this.backslashes = 0;
+        i = quote + 1;
+        continue;
+      }
+      const c = chunk.charCodeAt(i++);
+      if (c === 0x22) this.inString = true;
+      else if (c === 0x7b || c === 0x5b) this.depth++;
+      else if (c === 0x7d || c === 0x5d) {
+        if (--this.depth === 0) {
+          elements.push(this.element + chunk.slice(from, i - 1));
+          this.element = "";
+          this.ended = true;
+          return elements;
+        }
+      } else if (c === 0x2c && this.depth === 1) {
+        elements.push(this.element + chunk.slice(from, i - 1));
+        this.element = "";
+        from = i;
       }
     }
-    element += text.slice(from);
+    this.element += chunk.slice(from);
+    return elements;
   }
-  throw new SourceError(`${path} ends before its JSON array is closed`);
+
+  /** The end of the text: the array must have been closed. */
+  end(): void {
+    if (!this.ended) throw new SourceError(`${this.path} ends before its JSON array is closed: the file is cut short, or a bracket or quote is missing`);
+  }
 }
 
-/** The dotted paths (`geolocation.locationStart`) of the schema's number fields, whose cells become numbers. */
-function numberPaths(schema: TSchema, prefix = ""): string[] {
-  const properties = (schema as { properties?: Record<string, TSchema> }).properties ?? {};
-  return Object.entries(properties).flatMap(([name, property]) => {
-    const type = (property as { type?: string }).type;
-    if (type === "number" || type === "integer") return [`${prefix}${name}`];
-    if (type === "object") return numberPaths(property, `${prefix}${name}.`);
-    return [];
-  });
+export async function* readJsonArray(text: AsyncIterable<string>, path: string): AsyncGenerator<SourceRecord> {
+  const splitter = new JsonArraySplitter(path);
+  let index = 0;
+  for await (const chunk of text) {
+    for (const element of splitter.push(chunk)) {
+      const content = element.trim();
+      if (content === "") continue;
+      const source = readObject(content, "element", { index });
+      index++;
+      if (source) yield source;
+    }
+  }
+  splitter.end();
 }
 
-async function* readCsv(file: Readable, schema: TObject): AsyncGenerator<SourceRecord> {
-  const numbers = new Set(numberPaths(schema));
-  let headers: string[] | undefined;
+/** How many backslashes stand right before `end` in `text`; a run that reaches its start goes on from `carried`, the previous chunk's. */
+function backslashesBefore(text: string, end: number, carried: number): number {
+  let count = 0;
+  while (end - count > 0 && text.charCodeAt(end - count - 1) === 0x5c) count++;
+  return count === end ? count + carried : count;
+}
+
+/** csv-parse's error as the user's, with the line. The survey (CsvStructure) finds these first, unless the file changed since. */
+function csvProblem(path: string, error: CsvError): SourceError {
+  const what = error.message.replace(/^[^:]+: /, "").slice(0, 200);
+  return new SourceError(`${path} line ${(error as { lines?: number }).lines ?? "?"}: the CSV cannot be read (${what}).`);
+}
+
+async function* readCsv(text: AsyncIterable<string>, path: string, schema: TObject, { delimiter, lineEnding, headers }: CsvDialect): AsyncGenerator<SourceRecord> {
+  const { numbers } = fieldPaths(schema);
+  const columns = headers.map((header) => ({ header, meta: isMeta(header) || header === "", number: numbers.has(header), parts: header.split(".") }));
   let previousEnd = 0;
-  const rows = file.pipe(parse({ info: true, bom: true, relax_column_count: true, skip_empty_lines: true }));
-  for await (const { record: cells, info } of rows as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
-    const line = previousEnd + 1;
-    previousEnd = info.lines;
-    if (!headers) {
-      headers = cells.map((cell) => cell.trim());
-      continue;
+  let header = true;
+  const rows = Readable.from(text).pipe(parse({ info: true, delimiter, record_delimiter: lineEnding ?? [], relax_column_count: true, skip_empty_lines: true }));
+  try {
+    for await (const { record: cells, info } of rows as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
+      const line = previousEnd + 1;
+      previousEnd = info.lines;
+      if (header) {
+        header = false;
+        continue;
+      }
+      if (cells.length !== headers.length) {
+        yield { line, cells, problem: `this row has ${cells.length} cells; the header row has ${headers.length}` };
+        continue;
+      }
+      // Dotted headers become nested fields; empty cells are absent; number columns become numbers.
+      const record: Record<string, unknown> = {};
+      for (let column = 0; column < columns.length; column++) {
+        const cell = cells[column]!;
+        const { meta, number, parts } = columns[column]!;
+        if (meta || cell === "") continue;
+        const value = number && cell.trim() !== "" && Number.isFinite(Number(cell)) ? Number(cell) : cell;
+        let target = record;
+        for (let part = 0; part < parts.length - 1; part++) target = (target[parts[part]!] ??= {}) as Record<string, unknown>;
+        target[parts.at(-1)!] = value;
+      }
+      yield { line, cells, record };
     }
-    if (cells.length !== headers.length) {
-      yield { line, cells, problem: `this row has ${cells.length} cells; the header row has ${headers.length}` };
-      continue;
-    }
-    // Dotted headers become nested fields; empty cells are absent; number columns become numbers.
-    const record: Record<string, unknown> = {};
-    headers.forEach((header, column) => {
-      const cell = cells[column]!;
-      if (isMeta(header) || cell === "") return;
-      const value = numbers.has(header) && cell.trim() !== "" && Number.isFinite(Number(cell)) ? Number(cell) : cell;
-      const parts = header.split(".");
-      let target = record;
-      for (const part of parts.slice(0, -1)) target = (target[part] ??= {}) as Record<string, unknown>;
-      target[parts.at(-1)!] = value;
-    });
-    yield { line, cells, record };
+  } catch (error) {
+    throw error instanceof CsvError ? csvProblem(path, error) : error;
   }
-}
-
-/** The header row of a CSV file (for the rejected file), read on its own. */
-export async function csvHeaders(path: string): Promise<string[]> {
-  const rows = createReadStream(path).pipe(parse({ bom: true, to_line: 1 }));
-  for await (const row of rows as AsyncIterable<string[]>) return row.map((cell) => cell.trim());
-  return [];
 }

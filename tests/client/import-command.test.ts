@@ -99,9 +99,14 @@ describe("importd import", () => {
     const ndjson = write("batch.ndjson", `${JSON.stringify(asset(1))}\n\n${JSON.stringify({ ...asset(2), assetTypeId: "nothing" })}\nnot json\n`);
     const nd = await run(ndjson);
     expect(nd.code).toBe(1);
-    const ndRejected = readFileSync(join(dir, "batch.rejected.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line));
-    expect(ndRejected.map((entry) => entry._line).sort()).toEqual([3, 4]);
-    expect(ndRejected.find((entry) => entry._line === 3)).toMatchObject({ id: asset(2).id, _error: expect.stringContaining("'Asset Type Id' 'nothing'") });
+    // A line that is not JSON comes back as it was, after a note that says why, so that it can be fixed there.
+    const ndLines = readFileSync(join(dir, "batch.rejected.ndjson"), "utf8").trim().split("\n");
+    expect(ndLines).toHaveLength(3);
+    const ndRejected = ndLines.slice(0, 2).map((line) => JSON.parse(line));
+    expect(ndRejected.map((entry) => entry._line)).toEqual([3, 4]);
+    expect(ndRejected[0]).toMatchObject({ id: asset(2).id, _error: expect.stringContaining("'Asset Type Id' 'nothing'") });
+    expect(ndRejected[1]).toEqual({ _error: expect.stringMatching(/^this line is not valid JSON .*\. It follows as it was: fix it there\.$/), _line: 4 });
+    expect(ndLines[2]).toBe("not json");
 
     const json = write("batch.json", JSON.stringify([asset(3), { ...asset(4), shapeType: "Line" }, 7]));
     const js = await run(json);
@@ -125,7 +130,7 @@ describe("importd import", () => {
     expect(result.stderr.trim().split("\n").filter((line) => line.includes("records sent"))).toHaveLength(jobs);
   }, 60_000);
 
-  test("an import interrupted with Ctrl-C says how to go on, exits 2, and resumes where it stopped, applying no request twice", async () => {
+  test("an import interrupted with Ctrl-C says how to go on, exits 130, and resumes where it stopped, applying no request twice", async () => {
     const file = write("resume.ndjson", Array.from({ length: 2000 }, (_, i) => JSON.stringify(asset(5000 + i))).join("\n"));
     const before = (await jobCount());
     const proc = Bun.spawn([process.execPath, "src/main.ts", "import", file, "--resource", "assets", "--base-url", server.base, "--chunk-bytes", "40000"], {
@@ -134,10 +139,10 @@ describe("importd import", () => {
       stdout: "pipe",
       stderr: "pipe",
     });
-    // Ctrl-C once a few requests have gone through: it says how to go on, and exits 2.
+    // Ctrl-C once a few requests have gone through: it says how to go on, and exits 130 (128 + SIGINT), as shells expect.
     for (let i = 0; i < 600 && (await jobCount()) - before < 3; i++) await Bun.sleep(10);
     proc.kill("SIGINT");
-    expect(await proc.exited).toBe(2);
+    expect(await proc.exited).toBe(130);
     expect(await new Response(proc.stderr).text()).toContain("importd: interrupted. Run the same command again to resume where it stopped");
     const partial = (await jobCount()) - before;
     expect(partial).toBeGreaterThanOrEqual(3);
@@ -224,7 +229,7 @@ describe("importd import", () => {
     const result = await run(file);
     expect(result.code).toBe(1);
     expect(result.stdout).toContain("3 records, 1 applied, 2 rejected, in 1 job and ");
-    expect(result.stdout).toContain(" s (2 sent; 1 could not be read and was not sent).");
+    expect(result.stdout).toMatch(/ s \(job \d+; 2 sent, 1 could not be read and was not sent\)\./);
     // The plain progress line (not a terminal) has every count.
     expect(result.stderr).toContain("3 records read, 2 records sent, 1 applied, 2 rejected (1 before sending)");
   }, 60_000);
@@ -241,7 +246,8 @@ describe("importd import", () => {
     const result = await run(file, ["--chunk-bytes", "8000"]);
     expect(result.code).toBe(1);
     expect(Number(/in (\d+) jobs/.exec(result.stdout)![1])).toBeGreaterThan(3);
-    const written = readFileSync(join(dir, "order.rejected.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line)._line as number);
+    // Each unreadable line is a note, then the line as it was: the notes say where each stood.
+    const written = readFileSync(join(dir, "order.rejected.ndjson"), "utf8").trim().split("\n").filter((line) => line !== "not json").map((line) => JSON.parse(line)._line as number);
     const expected = lines.flatMap((_, i) => ([3, 5, 7].includes(i % 10) ? [i + 1] : []));
     expect(written).toEqual(expected);
   }, 60_000);
@@ -281,7 +287,9 @@ describe("importd import", () => {
       [["import", join(dir, "missing.csv"), "--resource", "assets", "--base-url", server.base], { IMPORTD_API_KEY: server.key }, "no such file"],
       [["import", join(dir, "data.txt"), "--resource", "assets", "--base-url", server.base], { IMPORTD_API_KEY: server.key }, "cannot tell the format"],
       [["import", file, "--resource", "assets", "--base-url", "http://127.0.0.1:9/default"], { IMPORTD_API_KEY: server.key }, "cannot reach importd at http://127.0.0.1:9/default"],
-      [["import", file, "--resource", "assets", "--base-url", server.base], { IMPORTD_API_KEY: "wrong_1" }, "the server refused the import: 401"],
+      [["import", file, "--resource", "assets", "--base-url", server.base], { IMPORTD_API_KEY: "wrong_1" }, "the server refused the API key (401): the key is wrong or revoked, or there is no environment 'default'"],
+      // A misspelled environment gets the same 401 (the server does not tell which exist): the message names both causes.
+      [["import", file, "--resource", "assets", "--base-url", server.base.replace(/default$/, "defualt")], { IMPORTD_API_KEY: server.key }, "or there is no environment 'defualt' (the end of --base-url)"],
     ];
     writeFileSync(join(dir, "data.txt"), "x");
     for (const [args, env, message] of cases) {

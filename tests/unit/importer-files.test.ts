@@ -1,0 +1,236 @@
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import fc from "fast-check";
+import { Chunker } from "../../src/importer/chunker";
+import { CsvStructure, detectDelimiter, firstRecord, splitRecord } from "../../src/importer/csv-dialect";
+import { nearestField } from "../../src/importer/fields";
+import { Journal } from "../../src/importer/journal";
+import { readJsonArray, readNdjson } from "../../src/importer/source";
+import { importSummary, type Summary } from "../../src/importer/summary";
+import { invalidUtf8At, SourceError } from "../../src/importer/text";
+import { assetResource } from "../../src/resources/assets";
+
+// The pure parts of `importd import`'s reading of files (DECISIONS 12); tests/client/import-files.test.ts drives
+// them through the real CLI.
+
+describe("Chunker: requests without the same id twice, each id's records in the file's order", () => {
+  type Item = { n: number; id: string; bytes: number };
+
+  test("whatever the ids and sizes: every record once, no id twice in a request, each id's records in increasing requests, requests within the size", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ id: fc.constantFrom("a", "b", "c", "d", "e", "f", "g"), bytes: fc.integer({ min: 1, max: 60 }) }), { maxLength: 300 }),
+        fc.integer({ min: 40, max: 400 }),
+        fc.integer({ min: 1, max: 5 }),
+        (records, maxBytes, maxOpen) => {
+          const items: Item[] = records.map((record, n) => ({ ...record, n }));
+          const chunker = new Chunker<Item>(maxBytes, 2, () => {}, maxOpen);
+          const chunks = [...items.flatMap((item) => chunker.add(item, item.id, item.bytes)), ...chunker.end()];
+          expect(chunks.flatMap((chunk) => chunk.items.map((item) => item.n)).sort((a, b) => a - b)).toEqual(items.map((item) => item.n));
+          const chunkOf = new Map<number, number>();
+          chunks.forEach((chunk, at) => {
+            expect(new Set(chunk.items.map((item) => item.id)).size).toBe(chunk.items.length);
+            expect(chunk.items.length === 1 || chunk.bytes <= maxBytes).toBe(true);
+            expect(chunk.bytes).toBe(2 + chunk.items.reduce((sum, item) => sum + item.bytes, 0));
+            for (const item of chunk.items) chunkOf.set(item.n, at);
+          });
+          for (const id of new Set(items.map((item) => item.id))) {
+            const order = items.filter((item) => item.id === id).map((item) => chunkOf.get(item.n)!);
+            for (let i = 1; i < order.length; i++) expect(order[i]!).toBeGreaterThan(order[i - 1]!);
+          }
+        },
+      ),
+      { seed: 20261126, numRuns: 300 },
+    );
+  });
+
+  test("records of different ids fill requests as before: cut by size alone, in the file's order", () => {
+    const chunker = new Chunker<number>(10, 2);
+    const chunks = [...[1, 2, 3, 4, 5].flatMap((n) => chunker.add(n, `id-${n}`, 3)), ...chunker.end()];
+    expect(chunks.map((chunk) => chunk.items)).toEqual([[1, 2], [3, 4], [5]]);
+  });
+
+  test("a repeated id goes to the request after the one that holds it, and the one before it is heard of", () => {
+    const heard: Array<[string, string]> = [];
+    const chunker = new Chunker<string>(100, 2, (later, earlier) => heard.push([later, earlier]));
+    const chunks = [...["x1", "y1", "x2", "z1", "x3"].flatMap((item) => chunker.add(item, item[0], 1)), ...chunker.end()];
+    expect(chunks.map((chunk) => chunk.items)).toEqual([["x1", "y1", "z1"], ["x2"], ["x3"]]);
+    expect(heard).toEqual([["x2", "x1"], ["x3", "x2"]]);
+  });
+});
+
+describe("CSV dialect", () => {
+  const isAssetField = (cell: string) => ["id", "name", "subAreaId", "description"].includes(cell);
+
+  test("the delimiter is the one whose header cells name the most fields; none, or a tie, is undefined", () => {
+    expect(detectDelimiter("id;name;subAreaId", isAssetField)).toEqual({ delimiter: ";", tied: [";"] });
+    expect(detectDelimiter("id\tname", isAssetField).delimiter).toBe("\t");
+    expect(detectDelimiter('"id";"name, or title"', isAssetField).delimiter).toBe(";");
+    expect(detectDelimiter("a,b,c", isAssetField)).toEqual({ tied: [] });
+    expect(detectDelimiter("id,name;description", isAssetField)).toEqual({ tied: [",", ";"] });
+  });
+
+  test("the header is the first record, quotes respected; its cells are split as CSV reads them", () => {
+    expect(firstRecord('id,"name\nwith break"\r\nx,y')).toBe('id,"name\nwith break"');
+    expect(firstRecord("id,name")).toBeUndefined();
+    expect(splitRecord('a,"b,c","d ""e"""', ",")).toEqual(["a", "b,c", 'd "e"']);
+  });
+
+  const scanned = (text: string, cuts: number[] = []) => {
+    const structure = new CsvStructure("f.csv", ",");
+    let from = 0;
+    for (const cut of [...cuts, text.length]) {
+      structure.scan(text.slice(from, cut));
+      from = cut;
+    }
+    structure.end();
+    return { records: structure.records, lineEnding: structure.lineEnding };
+  };
+  const problem = (text: string, cuts: number[] = []) => {
+    try {
+      scanned(text, cuts);
+      return undefined;
+    } catch (error) {
+      expect(error).toBeInstanceOf(SourceError);
+      return (error as Error).message;
+    }
+  };
+
+  test("counts records and finds the line ending; empty lines are no records; a last line without an ending is one", () => {
+    expect(scanned("id,name\r\na,b\r\n\r\nc,d")).toEqual({ records: 3, lineEnding: "\r\n" });
+    expect(scanned('id,name\n"a\r\nb",c\n')).toEqual({ records: 2, lineEnding: "\n" });
+  });
+
+  test("names the line of each structural problem", () => {
+    expect(problem('id,name\na,b\nc,"d\n')).toStartWith("f.csv line 3: a quoted cell starts here and is never closed");
+    expect(problem('id,name\na,b"c\n')).toStartWith('f.csv line 2: a cell holds a quote (")');
+    expect(problem('id,name\n"a"b,c\n')).toStartWith("f.csv line 2: a quoted cell goes on after its closing quote");
+    expect(problem('id,name\n"x\ny",z\nc,d\r\n')).toStartWith("f.csv line 4 ends with CRLF (\\r\\n, Windows), but line 1 (the header) ends with LF (\\n)");
+    expect(problem("id,name\r\na,b\rc,d\r\n")).toStartWith("f.csv line 2 ends with CR (\\r) alone");
+  });
+
+  test("reads a text the same however it is cut into chunks", () => {
+    const texts = ['id,name\r\n"a ""q""\r\nb",c\r\nd,e\r\n', 'id,name\na,"b"\n"c",d', 'id,name\n"a"x\n', "id,name\r\na,b\nc,d\n", 'id,name\na,"open\n'];
+    for (const text of texts) {
+      const whole = problem(text) ?? JSON.stringify(scanned(text));
+      for (let cut = 0; cut <= text.length; cut++) {
+        for (const second of [cut, Math.min(text.length, cut + 1)]) {
+          expect({ text, cut, second, result: problem(text, [cut, second]) ?? JSON.stringify(scanned(text, [cut, second])) }).toEqual({ text, cut, second, result: whole });
+        }
+      }
+    }
+  });
+});
+
+test("UTF-8: the first byte that breaks it, overlong forms and surrogates included", () => {
+  const bytes = (...values: number[]) => new Uint8Array(values);
+  expect(invalidUtf8At(new TextEncoder().encode("café 💧"))).toBe(-1);
+  expect(invalidUtf8At(bytes(0x61, 0xe9, 0x62))).toBe(1);
+  expect(invalidUtf8At(bytes(0xc0, 0x80))).toBe(0); // overlong NUL
+  expect(invalidUtf8At(bytes(0x61, 0xed, 0xa0, 0x80))).toBe(1); // a surrogate
+  expect(invalidUtf8At(bytes(0x61, 0x62, 0xe2, 0x82))).toBe(2); // cut short
+});
+
+test("the field a misspelled name meant: case, spaces and a few letters apart, or none", () => {
+  const fields = ["id", "subAreaId", "description", "startPoint", "geolocation.locationUnit"];
+  expect(nearestField("descripton", fields)).toBe("description");
+  expect(nearestField("startpoint", fields)).toBe("startPoint");
+  expect(nearestField("Sub Area Id", fields)).toBe("subAreaId");
+  expect(nearestField("geolocation.locationUnits", fields)).toBe("geolocation.locationUnit");
+  expect(nearestField("colour", fields)).toBeUndefined();
+});
+
+describe("the summary", () => {
+  const base: Summary = {
+    file: "x.csv",
+    resource: assetResource,
+    mode: "import",
+    read: 1,
+    sent: 1,
+    applied: 1,
+    created: 1,
+    updated: 0,
+    unchanged: 0,
+    rejected: 0,
+    rejectedBeforeSending: 0,
+    repeated: 0,
+    problemsOfFile: 0,
+    jobsFromEarlier: 0,
+    replayed: 0,
+    jobIds: [17],
+    seconds: 1.04,
+  };
+
+  test("one record is '1 record'; its job is named", () => {
+    expect(importSummary(base)).toBe("x.csv: 1 record, 1 applied, 0 rejected, in 1 job and 1.0 s (job 17).");
+    expect(importSummary({ ...base, jobIds: [1, 2, 3, 4, 5, 6, 9] })).toContain("in 7 jobs and 1.0 s (jobs 1, 2, … 9).");
+  });
+
+  test("a resumed run counts the jobs its progress file recorded and those its Idempotency-Keys found, as two numbers that add up", () => {
+    const text = importSummary({ ...base, read: 2420, applied: 2420, jobIds: Array.from({ length: 242 }, (_, i) => i + 1), jobsFromEarlier: 241, replayed: 1, resumedFrom: "2026-11-26T10:00:00.000Z" });
+    expect(text).toContain(
+      "All 242 jobs had been queued by the interrupted run started 2026-11-26T10:00:00.000Z and were not sent again (241 recorded in its progress file, and 1 sent just before it stopped, recognized by its Idempotency-Key)",
+    );
+  });
+
+  test("a dry run of one record says '1 record' and claims nothing applied", () => {
+    const text = importSummary({ ...base, mode: "dry-run", rejected: 1, applied: 0, created: 0 });
+    expect(text).toStartWith("x.csv: dry run, nothing was applied. 1 record: 0 would be applied");
+    expect(text).not.toContain("kept");
+  });
+});
+
+test("an interrupted import that is not resumed says why in a whole sentence", () => {
+  const dir = mkdtempSync(join(tmpdir(), "importd-journal-"));
+  try {
+    const input = join(dir, "x.csv");
+    writeFileSync(input, "id\n");
+    const identity = { resource: "assets", baseUrl: "http://h/default", fileBytes: 3, fileModifiedMs: 1 };
+    Journal.open(input, identity, 1000, false);
+    expect(Journal.open(input, { ...identity, fileBytes: 4 }, 1000, false).note).toMatch(/^An interrupted import of this file \(started \S+\) is not resumed, because the file has changed since: starting a new import\.$/);
+    Journal.open(input, identity, 1000, false);
+    expect(Journal.open(input, { ...identity, resource: "subareas" }, 1000, false).note).toContain("is not resumed, because it was for --resource assets: starting a new import.");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+describe("JSON arrays and NDJSON, however the text is cut into chunks", () => {
+  // Strings full of what the splitter looks at: quotes, backslashes, brackets, commas, line breaks.
+  const tricky = fc.string({ unit: fc.constantFrom("\\", '"', "[", "]", "{", "}", ",", "\n", "a", "é", "💧"), maxLength: 12 });
+  const records = fc.array(fc.record({ id: tricky, name: tricky, nested: fc.record({ note: tricky }) }), { minLength: 1, maxLength: 6 });
+  const cut = (text: string, at: number[]) => {
+    const points = [...new Set(at.map((n) => n % (text.length + 1)))].sort((a, b) => a - b);
+    return [...points, text.length].map((end, i) => text.slice(i === 0 ? 0 : points[i - 1], end));
+  };
+  const read = async (reader: AsyncGenerator<{ record?: unknown }>) => {
+    const got: unknown[] = [];
+    for await (const source of reader) got.push(source.record);
+    return got;
+  };
+  async function* chunksOf(parts: string[]) {
+    yield* parts;
+  }
+
+  test("every element of a JSON array comes out whole, escaped quotes and backslashes at a chunk's edge included", async () => {
+    await fc.assert(
+      fc.asyncProperty(records, fc.array(fc.nat(), { maxLength: 8 }), fc.boolean(), async (values, at, pretty) => {
+        const text = pretty ? JSON.stringify(values, null, 2) : JSON.stringify(values);
+        expect(await read(readJsonArray(chunksOf(cut(text, at)), "x.json"))).toEqual(values);
+      }),
+      { seed: 20261126, numRuns: 300 },
+    );
+  });
+
+  test("every NDJSON line comes out whole, with LF or CRLF", async () => {
+    await fc.assert(
+      fc.asyncProperty(records, fc.array(fc.nat(), { maxLength: 8 }), fc.constantFrom("\n", "\r\n"), async (values, at, ending) => {
+        const text = values.map((value) => JSON.stringify(value)).join(ending) + ending;
+        expect(await read(readNdjson(chunksOf(cut(text, at))))).toEqual(values);
+      }),
+      { seed: 20261126, numRuns: 300 },
+    );
+  });
+});
