@@ -17,7 +17,10 @@ export type Summary = {
   unchanged: number;
   rejected: number;
   rejectedBeforeSending: number;
-  /** Records put in a later request than an earlier record with the same id. */
+  /**
+   * Records put in a later request than an earlier record with the same id, which would have been in the same one.
+   * An id repeated far apart needs nothing done (its records are in different requests anyway) and is not counted.
+   */
   repeated: number;
   /** --validate-only: columns (or fields) the resource does not define. */
   problemsOfFile: number;
@@ -45,13 +48,13 @@ export function importSummary(s: Summary): string {
   const repeated =
     s.repeated === 0
       ? ""
-      : ` ${plural(s.repeated, "record")} had the id of an earlier record in the file and ${wasWere(s.repeated)} sent after it, so the later record wins.`;
+      : ` ${plural(s.repeated, "record")} had the id of a record shortly before ${s.repeated === 1 ? "it" : "them"} and ${wasWere(s.repeated)} sent in a later request, so the later record wins.`;
   if (s.mode === "validate") {
     const problems = [s.rejected > 0 ? `${s.rejected} with problems` : "", s.problemsOfFile > 0 ? `${plural(s.problemsOfFile, "column")} that ${s.resource.path} does not define` : ""].filter(Boolean);
     return (
       `${s.file}: ${plural(s.read, "record")} checked in ${seconds} s, ${problems.length === 0 ? "no problems" : problems.join(", ")}. Nothing was sent.` +
       (references.length > 0 ? ` References (${references.join(", ")}) were not checked: whether they exist is checked against the environment's data when the job runs.` : "") +
-      (s.repeated === 0 ? "" : ` ${plural(s.repeated, "record")} had the id of an earlier record in the file: importing sends each after the earlier one, so the later record wins.`)
+      (s.repeated === 0 ? "" : ` ${plural(s.repeated, "record")} had the id of a record shortly before ${s.repeated === 1 ? "it" : "them"}: importing sends ${s.repeated === 1 ? "it" : "each"} in a later request, so the later record wins.`)
     );
   }
   const kept = keptNote(s.rejectedFile);

@@ -54,12 +54,12 @@ describe("the same id twice in a file", () => {
     const checked = await importd(["import", file, "--resource", "assets", "--validate-only"]);
     expect(checked.code).toBe(0);
     expect(checked.stdout).toContain("line 1002: id 'DUP-10' is also on line 11; the later record wins (it is sent after the earlier one).");
-    expect(checked.stdout).toContain("1 record had the id of an earlier record in the file: importing sends each after the earlier one, so the later record wins.");
+    expect(checked.stdout).toContain("1 record had the id of a record shortly before it: importing sends it in a later request, so the later record wins.");
 
     const result = await run(file);
     expect(result.code).toBe(0);
     expect(result.stdout).toContain("1001 records, 1001 applied, 0 rejected, in 2 jobs");
-    expect(result.stdout).toContain("1 record had the id of an earlier record in the file and was sent after it, so the later record wins.");
+    expect(result.stdout).toContain("1 record had the id of a record shortly before it and was sent in a later request, so the later record wins.");
     expect(await storedName("DUP-10")).toBe("the later DUP-10");
     for (const id of jobsOf(result.stdout)) {
       const job = await (await fetch(`${server.base}/v2/status/${id}`, { headers: { "api-key": server.key } })).json();
