@@ -1,6 +1,6 @@
 import type { JobOutput } from "../jobs/outcome";
 import type { JobStatus } from "../jobs/states";
-import type { Job } from "./ports";
+import type { ClaimedRun, Completion, Job } from "./ports";
 
 /** A jobs row as both backends read it (camelCase keys; output as the JSON text stored). */
 export type JobRow = {
@@ -36,3 +36,15 @@ export function toJob(row: JobRow): Job {
 
 /** Whether a job is still kept: unfinished, or finished at `retainedSince` or later (timestamps are ISO text). */
 export const isRetained = (job: { completedAt: string | null }, retainedSince: string) => job.completedAt === null || job.completedAt >= retainedSince;
+
+/**
+ * The jobs of a run as completeRun stores them: terminal, with their output, completed now, and started then if a job
+ * taken along had not started (for the webhook events written in the same transaction).
+ */
+export function endedJobs(run: ClaimedRun, completions: readonly Completion[], completedAt: string): Job[] {
+  const claimed = new Map(run.jobs.map((job) => [job.id, job]));
+  return completions.map(({ jobId, status, output }) => {
+    const job = claimed.get(jobId)!;
+    return { ...job, status, output, completedAt, startedAt: job.startedAt ?? completedAt };
+  });
+}

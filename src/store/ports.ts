@@ -187,6 +187,67 @@ export interface AccessStore {
   findKey(keyId: number): Promise<StoredKey | undefined>;
 }
 
+/** An environment's webhook subscription (DECISIONS 10); its signing secret only where it is needed. */
+export type WebhookSubscription = {
+  id: number;
+  environmentId: number;
+  url: string;
+  events: string[];
+  createdAt: string;
+  /** Set when its receiver answered 410 Gone: nothing more is sent to it. */
+  disabledAt: string | null;
+  disabledReason: string | null;
+};
+
+/** One attempt to deliver, and what the receiver answered (its first 1 KB), or why there was no answer. */
+export type DeliveryAttempt = { attempt: number; at: string; status: number | null; error: string | null; response: string | null; durationMs: number };
+
+/** One event for one subscription, from the outbox. `status`: see webhooks/events.ts, DeliveryStatus. */
+export type WebhookDelivery = {
+  id: number;
+  messageId: string;
+  webhookId: number | null;
+  environmentId: number;
+  jobId: number;
+  event: string;
+  url: string;
+  status: string;
+  attempts: number;
+  createdAt: string;
+  nextAttemptAt: string | null;
+  completedAt: string | null;
+};
+
+/** A delivery claimed for an attempt: its body and its subscription's secret, and the claim's token. */
+export type ClaimedDelivery = WebhookDelivery & { body: string; secret: string; claimToken: string };
+
+/** What an attempt leaves the delivery as: delivered, to be tried again at `retryAt`, or given up (`failed`); `disable` the subscription (410). */
+export type DeliveryOutcome = { status: "delivered" } | { status: "pending"; retryAt: string } | { status: "failed"; disable?: string };
+
+/**
+ * Webhook subscriptions and their outbox. The outbox is written by the job queue itself, in the transaction that
+ * makes a job terminal (completeRun, cancel); deliveries are claimed as runs are, with a token and a lease, so
+ * that any process may send them and none sends one twice at once.
+ */
+export interface WebhookStore {
+  create(environmentId: number, subscription: { url: string; events: readonly string[]; secret: string }): Promise<WebhookSubscription>;
+  list(environmentId: number): Promise<WebhookSubscription[]>;
+  find(environmentId: number, id: number): Promise<(WebhookSubscription & { secret: string }) | undefined>;
+  /** Deletes the subscription and cancels its deliveries still pending; false when the environment has no such one. */
+  remove(environmentId: number, id: number): Promise<boolean>;
+  /** A job's deliveries, oldest first, each with its attempts. */
+  deliveriesOf(jobId: number): Promise<Array<WebhookDelivery & { history: DeliveryAttempt[] }>>;
+  /**
+   * Claims up to `limit` deliveries that are due (pending, their time come, not claimed or their lease past), at most
+   * one per subscription and none of the subscriptions in `busy`, for `leaseMs`: no other claim takes them meanwhile.
+   */
+  claimDue(request: { token: string; limit: number; leaseMs: number; busy: readonly number[] }): Promise<ClaimedDelivery[]>;
+  /** Stores an attempt and what it leaves the delivery as, if the claim still holds it (false otherwise: another took it over). */
+  recordAttempt(delivery: ClaimedDelivery, attempt: DeliveryAttempt, outcome: DeliveryOutcome): Promise<boolean>;
+  /** When the next pending delivery is due, if any: how long the dispatcher may sleep. */
+  nextDueAt(): Promise<string | undefined>;
+}
+
 /** A moment in a store's history, from CommitWatch.mark. */
 export type CommitMark = unknown;
 
@@ -225,6 +286,7 @@ export interface Store {
   readonly jobs: JobReads;
   readonly records: RecordReads;
   readonly access: AccessStore;
+  readonly webhooks: WebhookStore;
   /**
    * Where failed authentications are counted on a store several processes share, so that the limit holds
    * across them; absent where one process owns the store (it counts them in memory).

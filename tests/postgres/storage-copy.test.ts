@@ -217,6 +217,7 @@ function orderOf(table: string): string {
   if (table === "job_payloads") return "job_id";
   if (table === "job_rejections") return "job_id, position";
   if (table === "idempotency_keys") return "environment_id, key";
+  if (table === "webhook_attempts") return "delivery_id, attempt";
   if (["sub_areas", "asset_types", "asset_categories", "assets"].includes(table)) return "environment_id, id";
   return "id";
 }

@@ -339,5 +339,131 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       expect(await store.records.page(resourceByPath("subareas")!, e1, 10)).toHaveLength(1);
       expect(await runNext(queue, e2, { token: token() })).toBeUndefined();
     });
+
+    describe("webhooks", () => {
+      const all = ["job.succeeded", "job.partially_succeeded", "job.failed", "job.canceled"];
+      const subscribe = (environmentId: number, url: string, events = all) => store.webhooks.create(environmentId, { url, events, secret: `whsec_${url}` });
+      const claim = (options: Partial<{ limit: number; leaseMs: number; busy: number[] }> = {}) =>
+        store.webhooks.claimDue({ token: token(), limit: 10, leaseMs: 60_000, busy: [], ...options });
+      const attempt = (n: number, status: number | null) => ({ attempt: n, at: new Date().toISOString(), status, error: status === null ? "connection refused" : null, response: "ok", durationMs: 3 });
+
+      test("subscriptions are an environment's own: created, listed without their secret, found with it, removed", async () => {
+        const { e1, e2 } = await setUp();
+        const first = await subscribe(e1, "https://a.example/hook", ["job.failed"]);
+        expect(first).toMatchObject({ environmentId: e1, url: "https://a.example/hook", events: ["job.failed"], disabledAt: null });
+        expect(first).not.toHaveProperty("secret");
+        expect(await store.webhooks.list(e1)).toEqual([first]);
+        expect(await store.webhooks.list(e2)).toEqual([]);
+        expect(await store.webhooks.find(e1, first.id)).toMatchObject({ id: first.id, secret: "whsec_https://a.example/hook" });
+        expect(await store.webhooks.find(e2, first.id)).toBeUndefined();
+        expect(await store.webhooks.remove(e2, first.id)).toBe(false);
+        expect(await store.webhooks.remove(e1, first.id)).toBe(true);
+        expect(await store.webhooks.list(e1)).toEqual([]);
+      });
+
+      test("the run that ends a job writes its event for each subscription that wants it, in the same commit, the job document as its body", async () => {
+        const { queue, e1, e2 } = await setUp();
+        const everything = await subscribe(e1, "https://all.example/");
+        await subscribe(e1, "https://failures.example/", ["job.failed"]);
+        await subscribe(e2, "https://other.example/");
+        const good = await enqueue(e1, subAreas("North"));
+        await runNext(queue, e1, { token: token() });
+        const deliveries = await store.webhooks.deliveriesOf(good.id);
+        expect(deliveries).toEqual([
+          expect.objectContaining({ webhookId: everything.id, environmentId: e1, jobId: good.id, event: "job.succeeded", url: "https://all.example/", status: "pending", attempts: 0, history: [] }),
+        ]);
+        expect(deliveries[0]!.messageId).toMatch(/^msg_[0-9a-f]{32}$/);
+        const [claimed] = await claim();
+        expect(claimed).toMatchObject({ id: deliveries[0]!.id, secret: "whsec_https://all.example/", messageId: deliveries[0]!.messageId });
+        const body = JSON.parse(claimed!.body);
+        expect(body).toMatchObject({ type: "job.succeeded", data: { id: good.id, importJobStatus: "Succeeded", statusUrl: `/v2/status/${good.id}`, dryRun: false, output: { applied: 1 } } });
+        expect(body.timestamp).toBe(body.data.completedAt);
+      });
+
+      test("a cancel writes job.canceled; a run that cannot complete writes nothing; a job without a subscription has no deliveries", async () => {
+        const { queue, e1 } = await setUp();
+        const quiet = await enqueue(e1, subAreas("Quiet"));
+        await runNext(queue, e1, { token: token() });
+        expect(await store.webhooks.deliveriesOf(quiet.id)).toEqual([]);
+        await subscribe(e1, "https://all.example/");
+        const canceled = await enqueue(e1, subAreas("Gone"));
+        await queue.cancel(e1, canceled.id, { message: "canceled", total: 1, applied: 0, rejected: 0, errors: [], canceled: true });
+        expect((await store.webhooks.deliveriesOf(canceled.id)).map((delivery) => delivery.event)).toEqual(["job.canceled"]);
+        // A stale run rolls back: no event for a job it did not end.
+        const stale = await enqueue(e1, subAreas("Stale"));
+        const run = (await queue.claimRun({ token: token(), environmentId: e1 }, groupLimits))!;
+        await queue.abandonRun(run);
+        await queue.claimRun({ token: token(), environmentId: e1, takeOver: { token: run.token, countsAsAttempt: true } }, groupLimits);
+        await expect(queue.completeRun(run, async () => [{ jobId: stale.id, status: "Succeeded", output: { message: "ok", total: 1, applied: 1, rejected: 0, errors: [] }, rejected: [] }])).rejects.toBeInstanceOf(StaleClaim);
+        expect(await store.webhooks.deliveriesOf(stale.id)).toEqual([]);
+      });
+
+      test("a claim holds a delivery for its lease, one per subscription; an attempt to retry waits for its time; delivered is done", async () => {
+        const { queue, e1 } = await setUp();
+        const hook = await subscribe(e1, "https://all.example/");
+        const other = await subscribe(e1, "https://other.example/");
+        const jobs = [await enqueue(e1, subAreas("A")), await enqueue(e1, subAreas("B"))];
+        await runNext(queue, e1, { token: token() });
+        const first = await claim();
+        // The oldest of each subscription; the second job's wait behind them.
+        expect(first.map((delivery) => [delivery.webhookId, delivery.jobId])).toEqual([[hook.id, jobs[0]!.id], [other.id, jobs[0]!.id]]);
+        expect(await claim()).toEqual([]);
+        expect(await store.webhooks.nextDueAt()).toBeString();
+        // Failed: back to pending, due later; the subscription's next delivery may go meanwhile.
+        const later = new Date(Date.now() + 3_600_000).toISOString();
+        expect(await store.webhooks.recordAttempt(first[0]!, attempt(1, 500), { status: "pending", retryAt: later })).toBe(true);
+        expect(await store.webhooks.recordAttempt(first[0]!, attempt(1, 500), { status: "pending", retryAt: later })).toBe(false);
+        const second = await claim({ busy: [other.id] });
+        expect(second.map((delivery) => [delivery.webhookId, delivery.jobId])).toEqual([[hook.id, jobs[1]!.id]]);
+        expect(await store.webhooks.recordAttempt(second[0]!, attempt(1, 204), { status: "delivered" })).toBe(true);
+        expect(await store.webhooks.recordAttempt(first[1]!, attempt(1, 200), { status: "delivered" })).toBe(true);
+        const [retried] = await store.webhooks.deliveriesOf(jobs[0]!.id);
+        expect(retried).toMatchObject({ status: "pending", attempts: 1, nextAttemptAt: later, history: [expect.objectContaining({ attempt: 1, status: 500, response: "ok", durationMs: 3 })] });
+        expect((await store.webhooks.deliveriesOf(jobs[1]!.id)).find((delivery) => delivery.webhookId === hook.id)).toMatchObject({ status: "delivered", attempts: 1 });
+        expect(await claim({ busy: [other.id] })).toEqual([]);
+      });
+
+      test("a lease that runs out lets another claim take the delivery over; the first claim can then record nothing", async () => {
+        const { queue, e1 } = await setUp();
+        await subscribe(e1, "https://all.example/");
+        const job = await enqueue(e1, subAreas("A"));
+        await runNext(queue, e1, { token: token() });
+        const [first] = await claim({ leaseMs: 1 });
+        await Bun.sleep(5);
+        const [again] = await claim();
+        expect(again!.messageId).toBe(first!.messageId);
+        expect(await store.webhooks.recordAttempt(first!, attempt(1, 200), { status: "delivered" })).toBe(false);
+        expect(await store.webhooks.recordAttempt(again!, attempt(1, 200), { status: "delivered" })).toBe(true);
+        expect((await store.webhooks.deliveriesOf(job.id))[0]).toMatchObject({ status: "delivered", attempts: 1 });
+      });
+
+      test("410 Gone disables the subscription: its pending deliveries fail, and later jobs write none for it", async () => {
+        const { queue, e1 } = await setUp();
+        const hook = await subscribe(e1, "https://gone.example/");
+        const jobs = [await enqueue(e1, subAreas("A")), await enqueue(e1, subAreas("B"))];
+        await runNext(queue, e1, { token: token() });
+        const [first] = await claim();
+        expect(await store.webhooks.recordAttempt(first!, attempt(1, 410), { status: "failed", disable: "the receiver answered 410 Gone" })).toBe(true);
+        expect(await store.webhooks.find(e1, hook.id)).toMatchObject({ disabledReason: "the receiver answered 410 Gone", disabledAt: expect.any(String) });
+        expect((await store.webhooks.deliveriesOf(jobs[1]!.id))[0]).toMatchObject({ status: "failed", attempts: 0 });
+        const later = await enqueue(e1, subAreas("C"));
+        await runNext(queue, e1, { token: token() });
+        expect(await store.webhooks.deliveriesOf(later.id)).toEqual([]);
+        expect(await claim()).toEqual([]);
+        expect(await store.webhooks.nextDueAt()).toBeUndefined();
+      });
+
+      test("removing a subscription cancels its pending deliveries and keeps their history; purging a job deletes its deliveries", async () => {
+        const { queue, e1 } = await setUp();
+        const hook = await subscribe(e1, "https://all.example/");
+        const job = await enqueue(e1, subAreas("A"));
+        await runNext(queue, e1, { token: token() });
+        expect(await store.webhooks.remove(e1, hook.id)).toBe(true);
+        expect((await store.webhooks.deliveriesOf(job.id))[0]).toMatchObject({ status: "canceled", webhookId: null, url: "https://all.example/" });
+        expect(await claim()).toEqual([]);
+        expect(await queue.purge(new Date(Date.now() + 1000).toISOString())).toBe(1);
+        expect(await store.webhooks.deliveriesOf(job.id)).toEqual([]);
+      });
+    });
   });
 }

@@ -6,7 +6,7 @@ import { deadlines, inTransaction } from "./connection";
 import { answer } from "./faults";
 
 // The tables whose ids PostgreSQL generates (identity columns), and that the copy must carry on from.
-const identityTables = ["environments", "api_keys", "jobs"];
+const identityTables = ["environments", "api_keys", "jobs", "webhooks", "webhook_deliveries"];
 
 /**
  * Inserts every table of `source` in one transaction, after checking, under a lock that keeps instances from

@@ -3,7 +3,7 @@ import type { JobOutput } from "../../jobs/outcome";
 import { JobStatus } from "../../jobs/states";
 import { StaleClaim } from "../errors";
 import { idempotencyWindowStart } from "../idempotency";
-import { isRetained, toJob, type JobRow } from "../job-row";
+import { endedJobs, isRetained, toJob, type JobRow } from "../job-row";
 import type {
   ClaimedRun,
   ClaimRequest,
@@ -22,6 +22,7 @@ import type {
 import { deadlines, inTransaction, onPool, statement, Transaction, type Queryable } from "./connection";
 import { answer, retried, translateFault } from "./faults";
 import type { PostgresRecords } from "./records";
+import { PostgresWebhooks } from "./webhooks";
 
 const now = () => new Date().toISOString();
 
@@ -252,6 +253,7 @@ export class PostgresJobQueue implements JobQueue {
         if (rejected.length > 0) await transaction.query(insertRejections(jobId, ...columns));
         await transaction.query(deletePayload(jobId));
       }
+      await PostgresWebhooks.writeOutbox(transaction, run.environmentId, endedJobs(run, completions, completedAt));
       await transaction.commit();
       await this.notify(doneChannel, ids.join(","));
     } catch (error) {
@@ -286,7 +288,10 @@ export class PostgresJobQueue implements JobQueue {
       // (and this finds it so), and one that comes after skips it (see claimRun).
       const canceled = await inTransaction(this.pool, async (tx) => {
         const [row] = await tx.query<ClaimRow>(cancelPending(environmentId, jobId, JSON.stringify(output), now()));
-        if (row) await tx.query(deletePayload(jobId));
+        if (row) {
+          await tx.query(deletePayload(jobId));
+          await PostgresWebhooks.writeOutbox(tx, environmentId, [toJob(row)]);
+        }
         return row;
       });
       if (canceled) {

@@ -5,6 +5,7 @@ import initial from "../../../drizzle-pg/0000_initial.sql" with { type: "text" }
 import authFailures from "../../../drizzle-pg/0001_auth_failures.sql" with { type: "text" };
 import dryRun from "../../../drizzle-pg/0002_dry_run.sql" with { type: "text" };
 import instances from "../../../drizzle-pg/0003_instances.sql" with { type: "text" };
+import webhooks from "../../../drizzle-pg/0004_webhooks.sql" with { type: "text" };
 import { embeddedMigrations as embed, type EmbeddedMigration } from "../embedded-migrations";
 
 const sqlByTag: Record<string, string> = {
@@ -12,6 +13,7 @@ const sqlByTag: Record<string, string> = {
   "0001_auth_failures": authFailures,
   "0002_dry_run": dryRun,
   "0003_instances": instances,
+  "0004_webhooks": webhooks,
 };
 
 export const embeddedMigrations = (): EmbeddedMigration[] => embed(journal, sqlByTag, "src/store/postgres/migrations.ts");

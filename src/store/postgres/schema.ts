@@ -132,6 +132,66 @@ export const instances = pgTable("instances", {
   heartbeatAt: timestamp("heartbeat_at", { withTimezone: true, mode: "string" }).notNull(),
 });
 
+// Webhooks: the same three tables as on SQLite (see sqlite/schema.ts for what each holds).
+export const webhooks = pgTable(
+  "webhooks",
+  {
+    id: integer("id").primaryKey().generatedByDefaultAsIdentity(),
+    environmentId: integer("environment_id")
+      .notNull()
+      .references(() => environments.id),
+    url: text("url").notNull(),
+    events: text("events").notNull(),
+    secret: text("secret").notNull(),
+    createdAt: text("created_at").notNull(),
+    disabledAt: text("disabled_at"),
+    disabledReason: text("disabled_reason"),
+  },
+  (table) => [index("webhooks_environment_idx").on(table.environmentId)],
+);
+
+export const webhookDeliveries = pgTable(
+  "webhook_deliveries",
+  {
+    id: bigint("id", { mode: "number" }).primaryKey().generatedByDefaultAsIdentity(),
+    messageId: text("message_id").notNull().unique(),
+    webhookId: integer("webhook_id").references(() => webhooks.id, { onDelete: "set null" }),
+    environmentId: integer("environment_id")
+      .notNull()
+      .references(() => environments.id),
+    jobId: jobId("job_id")
+      .notNull()
+      .references(() => jobs.id, { onDelete: "cascade" }),
+    event: text("event").notNull(),
+    url: text("url").notNull(),
+    body: text("body").notNull(),
+    status: text("status").notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    createdAt: text("created_at").notNull(),
+    nextAttemptAt: text("next_attempt_at"),
+    claimToken: text("claim_token"),
+    claimedUntil: text("claimed_until"),
+    completedAt: text("completed_at"),
+  },
+  (table) => [index("webhook_deliveries_due_idx").on(table.status, table.nextAttemptAt), index("webhook_deliveries_job_idx").on(table.jobId)],
+);
+
+export const webhookAttempts = pgTable(
+  "webhook_attempts",
+  {
+    deliveryId: bigint("delivery_id", { mode: "number" })
+      .notNull()
+      .references(() => webhookDeliveries.id, { onDelete: "cascade" }),
+    attempt: integer("attempt").notNull(),
+    at: text("at").notNull(),
+    status: integer("status"),
+    error: text("error"),
+    response: text("response"),
+    durationMs: integer("duration_ms").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.deliveryId, table.attempt] })],
+);
+
 const recordKey = {
   environmentId: integer("environment_id").notNull(),
   id: text("id").notNull(),

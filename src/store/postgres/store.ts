@@ -14,6 +14,7 @@ import { PostgresJobQueue, PostgresJobReads } from "./jobs";
 import { embeddedMigrations } from "./migrations";
 import { PostgresRecords } from "./records";
 import { WakeUps } from "./wake-ups";
+import { PostgresWebhooks } from "./webhooks";
 
 /** What a worker thread needs to open the store: the database's URL, and the serving instance it belongs to. */
 export type PostgresHandle = StoreHandle & { backend: "postgres"; url: string; instance?: string };
@@ -36,6 +37,7 @@ export class PostgresStore implements Store {
   readonly jobs: PostgresJobReads;
   readonly records: PostgresRecords;
   readonly access: PostgresAccessStore;
+  readonly webhooks: PostgresWebhooks;
   readonly failures: PostgresFailureLog;
   private wakeUps?: WakeUps;
   private closed?: Promise<void>;
@@ -55,6 +57,7 @@ export class PostgresStore implements Store {
     this.jobs = new PostgresJobReads(any);
     this.access = new PostgresAccessStore(pool, db, any);
     this.failures = new PostgresFailureLog(any);
+    this.webhooks = new PostgresWebhooks(pool, any);
   }
 
   /**

@@ -3,7 +3,7 @@ import type { JobOutput } from "../../jobs/outcome";
 import { JobStatus } from "../../jobs/states";
 import { StaleClaim } from "../errors";
 import { idempotencyWindowStart } from "../idempotency";
-import { isRetained, toJob } from "../job-row";
+import { endedJobs, isRetained, toJob } from "../job-row";
 import type {
   ClaimedRun,
   ClaimRequest,
@@ -23,6 +23,7 @@ import { checkpointPassively, unsyncedWriteTransaction, writeTransaction, writeT
 import { answer, translateFault } from "./faults";
 import { RecordTables } from "./records";
 import { environments, idempotencyKeys, jobPayloads, jobRejections, jobs, jobSequences } from "./schema";
+import { SqliteWebhooks } from "./webhooks";
 
 
 // Rows per INSERT: 5 columns each, well under SQLite's 32,766 bound parameters.
@@ -67,10 +68,13 @@ export class SqliteJobQueue implements JobQueue {
   private readonly deletePayload;
   private readonly queueHeads;
   private readonly tables: RecordTables;
+  // Writes a job's webhook deliveries in the transaction that ends it (the outbox).
+  private readonly outbox: SqliteWebhooks;
   private lastCheckpoint = 0;
 
   constructor(private readonly db: Db) {
     this.tables = new RecordTables(db);
+    this.outbox = new SqliteWebhooks(db);
     this.insertJob = db
       .insert(jobs)
       .values({
@@ -244,6 +248,7 @@ export class SqliteJobQueue implements JobQueue {
           this.deletePayload.run({ id: jobId });
           records += output.total;
         }
+        this.outbox.writeOutbox(run.environmentId, endedJobs(run, completions, completedAt));
       });
     } catch (error) {
       throw translateFault(error);
@@ -273,16 +278,16 @@ export class SqliteJobQueue implements JobQueue {
    */
   recoverInterrupted(): Promise<number> {
     return answer(() =>
-      writeTransaction(
-        this.db,
-        (tx) =>
-          tx
-            .update(jobs)
-            .set({ status: JobStatus.Pending, startedAt: null, claimToken: null })
-            .where(eq(jobs.status, JobStatus.Processing))
-            .returning({ id: jobs.id })
-            .all().length,
-      ),
+      writeTransaction(this.db, (tx) => {
+        // So are the claims of webhook deliveries it was sending: they are sent again (at least once).
+        this.outbox.recoverClaims();
+        return tx
+          .update(jobs)
+          .set({ status: JobStatus.Pending, startedAt: null, claimToken: null })
+          .where(eq(jobs.status, JobStatus.Processing))
+          .returning({ id: jobs.id })
+          .all().length;
+      }),
     );
   }
 
@@ -297,6 +302,7 @@ export class SqliteJobQueue implements JobQueue {
           .all();
         if (canceled) {
           tx.delete(jobPayloads).where(eq(jobPayloads.jobId, jobId)).run();
+          this.outbox.writeOutbox(environmentId, [toJob(canceled)]);
           return { job: toJob(canceled), canceled: true };
         }
         const [job] = tx.select().from(jobs).where(and(eq(jobs.id, jobId), eq(jobs.environmentId, environmentId))).all();

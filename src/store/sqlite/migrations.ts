@@ -7,6 +7,7 @@ import idempotencyKeys from "../../../drizzle/0002_idempotency_keys.sql" with { 
 import runClaimTokens from "../../../drizzle/0003_run_claim_tokens.sql" with { type: "text" };
 import jobSequences from "../../../drizzle/0004_job_sequences.sql" with { type: "text" };
 import dryRun from "../../../drizzle/0005_dry_run.sql" with { type: "text" };
+import webhooks from "../../../drizzle/0006_webhooks.sql" with { type: "text" };
 import { embeddedMigrations as embed, type EmbeddedMigration } from "../embedded-migrations";
 
 const sqlByTag: Record<string, string> = {
@@ -16,6 +17,7 @@ const sqlByTag: Record<string, string> = {
   "0003_run_claim_tokens": runClaimTokens,
   "0004_job_sequences": jobSequences,
   "0005_dry_run": dryRun,
+  "0006_webhooks": webhooks,
 };
 
 export const embeddedMigrations = (): EmbeddedMigration[] => embed(journal, sqlByTag, "src/store/sqlite/migrations.ts");

@@ -120,6 +120,77 @@ export const idempotencyKeys = sqliteTable(
   (table) => [primaryKey({ columns: [table.environmentId, table.key] }), index("idempotency_keys_created_idx").on(table.createdAt)],
 );
 
+// An environment's webhook subscriptions (DECISIONS 10). The signing secret is kept as it is: importd signs with
+// it at every delivery (Standard Webhooks' HMAC is symmetric), and shows it only in the answer that created it.
+export const webhooks = sqliteTable(
+  "webhooks",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    environmentId: integer("environment_id")
+      .notNull()
+      .references(() => environments.id),
+    url: text("url").notNull(),
+    // JSON array of the event types it wants.
+    events: text("events").notNull(),
+    secret: text("secret").notNull(),
+    createdAt: text("created_at").notNull(),
+    // Set when a receiver answered 410 Gone: nothing more is sent to it.
+    disabledAt: text("disabled_at"),
+    disabledReason: text("disabled_reason"),
+  },
+  (table) => [index("webhooks_environment_idx").on(table.environmentId)],
+);
+
+// The outbox: one row per event per subscription, written in the transaction that makes its job terminal (or
+// cancels it), so that a crash after that commit still delivers it. Any process delivers it, claimed with a
+// token and a lease (claim_token, claimed_until) so that it is never sent twice at once; the body and the
+// message id (webhook-id) are fixed here, the same at every attempt.
+export const webhookDeliveries = sqliteTable(
+  "webhook_deliveries",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    messageId: text("message_id").notNull().unique(),
+    // Null once the subscription was removed (its history stays with the job).
+    webhookId: integer("webhook_id").references(() => webhooks.id, { onDelete: "set null" }),
+    environmentId: integer("environment_id")
+      .notNull()
+      .references(() => environments.id),
+    jobId: integer("job_id")
+      .notNull()
+      .references(() => jobs.id, { onDelete: "cascade" }),
+    event: text("event").notNull(),
+    url: text("url").notNull(),
+    body: text("body").notNull(),
+    // pending, delivered, failed (gave up, or the receiver is gone) or canceled (its subscription removed).
+    status: text("status").notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    createdAt: text("created_at").notNull(),
+    nextAttemptAt: text("next_attempt_at"),
+    claimToken: text("claim_token"),
+    claimedUntil: text("claimed_until"),
+    completedAt: text("completed_at"),
+  },
+  (table) => [index("webhook_deliveries_due_idx").on(table.status, table.nextAttemptAt), index("webhook_deliveries_job_idx").on(table.jobId)],
+);
+
+// Each attempt of a delivery, and what the receiver answered (its first 1 KB).
+export const webhookAttempts = sqliteTable(
+  "webhook_attempts",
+  {
+    deliveryId: integer("delivery_id")
+      .notNull()
+      .references(() => webhookDeliveries.id, { onDelete: "cascade" }),
+    attempt: integer("attempt").notNull(),
+    at: text("at").notNull(),
+    // The receiver's status code; null when there was no answer (refused, timed out, not allowed).
+    status: integer("status"),
+    error: text("error"),
+    response: text("response"),
+    durationMs: integer("duration_ms").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.deliveryId, table.attempt] })],
+);
+
 // Columns every resource table shares: the environment scope, the external id, and who wrote it last.
 const recordKey = {
   environmentId: integer("environment_id").notNull(),

@@ -6,6 +6,7 @@ import { withSnapshot } from "./dump";
 import { SqliteJobQueue, SqliteJobReads } from "./jobs";
 import { RecordTables } from "./records";
 import { lockDataDirectory, type ServerLock } from "./server-lock";
+import { SqliteWebhooks } from "./webhooks";
 import { WriteLock } from "./write-lock";
 
 /** What a worker thread needs to open the data directory's database: the write lock's memory comes along. */
@@ -21,6 +22,7 @@ export class SqliteStore implements Store {
   readonly jobs: SqliteJobReads;
   readonly records: RecordTables;
   readonly access: SqliteAccessStore;
+  readonly webhooks: SqliteWebhooks;
   readonly commits?: CommitWatch;
   private readonly writeLock = WriteLock.sharedBuffer();
 
@@ -36,6 +38,7 @@ export class SqliteStore implements Store {
     this.jobs = new SqliteJobReads(db);
     this.records = new RecordTables(db);
     this.access = new SqliteAccessStore(db);
+    this.webhooks = new SqliteWebhooks(db);
     // For the server's caches (read-cache.ts): its own writes have not begun yet.
     if (serverLock) {
       changeCounterOf(db).settle();

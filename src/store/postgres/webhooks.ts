@@ -1,0 +1,150 @@
+import type pg from "pg";
+import { DeliveryStatus } from "../../webhooks/events";
+import { outboxRows } from "../../webhooks/outbox";
+import type { ClaimedDelivery, DeliveryAttempt, DeliveryOutcome, Job, WebhookDelivery, WebhookStore, WebhookSubscription } from "../ports";
+import { inTransaction, statement, type Queryable } from "./connection";
+import { answer, retried } from "./faults";
+
+const now = () => new Date().toISOString();
+
+const subscriptionColumns =
+  `id, environment_id AS "environmentId", url, events, created_at AS "createdAt", disabled_at AS "disabledAt", disabled_reason AS "disabledReason"`;
+const deliveryColumns =
+  `d.id, d.message_id AS "messageId", d.webhook_id AS "webhookId", d.environment_id AS "environmentId", d.job_id AS "jobId", d.event, d.url, d.status, ` +
+  `d.attempts, d.created_at AS "createdAt", d.next_attempt_at AS "nextAttemptAt", d.completed_at AS "completedAt"`;
+
+type SubscriptionRow = Omit<WebhookSubscription, "events"> & { events: string };
+const toSubscription = ({ events, ...row }: SubscriptionRow): WebhookSubscription => ({ ...row, events: JSON.parse(events) as string[] });
+
+const activeSubscriptions = statement(`SELECT ${subscriptionColumns} FROM webhooks WHERE environment_id = $1 AND disabled_at IS NULL`);
+// A run's outbox rows in one statement, however many jobs and subscriptions.
+const insertOutbox = statement(
+  `INSERT INTO webhook_deliveries (message_id, webhook_id, environment_id, job_id, event, url, body, status, attempts, created_at, next_attempt_at)
+   SELECT m, w, e, j, ev, u, b, '${DeliveryStatus.Pending}', 0, $8, $8
+   FROM unnest($1::text[], $2::integer[], $3::integer[], $4::bigint[], $5::text[], $6::text[], $7::text[]) AS rows (m, w, e, j, ev, u, b)`,
+  { bulk: true },
+);
+const insertSubscription = statement(`INSERT INTO webhooks (environment_id, url, events, secret, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING ${subscriptionColumns}`);
+const listSubscriptions = statement(`SELECT ${subscriptionColumns} FROM webhooks WHERE environment_id = $1 ORDER BY id`);
+const findSubscription = statement(`SELECT ${subscriptionColumns}, secret FROM webhooks WHERE environment_id = $1 AND id = $2`);
+const cancelPendingOf = statement(
+  `UPDATE webhook_deliveries SET status = '${DeliveryStatus.Canceled}', completed_at = $2, next_attempt_at = NULL WHERE webhook_id = $1 AND status = '${DeliveryStatus.Pending}'`,
+);
+const deleteSubscription = statement(`DELETE FROM webhooks WHERE environment_id = $1 AND id = $2 RETURNING id`);
+const deliveriesOfJob = statement(`SELECT ${deliveryColumns} FROM webhook_deliveries d WHERE d.job_id = $1 ORDER BY d.id`);
+const attemptsOf = statement(
+  `SELECT delivery_id AS "deliveryId", attempt, at, status, error, response, duration_ms AS "durationMs" FROM webhook_attempts WHERE delivery_id = ANY($1::bigint[]) ORDER BY delivery_id, attempt`,
+);
+// The oldest due delivery of each subscription with none in flight, locked so that a concurrent claim of another
+// instance skips it rather than waits; claimed with this claim's token and lease in the same statement.
+const claimDue = statement(
+  `WITH due AS (
+     SELECT DISTINCT ON (d.webhook_id) d.id FROM webhook_deliveries d
+     WHERE d.status = '${DeliveryStatus.Pending}' AND d.next_attempt_at <= $1 AND (d.claimed_until IS NULL OR d.claimed_until < $1)
+       AND d.webhook_id IS NOT NULL AND NOT (d.webhook_id = ANY($4::integer[]))
+       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o WHERE o.webhook_id = d.webhook_id AND o.status = '${DeliveryStatus.Pending}' AND o.claimed_until >= $1)
+     ORDER BY d.webhook_id, d.id
+   ), locked AS (
+     SELECT d.id FROM webhook_deliveries d JOIN due ON due.id = d.id ORDER BY d.next_attempt_at LIMIT $5 FOR UPDATE OF d SKIP LOCKED
+   )
+   UPDATE webhook_deliveries d SET claim_token = $2, claimed_until = $3 FROM locked, webhooks w
+   WHERE d.id = locked.id AND w.id = d.webhook_id
+   RETURNING ${deliveryColumns}, d.body, w.secret, d.claim_token AS "claimToken"`,
+);
+const settleDelivery = statement(
+  `UPDATE webhook_deliveries SET status = $3, attempts = $4, next_attempt_at = $5, completed_at = $6, claim_token = NULL, claimed_until = NULL
+   WHERE id = $1 AND claim_token = $2 AND status = '${DeliveryStatus.Pending}' RETURNING id`,
+);
+const insertAttempt = statement(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status, error, response, duration_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)`);
+const disableSubscription = statement(`UPDATE webhooks SET disabled_at = $2, disabled_reason = $3 WHERE id = $1 AND disabled_at IS NULL`);
+const failPendingOf = statement(
+  `UPDATE webhook_deliveries SET status = '${DeliveryStatus.Failed}', completed_at = $2, next_attempt_at = NULL WHERE webhook_id = $1 AND status = '${DeliveryStatus.Pending}'`,
+);
+const nextDue = statement(`SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE status = '${DeliveryStatus.Pending}'`);
+
+/**
+ * Webhook subscriptions and their outbox on PostgreSQL, shared by every instance: any of them claims a due delivery
+ * (its lease keeps the others off it; FOR UPDATE SKIP LOCKED keeps two claims from waiting on each other).
+ */
+export class PostgresWebhooks implements WebhookStore {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly any: Queryable,
+  ) {}
+
+  /** Writes the outbox rows of jobs that just ended, in the transaction that ends them (`tx`). */
+  static async writeOutbox(tx: Queryable, environmentId: number, jobs: readonly Job[]): Promise<void> {
+    const subscriptions = (await tx.query<SubscriptionRow>(activeSubscriptions(environmentId))).map(toSubscription);
+    if (subscriptions.length === 0) return;
+    const rows = outboxRows(jobs, subscriptions);
+    if (rows.length === 0) return;
+    const column = <K extends keyof (typeof rows)[number]>(key: K) => rows.map((row) => row[key]);
+    await tx.query(insertOutbox(column("messageId"), column("webhookId"), column("environmentId"), column("jobId"), column("event"), column("url"), column("body"), now()));
+  }
+
+  create(environmentId: number, { url, events, secret }: { url: string; events: readonly string[]; secret: string }): Promise<WebhookSubscription> {
+    return retried(async () => toSubscription((await this.any.query<SubscriptionRow>(insertSubscription(environmentId, url, JSON.stringify(events), secret, now())))[0]!));
+  }
+
+  list(environmentId: number): Promise<WebhookSubscription[]> {
+    return answer(async () => (await this.any.query<SubscriptionRow>(listSubscriptions(environmentId))).map(toSubscription));
+  }
+
+  find(environmentId: number, id: number): Promise<(WebhookSubscription & { secret: string }) | undefined> {
+    return answer(async () => {
+      const [row] = await this.any.query<SubscriptionRow & { secret: string }>(findSubscription(environmentId, id));
+      return row ? { ...toSubscription(row), secret: row.secret } : undefined;
+    });
+  }
+
+  remove(environmentId: number, id: number): Promise<boolean> {
+    return retried(() =>
+      inTransaction(this.pool, async (tx) => {
+        await tx.query(cancelPendingOf(id, now()));
+        return (await tx.query(deleteSubscription(environmentId, id))).length > 0;
+      }),
+    );
+  }
+
+  deliveriesOf(jobId: number): Promise<Array<WebhookDelivery & { history: DeliveryAttempt[] }>> {
+    return answer(async () => {
+      const deliveries = await this.any.query<WebhookDelivery>(deliveriesOfJob(jobId));
+      if (deliveries.length === 0) return [];
+      const attempts = await this.any.query<DeliveryAttempt & { deliveryId: number }>(attemptsOf(deliveries.map((delivery) => delivery.id)));
+      return deliveries.map((delivery) => ({
+        ...delivery,
+        id: Number(delivery.id),
+        history: attempts.filter((attempt) => Number(attempt.deliveryId) === Number(delivery.id)).map(({ deliveryId: _, ...attempt }) => attempt),
+      }));
+    });
+  }
+
+  claimDue({ token, limit, leaseMs, busy }: { token: string; limit: number; leaseMs: number; busy: readonly number[] }): Promise<ClaimedDelivery[]> {
+    return retried(async () => {
+      const rows = await this.any.query<ClaimedDelivery>(claimDue(now(), token, new Date(Date.now() + leaseMs).toISOString(), busy, limit));
+      return rows.map((row) => ({ ...row, id: Number(row.id) }));
+    });
+  }
+
+  recordAttempt(delivery: ClaimedDelivery, attempt: DeliveryAttempt, outcome: DeliveryOutcome): Promise<boolean> {
+    return retried(() =>
+      inTransaction(this.pool, async (tx) => {
+        const at = now();
+        const settled = await tx.query(
+          settleDelivery(delivery.id, delivery.claimToken, outcome.status, attempt.attempt, outcome.status === "pending" ? outcome.retryAt : null, outcome.status === "pending" ? null : at),
+        );
+        if (settled.length === 0) return false;
+        await tx.query(insertAttempt(delivery.id, attempt.attempt, attempt.at, attempt.status, attempt.error, attempt.response, Math.round(attempt.durationMs)));
+        if (outcome.status === "failed" && outcome.disable !== undefined && delivery.webhookId !== null) {
+          await tx.query(disableSubscription(delivery.webhookId, at, outcome.disable));
+          await tx.query(failPendingOf(delivery.webhookId, at));
+        }
+        return true;
+      }),
+    );
+  }
+
+  nextDueAt(): Promise<string | undefined> {
+    return answer(async () => (await this.any.query<{ at: string | null }>(nextDue()))[0]?.at ?? undefined);
+  }
+}
