@@ -2,6 +2,7 @@ import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { availableParallelism, userInfo } from "node:os";
 import { dirname, resolve } from "node:path";
 import { parseCidr } from "./http/client-address";
+import { parseWebhookAllow, type AllowList } from "./webhooks/destinations";
 
 /**
  * Configuration: flags beat IMPORTD_* environment variables, which beat defaults. Read once in main,
@@ -149,6 +150,21 @@ export const options = {
     shownDefault: "none",
     parse: cidrList,
   },
+  webhookAllow: {
+    flag: "webhook-allow",
+    env: "IMPORTD_WEBHOOK_ALLOW",
+    description:
+      "comma-separated destinations webhooks may be sent to: host names (hooks.example.com, *.example.com, or * for any) and CIDR ranges (203.0.113.0/24); private, loopback and link-local addresses only where a range names them",
+    default: parseWebhookAllow(""),
+    shownDefault: "none: webhooks are off",
+    parse: (text: string, name: string): AllowList => {
+      try {
+        return parseWebhookAllow(text);
+      } catch (error) {
+        throw new ConfigError((error as Error).message.replace(/^--webhook-allow/, name));
+      }
+    },
+  },
   logLevel: { flag: "log-level", env: "IMPORTD_LOG_LEVEL", description: "debug, info, warn or error", default: "info", parse: oneOf(["debug", "info", "warn", "error"] as const) },
   logFormat: {
     flag: "log-format",
@@ -168,8 +184,12 @@ type Options = typeof options;
  * id kills the whole server process, as a job that crashes it would. `maxAttempts` (IMPORTD_TEST_MAX_ATTEMPTS):
  * raises the attempts a job is given (jobs/apply.ts), for tests that SIGKILL the server at random moments as an
  * operator might, which can hit one job's runs three times without that job being at fault.
+ * `killProcessAfterCommitOnRecordId` (IMPORTD_TEST_KILL_AFTER_COMMIT_ON_RECORD_ID): the same, right after the run
+ * that applied the record commits (its webhook events are in the outbox, none sent yet). `webhookRetryScale`
+ * (IMPORTD_TEST_WEBHOOK_RETRY_SCALE): multiplies the webhook retry delays and their 24 hours, so that a test sees a
+ * day of retries in seconds.
  */
-export type TestHooks = { killProcessOnRecordId?: string; maxAttempts?: number };
+export type TestHooks = { killProcessOnRecordId?: string; killProcessAfterCommitOnRecordId?: string; maxAttempts?: number; webhookRetryScale?: number };
 
 export type Config = Readonly<{ [K in keyof Options]: Options[K]["default"] } & { testHooks?: TestHooks }>;
 
@@ -193,8 +213,12 @@ export function loadConfig(flags: Record<string, string | boolean | undefined>, 
   }
   if (config.tlsCert !== undefined && config.insecureHttp) throw new ConfigError("--insecure-http and --tls-cert ask for opposite things: serve HTTPS with the certificate, or plain HTTP, not both");
   const killProcessOnRecordId = env.IMPORTD_TEST_KILL_PROCESS_ON_RECORD_ID || undefined;
+  const killProcessAfterCommitOnRecordId = env.IMPORTD_TEST_KILL_AFTER_COMMIT_ON_RECORD_ID || undefined;
   const maxAttempts = env.IMPORTD_TEST_MAX_ATTEMPTS ? Number(env.IMPORTD_TEST_MAX_ATTEMPTS) : undefined;
-  if (killProcessOnRecordId || maxAttempts) config.testHooks = Object.freeze({ killProcessOnRecordId, maxAttempts });
+  const webhookRetryScale = env.IMPORTD_TEST_WEBHOOK_RETRY_SCALE ? Number(env.IMPORTD_TEST_WEBHOOK_RETRY_SCALE) : undefined;
+  if (killProcessOnRecordId || killProcessAfterCommitOnRecordId || maxAttempts || webhookRetryScale) {
+    config.testHooks = Object.freeze({ killProcessOnRecordId, killProcessAfterCommitOnRecordId, maxAttempts, webhookRetryScale });
+  }
   return Object.freeze(config) as Config;
 }
 

@@ -29,6 +29,8 @@ Usage:
                                    the records a finished job rejected, as CSV or NDJSON, to fix and import again
   importd jobs cancel <id> --base-url <url>
                                    cancel a job that is still Pending (importd jobs --help for all of them)
+  importd webhook add <url> | list | test <id> | remove <id> --base-url <url>
+                                   an environment's webhook subscriptions (importd webhook --help)
   importd storage copy --data-dir <dir> --to <postgres-url>
                                    copy a stopped appliance's data into an empty PostgreSQL database
                                    (importd storage --help)
@@ -71,6 +73,7 @@ async function main(argv: string[]): Promise<number> {
     return importCommand(argv.slice(1), process.env, io, process.stderr.isTTY === true);
   }
   if (argv[0] === "jobs") return (await import("./cli/jobs-command")).jobsCommand(argv.slice(1), process.env, io);
+  if (argv[0] === "webhook") return (await import("./cli/webhook-command")).webhookCommand(argv.slice(1), process.env, io);
   if (argv[0] === "storage") return (await import("./cli/storage-command")).storageCommand(argv.slice(1), process.env, io);
   const { values, positionals } = parseArgs({
     args: negativeValuesJoined(argv),

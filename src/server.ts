@@ -22,6 +22,7 @@ import { certifies, identityWarnings, readIdentity, type TlsIdentity } from "./t
 import { selfSignedFiles, selfSignedIdentity } from "./tls/self-signed";
 import { expectedNames, serverNames, transportFor } from "./tls/transport";
 import { watchFiles } from "./tls/watch";
+import { WebhookDispatcher } from "./webhooks/dispatcher";
 
 /** The certificate a TLS server serves, for the operator: where it is, and its fingerprint. */
 export type ServedCertificate = { path: string; fingerprint: string; validTo: Date; names: string; selfSigned: boolean; createdNow: boolean };
@@ -118,6 +119,8 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
     throw new StartupError((error as Error).message);
   }
   const jobWaits = new JobWaits();
+  // Webhook deliveries go out from here, beside the queue, never from a run's transaction.
+  const deliveries = new WebhookDispatcher({ store: store.webhooks, allow: config.webhookAllow, log, retryScale: config.testHooks?.webhookRetryScale });
   const metrics = new Metrics(store.jobs, () => jobWaits.size);
   const scheduler = new JobScheduler(store.queue, pool, {
     maxConcurrentRuns: Math.max(1, config.workers - 1),
@@ -126,6 +129,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
     onStarted: (jobId, attempt) => log({ msg: "job started", jobId, attempt }),
     onFinished: (jobId, job, seconds) => {
       jobWaits.finished([jobId]);
+      deliveries.wake();
       metrics.jobFinished(job, seconds);
       log({ msg: "job finished", jobId, type: job.type, outcome: job.status, records: job.total, applied: job.applied, rejected: job.rejected, durationMs: Math.round(seconds * 1000) });
     },
@@ -133,7 +137,10 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   // Other instances on a shared store queue work here too, and leave runs behind when they die.
   store.watch({
     work: () => scheduler.wake(),
-    jobsFinished: (jobIds) => jobWaits.finished(jobIds),
+    jobsFinished: (jobIds) => {
+      jobWaits.finished(jobIds);
+      deliveries.wake();
+    },
     missed: () => jobWaits.wakeAll(),
     stalled: (stalled) => log({ level: "warn", msg: "ended the connections of a stalled instance; its runs will be taken over", ...stalled }),
     problem: (msg, error) => log({ level: "warn", msg, error: String(error) }),
@@ -142,7 +149,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   const readiness = () => checkReadiness(store, pool, () => stopping !== undefined);
   const failedAuthentications = new FailureLimiter(config.authFailuresPerMinute, store.failures ?? new MemoryFailureLog());
   const intake = new IntakeService({ pool, scheduler, log });
-  const services: Services = { config, log, access, failedAuthentications, intake, jobs: jobReads, queue: store.queue, jobWaits, records: store.records, metrics, readiness };
+  const services: Services = { config, log, access, failedAuthentications, intake, jobs: jobReads, queue: store.queue, jobWaits, records: store.records, webhooks: store.webhooks, deliveries, metrics, readiness };
 
   const app = buildApp(services);
   const requests = observeRequests(app.fetch, log, metrics);
@@ -187,6 +194,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   // Only once listening: a first key printed by a start that then failed would be shown once and never usable.
   const firstRunKey = await access.createFirstEnvironment("default");
   scheduler.wake();
+  deliveries.start();
 
   const purge = () =>
     pool.run("purge", { before: retainedSince(config) }).then(
@@ -244,6 +252,8 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
           log({ msg: `waiting for ${jobs} to finish, up to ${seconds} s; send the signal again (Ctrl-C) to stop now: ${running.length === 1 ? "it runs" : "they run"} again at the next start`, jobIds: running });
         }
         await Promise.race([scheduler.stop(), untilDeadline()]);
+        // An attempt in flight ends within its 10 s; one cut short is made again (its claim runs out).
+        await deliveries.stop(Math.max(0, deadline - Date.now()));
         const cut = await pool.close(Math.max(0, deadline - Date.now()));
         await store.close({ interrupted: cut > 0 });
         if (cut > 0) log({ level: "warn", msg: "stopped at the shutdown deadline: unfinished work was rolled back and runs again at the next start", tasks: cut });

@@ -1,4 +1,4 @@
-// The second half of `npm test`: the HTTP, job, client, OpenAPI, CLI and crash tests again, with every test server and
+// The second half of `npm test`: the HTTP, job, client, OpenAPI, webhook, CLI and crash tests again, with every test server and
 // command on PostgreSQL (TEST_BACKEND=postgres; see tests/helpers/server.ts and tests/helpers/process.ts). Left
 // out: the tests about SQLite's file (tests/cli/database-file, tests/cli/server-lock, tests/durability/disk-full,
 // and tests/durability/crash, whose PostgreSQL counterpart with three instances is tests/postgres/kill-instances). Without PostgreSQL binaries it says that it skipped
@@ -10,6 +10,7 @@ const suites = [
   "tests/jobs",
   "tests/client",
   "tests/openapi",
+  "tests/webhooks",
   "tests/cli/cli.test.ts",
   ...["contention", "kill", "poison", "responsive", "shutdown"].map((name) => `tests/durability/${name}.test.ts`),
 ];

@@ -1,4 +1,4 @@
-// The third pass of `npm test`: the HTTP, job, client and OpenAPI tests again, with every test server serving HTTPS on
+// The third pass of `npm test`: the HTTP, job, client, OpenAPI and webhook tests again, with every test server serving HTTPS on
 // loopback (TEST_TRANSPORT=tls; see tests/helpers/backend.ts), so that nothing works only over plain HTTP. The
 // certificate is made for this run by an authority of the tests' own, which the test process trusts
 // (NODE_EXTRA_CA_CERTS, read by Bun at start: hence a process of its own).
@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { testAuthority, writeIdentity } from "./helpers/tls";
 
-const suites = ["tests/http", "tests/jobs", "tests/client", "tests/openapi"];
+const suites = ["tests/http", "tests/jobs", "tests/client", "tests/openapi", "tests/webhooks"];
 
 const dir = mkdtempSync(join(tmpdir(), "importd-tls-pass-"));
 try {

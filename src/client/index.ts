@@ -1,5 +1,6 @@
 import type { Static } from "@sinclair/typebox";
 import type { JobDocument } from "../jobs/document";
+import type { createdWebhookSchema, deliverySchema, pingResultSchema, webhookSchema } from "../http/schemas";
 import type { assetRecord } from "../resources/assets";
 import type { referenceRecord } from "../resources/reference-data";
 import { certificateProblem, isCertificateError } from "./tls";
@@ -22,6 +23,10 @@ export type Resource = keyof RecordTypes;
 export type StoredRecord<R extends Resource> = RecordTypes[R] & { updatedAt: string; lastJobId: number };
 export type RejectedRecord = { index: number; id: string | null; field: string; message: string; record: Record<string, unknown> };
 export type Page<T> = { items: T[]; nextCursor: string | null };
+export type Webhook = Static<typeof webhookSchema>;
+export type CreatedWebhook = Static<typeof createdWebhookSchema>;
+export type WebhookDelivery = Static<typeof deliverySchema>;
+export type WebhookPing = Static<typeof pingResultSchema>;
 
 /** An answer of importd that is an error: its Problem Details, `errors` included (`[index].field` → messages). */
 export class ImportdProblem extends Error {
@@ -213,6 +218,20 @@ export function createClient(options: ClientOptions) {
     /** A page of the environment's jobs, newest first; `type` is an importJobType, `dryRun` false lists real imports only. */
     listJobs: (params: { status?: string; type?: string; dryRun?: boolean; limit?: number; after?: string } = {}, options?: RequestOptions) =>
       getJson<Page<JobDocument>>(`/v2/jobs${query(params)}`, options),
+
+    /** Subscribes `url` to the environment's job events (all, unless `events` says which); answers it with its secret, shown once. */
+    createWebhook: async (url: string, events?: readonly string[], options: RequestOptions = {}) =>
+      (await (await send(`/v2/webhooks`, { method: "POST", body: JSON.stringify({ url, events }), headers: { "content-type": "application/json" }, signal: options.signal })).json()) as CreatedWebhook,
+
+    listWebhooks: async (options?: RequestOptions) => (await getJson<{ items: Webhook[] }>(`/v2/webhooks`, options)).items,
+
+    removeWebhook: async (id: number, options: RequestOptions = {}) => void (await send(`/v2/webhooks/${id}`, { method: "DELETE", signal: options.signal })),
+
+    /** Sends a ping to the subscription now: what its receiver answered. */
+    testWebhook: async (id: number, options: RequestOptions = {}) => (await (await send(`/v2/webhooks/${id}/test`, { method: "POST", signal: options.signal })).json()) as WebhookPing,
+
+    /** The webhook deliveries of a job's end, each with its attempts. */
+    jobDeliveries: async (id: number, options?: RequestOptions) => (await getJson<{ items: WebhookDelivery[] }>(`/v2/status/${id}/deliveries`, options)).items,
 
     getRecord: <R extends Resource>(resource: R, id: string, options?: RequestOptions) =>
       getJson<StoredRecord<R>>(`/v2/${resource}/${encodeURIComponent(id)}`, options),

@@ -7,6 +7,7 @@ import { allowedMethods } from "./allowed-methods";
 import { internalError, methodNotAllowed, notFound, Problem, storageProblem, validationProblem } from "./problem";
 import { pathOf } from "./request-target";
 import { importRoutes } from "./routes/imports";
+import { webhookRoutes } from "./routes/webhooks";
 import { operationsRoutes } from "./routes/operations";
 import { swaggerUi } from "./swagger-ui";
 import { jobRoutes } from "./routes/jobs";
@@ -93,6 +94,6 @@ export function buildApp(services: Services) {
     .use(swaggerUi("importd API"))
     .use(apiDocument())
     .use(operationsRoutes(services))
-    .group("/:env/v2", (api) => api.use(importRoutes(services)).use(jobRoutes(services)).use(readRoutes(services)));
+    .group("/:env/v2", (api) => api.use(importRoutes(services)).use(jobRoutes(services)).use(readRoutes(services)).use(webhookRoutes(services)));
   return app;
 }

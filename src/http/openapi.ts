@@ -27,7 +27,7 @@ const problemDescriptions: Record<number, string> = {
   409: "The request conflicts with the state of the job (not finished yet, or no longer cancelable).",
   413: "The body is larger than the hard limit; split it into several requests.",
   415: "The body is not sent as application/json.",
-  422: "The Idempotency-Key was already used for a different request.",
+  422: "The request cannot be carried out as it is: an Idempotency-Key already used for a different request, or a webhook URL the operator does not allow; `detail` says which.",
   429: "Too many wrong API keys came from this address; no key is checked until Retry-After seconds have passed.",
   503: "The server could not use its storage just now (the database is unreachable, say); nothing was accepted or changed. Send the request again after Retry-After seconds.",
   507: "The server's disk is full; nothing was accepted or changed.",
@@ -92,9 +92,9 @@ export const pathParameter = t.String({ error: "This path segment holds a malfor
 /** The `{env}` path segment; in the document, the server variable (see environmentAsServer). */
 export const environmentParameter = pathParameter;
 
-export const jsonResponse = (schema: TSchema, description: string, headers?: OpenAPIV3.ResponseObject["headers"]): OpenAPIV3.ResponseObject => ({
+export const jsonResponse = (schema: TSchema, description: string, headers?: OpenAPIV3.ResponseObject["headers"], example?: unknown): OpenAPIV3.ResponseObject => ({
   description,
-  content: { "application/json": { schema: asSchema(schema) } },
+  content: { "application/json": { schema: asSchema(schema), ...(example === undefined ? {} : { example }) } },
   ...(headers ? { headers } : {}),
 });
 

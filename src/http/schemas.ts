@@ -6,6 +6,7 @@ import { t, type TSchema } from "elysia";
 import { jobDocumentSchema, jobOutputSchema, recordErrorSchema } from "../jobs/document";
 import type { ResourceDefinition } from "../resources/definition";
 import { resources } from "../resources/registry";
+import { webhookEvents } from "../webhooks/events";
 
 /**
  * A JSON object of any keys whose values are `values`, as `additionalProperties`: generators make that a typed map
@@ -72,6 +73,62 @@ export const resourceSchemas = (resource: ResourceDefinition): ResourceSchemas =
 export const jobPageSchema = pageOf(jobDocumentSchema);
 export const rejectedRecordPageSchema = pageOf(rejectedRecordSchema);
 
+/** The longest webhook URL taken. */
+export const maxUrlLength = 2048;
+
+const eventsSchema = t.Array(Type.Unsafe<string>({ type: "string", enum: [...webhookEvents] }), {
+  minItems: 1,
+  uniqueItems: true,
+  description: "The events to send; all of them when left out.",
+});
+
+export const webhookSchema = t.Object(
+  {
+    id: Type.Integer(),
+    url: t.String({ format: "uri" }),
+    events: eventsSchema,
+    createdAt: t.String({ format: "date-time" }),
+    disabledAt: t.Union([t.String({ format: "date-time" }), t.Null()], { description: "Set when the receiver answered 410 Gone: nothing more is sent to it." }),
+    disabledReason: t.Union([t.String(), t.Null()]),
+  },
+  { description: "A webhook subscription of the environment." },
+);
+export const createdWebhookSchema = t.Composite([webhookSchema, t.Object({ secret: t.String({ description: "The signing secret (Standard Webhooks, whsec_…). Shown only in this answer: keep it." }) })]);
+export const webhookRequestSchema = t.Object({
+  url: t.String({ maxLength: maxUrlLength, description: "Where events are POSTed: an http or https URL the operator allows (--webhook-allow)." }),
+  events: t.Optional(eventsSchema),
+});
+export const attemptSchema = t.Object({
+  attempt: Type.Integer(),
+  at: t.String({ format: "date-time" }),
+  status: t.Union([Type.Integer(), t.Null()], { description: "The receiver's status code; null when there was no answer." }),
+  error: t.Union([t.String(), t.Null()], { description: "Why the attempt did not deliver, when it did not." }),
+  response: t.Union([t.String(), t.Null()], { description: "The first 1 KB of the receiver's answer." }),
+  durationMs: Type.Integer(),
+});
+export const deliverySchema = t.Object({
+  messageId: t.String({ description: "The webhook-id header: the same at every attempt." }),
+  webhookId: t.Union([Type.Integer(), t.Null()], { description: "The subscription; null once it was removed." }),
+  event: Type.Unsafe<string>({ type: "string", enum: [...webhookEvents] }),
+  url: t.String(),
+  status: Type.Unsafe<string>({ type: "string", enum: ["pending", "delivered", "failed", "canceled"], description: "failed: given up after 24 hours, or the receiver answered 410." }),
+  attempts: t.Array(attemptSchema),
+  createdAt: t.String({ format: "date-time" }),
+  nextAttemptAt: t.Union([t.String({ format: "date-time" }), t.Null()]),
+  completedAt: t.Union([t.String({ format: "date-time" }), t.Null()]),
+});
+export const pingResultSchema = t.Object({
+  delivered: t.Boolean(),
+  messageId: t.String(),
+  status: t.Union([Type.Integer(), t.Null()]),
+  error: t.Union([t.String(), t.Null()]),
+  response: t.Union([t.String(), t.Null()]),
+  durationMs: Type.Integer(),
+});
+
+export const webhookListSchema = t.Object({ items: t.Array(webhookSchema) });
+export const deliveryListSchema = t.Object({ items: t.Array(deliverySchema) });
+
 const names = new Map<object, string>([
   [jobDocumentSchema, "JobDocument"],
   [jobOutputSchema, "JobOutput"],
@@ -80,6 +137,14 @@ const names = new Map<object, string>([
   [rejectedRecordSchema, "RejectedRecord"],
   [jobPageSchema, "JobPage"],
   [rejectedRecordPageSchema, "RejectedRecordPage"],
+  [webhookSchema, "Webhook"],
+  [createdWebhookSchema, "CreatedWebhook"],
+  [webhookRequestSchema, "WebhookRequest"],
+  [webhookListSchema, "WebhookList"],
+  [attemptSchema, "WebhookAttempt"],
+  [deliverySchema, "WebhookDelivery"],
+  [deliveryListSchema, "WebhookDeliveryList"],
+  [pingResultSchema, "WebhookPing"],
   ...resources.flatMap((resource) => {
     const { sent, stored, page } = resourceSchemas(resource);
     return [

@@ -6,7 +6,7 @@ import type { JobWaits } from "../jobs/job-waits";
 import type { Log } from "../log";
 import type { Metrics } from "../observability/metrics";
 import type { ReadinessReport } from "../observability/readiness";
-import type { JobQueue, JobReads, RecordReads } from "../store/ports";
+import type { JobQueue, JobReads, RecordReads, WebhookStore } from "../store/ports";
 
 /** What the HTTP layer is handed; built in server.ts, so that tests build their own. */
 export type Services = {
@@ -19,6 +19,9 @@ export type Services = {
   queue: Pick<JobQueue, "cancel">;
   jobWaits: JobWaits;
   records: RecordReads;
+  webhooks: WebhookStore;
+  /** Tells the webhook dispatcher that a delivery may be due now (a job was canceled here). */
+  deliveries: { wake(): void };
   metrics: Metrics;
   readiness: () => Promise<ReadinessReport>;
 };

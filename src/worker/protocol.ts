@@ -38,7 +38,7 @@ export const grouping: { [K in TaskType]?: Grouping<K> } = {
 /** Open the store the handle names. `testHooks`: see Config.testHooks; only tests set them. */
 export type Init = { type: "init"; store: StoreHandle; testHooks?: ThreadTestHooks };
 /** See Config.testHooks. */
-export type ThreadTestHooks = { killProcessOnRecordId?: string; maxAttempts?: number };
+export type ThreadTestHooks = { killProcessOnRecordId?: string; killProcessAfterCommitOnRecordId?: string; maxAttempts?: number };
 /** Close the thread's store (at shutdown, once it has no task). */
 export type Close = { type: "close" };
 

@@ -31,6 +31,15 @@ const killProcessOn = (id: string) => (records: Array<{ id: string }>) => {
   if (records.some((record) => record.id === id)) process.kill(process.pid, "SIGKILL");
 };
 
+/** Notes that a run is about to apply a record with this id; `afterCommit` then kills the process, the run committed. */
+function killAfterCommitOn(id: string) {
+  let seen = false;
+  return {
+    inspect: (records: Array<{ id: string }>) => void (seen ||= records.some((record) => record.id === id)),
+    afterCommit: () => seen && process.kill(process.pid, "SIGKILL"),
+  };
+}
+
 const handlers: Handlers = {
   accept: async (store, inputs) => {
     const requests = inputs.map(({ environmentId, resource, body, idempotencyKey, dryRun }) => {
@@ -44,8 +53,10 @@ const handlers: Handlers = {
     });
   },
   apply: oneByOne(async (store, { environmentId, token, takeOver }) => {
-    const inspect = testHooks.killProcessOnRecordId === undefined ? undefined : killProcessOn(testHooks.killProcessOnRecordId);
+    const afterCommit = testHooks.killProcessAfterCommitOnRecordId === undefined ? undefined : killAfterCommitOn(testHooks.killProcessAfterCommitOnRecordId);
+    const inspect = testHooks.killProcessOnRecordId === undefined ? afterCommit?.inspect : killProcessOn(testHooks.killProcessOnRecordId);
     const jobs = await runNext(store.queue, environmentId, { token, takeOver, parsed: (id) => parsedBatches.take(id), inspect, maxAttempts: testHooks.maxAttempts });
+    afterCommit?.afterCommit();
     return { ran: jobs !== undefined, jobs: jobs ?? [] };
   }),
   purge: oneByOne(async (store, { before }) => ({ count: await store.queue.purge(before) })),

@@ -135,6 +135,7 @@ describe("the OpenAPI document", () => {
         "importSubAreas", "getSubArea", "listSubAreas",
         "importAssetTypes", "getAssetType", "listAssetTypes",
         "importAssetCategories", "getAssetCategory", "listAssetCategories",
+        "createWebhook", "listWebhooks", "deleteWebhook", "testWebhook", "listJobDeliveries",
       ].sort(),
     );
   });
@@ -224,8 +225,9 @@ describe("the OpenAPI document", () => {
     expect({ url: server!.url, variables: Object.keys(server!.variables), env: server!.variables.env!.default }).toEqual({ url: "/{env}", variables: ["env"], env: "default" });
     const documented = operations().map(({ path, method }) => `${method.toUpperCase()} /{env}${path}`);
     expect(served.filter((route) => !undocumented.has(route)).sort()).toEqual(documented.sort());
-    // Status, its rejected records, cancel and the job list, and per resource: import, list, get.
-    expect(documented.length).toBe(4 + 3 * resources.length);
+    // Status, its rejected records, cancel and the job list; per resource: import, list, get; webhooks: create, list,
+    // delete, test, and a job's deliveries.
+    expect(documented.length).toBe(4 + 3 * resources.length + 5);
 
     for (const { path, operation } of operations()) {
       expect(path.startsWith("/v2/")).toBe(true);
@@ -239,7 +241,8 @@ describe("the OpenAPI document", () => {
     for (const { operation } of operations()) {
       for (const [status, response] of Object.entries(operation.responses)) {
         const [type] = Object.keys(response.content ?? {});
-        expect(type).toBe(Number(status) >= 400 ? "application/problem+json" : "application/json");
+        // 204 No Content, as its name says.
+        expect(type).toBe(Number(status) >= 400 ? "application/problem+json" : status === "204" ? undefined : "application/json");
         if (Number(status) >= 400) expect(JSON.stringify(resolved(response.content![type!]!.schema))).toContain("RFC 9457 Problem Details");
       }
     }

@@ -19,7 +19,7 @@ const runs = (count: number) => ({ seed, numRuns: Math.max(1, Math.round(count *
 const plantedRuns = { seed, numRuns: 600, endOnFailure: true };
 
 type Parameter = { name: string; in: string; schema: Schema };
-type Operation = { operationId: string; parameters?: Parameter[]; requestBody?: { content: Record<string, { schema: Schema }> } };
+type Operation = { operationId: string; parameters?: Parameter[]; requestBody?: { content: Record<string, { schema: Schema }> }; responses: Record<string, unknown> };
 type Document = { paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, Schema> } };
 
 let server: TestServer;
@@ -44,10 +44,10 @@ function resolved(document: Document, node: unknown): unknown {
 const operationsOf = (document: Document) =>
   Object.entries(document.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ path, method, operation: resolved(document, operation) as Operation })));
 
-/** Each import operation: its path and the schema of one record of its body. */
+/** Each import operation (a body answered 202: a job): its path and the schema of one record of its body. */
 const importsOf = (document: Document) =>
   operationsOf(document)
-    .filter(({ operation }) => operation.requestBody)
+    .filter(({ operation }) => operation.requestBody && operation.responses["202"])
     .map(({ path, operation }) => ({ path, operationId: operation.operationId, record: operation.requestBody!.content["application/json"]!.schema.items! }));
 
 /** Each GET with query parameters, its path made concrete (a finished job's id, whose rejected records it lists). */

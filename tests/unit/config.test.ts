@@ -2,13 +2,14 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError, loadConfig, options } from "../../src/config";
+import { parseWebhookAllow, type AllowList } from "../../src/webhooks/destinations";
 import { tempDir } from "../helpers/server";
 
 const dir = tempDir("importd-config-");
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 // A valid text for each option, different from its default, and its parsed value.
-const samples: Record<keyof typeof options, [string, string | number | boolean | readonly string[]]> = {
+const samples: Record<keyof typeof options, [string, string | number | boolean | readonly string[] | AllowList]> = {
   port: ["9090", 9090],
   host: ["0.0.0.0", "0.0.0.0"],
   tlsCert: ["/etc/importd/cert.pem", "/etc/importd/cert.pem"],
@@ -23,6 +24,7 @@ const samples: Record<keyof typeof options, [string, string | number | boolean |
   authFailuresPerMinute: ["100", 100],
   shutdownTimeout: ["5", 5],
   trustedProxies: ["10.0.0.0/8, 192.168.1.7,fd00::/8", ["10.0.0.0/8", "192.168.1.7", "fd00::/8"]],
+  webhookAllow: ["hooks.example.com, 10.0.0.0/8", parseWebhookAllow("hooks.example.com,10.0.0.0/8")],
   logLevel: ["debug", "debug"],
   logFormat: ["pretty", "pretty"],
 };
@@ -41,6 +43,7 @@ const otherSamples: Record<keyof typeof options, string> = {
   authFailuresPerMinute: "0",
   shutdownTimeout: "0",
   trustedProxies: "127.0.0.1",
+  webhookAllow: "*.example.org",
   logLevel: "warn",
   logFormat: "json",
 };

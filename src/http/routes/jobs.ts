@@ -29,7 +29,7 @@ const cannotCancel = (status: JobStatus) =>
   );
 
 /** Job ids in paths: the integer the 202 answered (anything else names no job: 404). */
-const jobIdParameter: OpenAPIV3.ParameterObject = {
+export const jobIdParameter: OpenAPIV3.ParameterObject = {
   name: "id",
   in: "path",
   required: true,
@@ -52,14 +52,16 @@ const parseIndex = (text: string) => (recordIndex.test(text) ? Number(text) : un
 const jobId = /^[1-9][0-9]{0,14}$/;
 const parseJobId = (text: string) => (jobId.test(text) ? Number(text) : undefined);
 
+/** The environment's job named in the path, or a 404 (unknown, another environment's, or expired, alike). */
+export const findJobOf = (services: Services) => async (environmentId: number, idText: string) => {
+  const id = parseJobId(idText);
+  const job = id === undefined ? undefined : await services.jobs.find(environmentId, id, retainedSince(services.config));
+  if (!job) throw jobNotFound();
+  return job;
+};
+
 export const jobRoutes = (services: Services) => {
-  /** The environment's job named in the path, or a 404 (unknown, another environment's, or expired, alike). */
-  const findJob = async (environmentId: number, idText: string) => {
-    const id = parseJobId(idText);
-    const job = id === undefined ? undefined : await services.jobs.find(environmentId, id, retainedSince(services.config));
-    if (!job) throw jobNotFound();
-    return job;
-  };
+  const findJob = findJobOf(services);
   return new Elysia()
     .use(authentication(services))
     .get(
@@ -152,6 +154,7 @@ export const jobRoutes = (services: Services) => {
         if (!result) throw jobNotFound();
         if (result.canceled) {
           services.jobWaits.finished([job.id]);
+          services.deliveries.wake();
           services.log({ msg: "job canceled", jobId: job.id, environment: params.env });
           return jobDocument(result.job);
         }

@@ -1,0 +1,301 @@
+import { lookup as systemLookup } from "node:dns/promises";
+import { isIP } from "node:net";
+
+/**
+ * Where webhooks may go: the operator's `--webhook-allow`, so that a subscriber cannot make importd send requests
+ * into the network it runs in (SSRF: cloud metadata at 169.254.169.254, databases and admin pages on 10.x, the host's
+ * own loopback).
+ *
+ * `--webhook-allow` is a comma-separated list; empty (the default) turns webhooks off. Its entries are
+ * - host names: `hooks.example.com` (exactly that name), `*.example.com` (any name below example.com, not
+ *   example.com itself), `*` (any host name);
+ * - addresses and CIDR ranges, IPv4 or IPv6: `203.0.113.0/24`, `10.1.2.3` (a /32), `fd00::/8`, `::1` (a /128).
+ *
+ * When a subscription is made (`checkUrl`), its URL must be http or https, hold no user name or password, and have a
+ * host. An IP address as the host must be inside an allowed range. A name must match a host entry, or, if the list
+ * has ranges, it is accepted and judged at each delivery by the addresses it resolves to.
+ *
+ * At each delivery (`resolveDestination`) the name is resolved again (every A and AAAA address) and EVERY address
+ * must be allowed, or nothing is sent:
+ * - an address inside an allowed range is allowed;
+ * - any other address is allowed only if it is public (in none of the special ranges below) AND the name matched a
+ *   host entry.
+ * So `--webhook-allow localhost` accepts http://localhost:8080/ as a subscription but refuses every delivery
+ * (localhost is 127.0.0.1, a loopback address), while `--webhook-allow 127.0.0.1,::1` delivers to it. A name that
+ * resolves to one allowed and one refused address is refused: the connection could go to either.
+ * The request then goes to the address that was checked, not to the name resolved anew (see send.ts), so DNS
+ * cannot change the answer between the check and the connection (DNS rebinding).
+ *
+ * Special ranges, refused unless a range in `--webhook-allow` includes them: 0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10,
+ * 127.0.0.0/8, 169.254.0.0/16, 172.16.0.0/12, 192.0.0.0/24, 192.168.0.0/16, 198.18.0.0/15, 224.0.0.0/4, 240.0.0.0/4,
+ * 255.255.255.255; ::/128, ::1/128, fc00::/7, fe80::/10, ff00::/8. An IPv4-mapped IPv6 address (::ffff:0:0/96) and
+ * a NAT64 one (64:ff9b::/96) lead to the IPv4 address inside them and are judged as that address, by the special
+ * ranges and by the allowed ones.
+ */
+
+/** An address as a number: 32 bits for IPv4, 128 for IPv6. */
+type Address = { family: 4 | 6; value: bigint };
+type Range = Address & { prefix: number };
+type NamePattern = { kind: "exactly"; name: string } | { kind: "below"; suffix: string } | { kind: "any" };
+
+export type AllowList = {
+  /** No entries: webhooks are off on this server. */
+  readonly isEmpty: boolean;
+  /** The entries, normalised (lower case, IDN names in their ASCII form), for the listening line and messages. */
+  readonly entries: readonly string[];
+  readonly names: readonly NamePattern[];
+  readonly ranges: readonly Range[];
+};
+
+/** Answers every address of a name, as node:dns/promises `lookup(name, { all: true })` does. Injectable for tests. */
+export type Lookup = (hostname: string, options: { all: true }) => Promise<Array<{ address: string; family: number }>>;
+
+export type UrlCheck = { ok: true; url: URL } | { ok: false; reason: string };
+export type Destination =
+  | {
+      ok: true;
+      /** The address to connect to: the first of `addresses`. */
+      address: string;
+      family: 4 | 6;
+      /** Every address the host resolved to, all of them allowed, in the resolver's order (to try the next one if a connection is refused). */
+      addresses: ReadonlyArray<{ address: string; family: 4 | 6 }>;
+    }
+  | { ok: false; reason: string };
+
+const listName = "--webhook-allow (the operator's list of webhook destinations)";
+const webhooksOff = "webhooks are off on this server: the operator has not allowed any destination (--webhook-allow)";
+
+// ---- addresses ------------------------------------------------------------------------------------------------
+
+const ipv4Value = (text: string) => text.split(".").reduce((value, octet) => (value << 8n) | BigInt(Number(octet)), 0n);
+
+function ipv6Value(text: string): bigint {
+  // A dotted IPv4 tail (::ffff:10.0.0.1) is the last two groups written differently.
+  const lastColon = text.lastIndexOf(":");
+  const tail = text.slice(lastColon + 1);
+  if (tail.includes(".")) {
+    const v4 = ipv4Value(tail);
+    text = `${text.slice(0, lastColon + 1)}${(v4 >> 16n).toString(16)}:${(v4 & 0xffffn).toString(16)}`;
+  }
+  const [left = "", right] = text.split("::");
+  const groups = (part: string) => (part === "" ? [] : part.split(":"));
+  const head = groups(left);
+  const rest = right === undefined ? [] : groups(right);
+  const all = [...head, ...Array<string>(8 - head.length - rest.length).fill("0"), ...rest];
+  return all.reduce((value, group) => (value << 16n) | BigInt(Number.parseInt(group, 16)), 0n);
+}
+
+/** Parses an IPv4 or IPv6 address (a zone, fe80::1%eth0, is left out); undefined for anything else. */
+function parseAddress(text: string): Address | undefined {
+  const bare = text.replace(/%.*$/, "");
+  switch (isIP(bare)) {
+    case 4:
+      return { family: 4, value: ipv4Value(bare) };
+    case 6:
+      return { family: 6, value: ipv6Value(bare) };
+    default:
+      return undefined;
+  }
+}
+
+const bitsOf = (family: 4 | 6) => (family === 4 ? 32 : 128);
+
+function contains(range: Range, address: Address): boolean {
+  if (range.family !== address.family) return false;
+  const shift = BigInt(bitsOf(range.family) - range.prefix);
+  return range.value >> shift === address.value >> shift;
+}
+
+/** An address (a /32 or /128) or a CIDR range; undefined for anything else. Host bits set in a range are ignored. */
+function parseRange(text: string): Range | undefined {
+  const [address = "", prefixText, extra] = text.split("/");
+  if (extra !== undefined || address.includes("%")) return undefined;
+  const parsed = parseAddress(address);
+  if (!parsed) return undefined;
+  const bits = bitsOf(parsed.family);
+  if (prefixText === undefined) return { ...parsed, prefix: bits };
+  if (!/^\d{1,3}$/.test(prefixText) || Number(prefixText) > bits) return undefined;
+  return { ...parsed, prefix: Number(prefixText) };
+}
+
+const range = (text: string) => parseRange(text)!;
+
+// IPv4-mapped addresses are how a dual-stack resolver or socket writes an IPv4 address; NAT64 ones are translated to
+// the IPv4 address by a gateway. Either way the request ends at the IPv4 address, so that is the one judged.
+const embeddingIPv4 = [range("::ffff:0:0/96"), range("64:ff9b::/96")];
+const embeddedIPv4 = (address: Address): Address | undefined =>
+  address.family === 6 && embeddingIPv4.some((r) => contains(r, address)) ? { family: 4, value: address.value & 0xffffffffn } : undefined;
+
+/** The ranges no webhook goes to unless the operator allows them by range, each with what it is, for messages. */
+const specialRanges: ReadonlyArray<[Range, string]> = (
+  [
+    ["0.0.0.0/8", "a 'this network' address"],
+    ["10.0.0.0/8", "a private address"],
+    ["100.64.0.0/10", "a shared (carrier-grade NAT) address"],
+    ["127.0.0.0/8", "a loopback address"],
+    ["169.254.0.0/16", "a link-local address (where cloud metadata services answer)"],
+    ["172.16.0.0/12", "a private address"],
+    ["192.0.0.0/24", "an IETF protocol address"],
+    ["192.168.0.0/16", "a private address"],
+    ["198.18.0.0/15", "a benchmarking address"],
+    ["224.0.0.0/4", "a multicast address"],
+    // Before 240.0.0.0/4, which includes it: the first match names the address.
+    ["255.255.255.255", "the broadcast address"],
+    ["240.0.0.0/4", "a reserved address"],
+    ["::/128", "the unspecified address"],
+    ["::1/128", "a loopback address"],
+    ["fc00::/7", "a private (unique local) address"],
+    ["fe80::/10", "a link-local address"],
+    ["ff00::/8", "a multicast address"],
+  ] as const
+).map(([text, kind]) => [range(text), kind]);
+
+/** What kind of special address this is, or undefined for a public one. */
+function specialKind(address: Address): string | undefined {
+  const inner = embeddedIPv4(address);
+  if (inner) return specialKind(inner);
+  return specialRanges.find(([r]) => contains(r, address))?.[1];
+}
+
+function inAllowedRange(address: Address, allow: AllowList): boolean {
+  const inner = embeddedIPv4(address);
+  return allow.ranges.some((r) => contains(r, address) || (inner !== undefined && contains(r, inner)));
+}
+
+// ---- the list -------------------------------------------------------------------------------------------------
+
+const label = /^(?!-)[a-z0-9_-]{1,63}(?<!-)$/;
+
+/** A host name in its ASCII form (lower case, IDN as punycode, no trailing dot), or undefined if it is not one. */
+function hostName(text: string): string | undefined {
+  if (text === "" || /[/?#@:\s\[\]\\%*]/.test(text)) return undefined;
+  let hostname: string;
+  try {
+    hostname = new URL(`http://${text}/`).hostname;
+  } catch {
+    return undefined;
+  }
+  const name = hostname.replace(/\.$/, "");
+  // The URL parser turns what ends in a number (10.0.0, 0x7f000001) into an IPv4 address: not a name.
+  if (isIP(name) !== 0 || !name.split(".").every((part) => label.test(part))) return undefined;
+  return name;
+}
+
+/**
+ * Parses `--webhook-allow` (see the module comment). Empty entries are skipped, so a trailing comma is harmless.
+ * Throws an Error naming the first entry that is neither a host name nor an address or range.
+ */
+export function parseWebhookAllow(text: string): AllowList {
+  const names: NamePattern[] = [];
+  const ranges: Range[] = [];
+  const entries: string[] = [];
+  for (const raw of text.split(",")) {
+    const entry = raw.trim().toLowerCase();
+    if (entry === "") continue;
+    if (entry === "*") {
+      names.push({ kind: "any" });
+      entries.push(entry);
+      continue;
+    }
+    const cidr = parseRange(entry);
+    if (cidr) {
+      ranges.push(cidr);
+      entries.push(entry);
+      continue;
+    }
+    const below = entry.startsWith("*.");
+    const name = hostName(below ? entry.slice(2) : entry);
+    if (name === undefined) {
+      throw new Error(
+        `--webhook-allow: '${raw.trim()}' is not a host name or a CIDR (such as hooks.example.com, *.example.com, *, 203.0.113.0/24, 10.1.2.3 or fd00::/8; no ports, no schemes)`,
+      );
+    }
+    names.push(below ? { kind: "below", suffix: `.${name}` } : { kind: "exactly", name });
+    entries.push(below ? `*.${name}` : name);
+  }
+  return Object.freeze({ isEmpty: entries.length === 0, entries: Object.freeze(entries), names: Object.freeze(names), ranges: Object.freeze(ranges) });
+}
+
+function nameMatches(name: string, allow: AllowList): boolean {
+  return allow.names.some((pattern) => {
+    switch (pattern.kind) {
+      case "any":
+        return true;
+      case "exactly":
+        return name === pattern.name;
+      case "below":
+        return name.endsWith(pattern.suffix);
+    }
+  });
+}
+
+// ---- checks ---------------------------------------------------------------------------------------------------
+
+/** The URL's host: an address (brackets of IPv6 removed), or a name (without a trailing dot). */
+function hostOf(url: URL): { literal: Address; text: string } | { literal?: undefined; name: string } {
+  const bare = url.hostname.replace(/^\[(.*)\]$/, "$1");
+  const literal = parseAddress(bare);
+  return literal ? { literal, text: bare } : { name: url.hostname.replace(/\.$/, "") };
+}
+
+// The origin, not the whole URL: a path or query often holds the receiver's own token, and reasons are stored and shown.
+const refused = (url: URL, why: string) => ({ ok: false as const, reason: `${url.origin} is not allowed: ${why}` });
+
+/** The subscription-time check: the URL's form, and its host against the list (no DNS). */
+export function checkUrl(text: string, allow: AllowList): UrlCheck {
+  if (allow.isEmpty) return { ok: false, reason: webhooksOff };
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return { ok: false, reason: `'${text}' is not a URL: give an absolute http or https URL, such as https://hooks.example.com/importd` };
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return { ok: false, reason: "only http and https URLs can receive webhooks" };
+  if (url.username !== "" || url.password !== "") {
+    return { ok: false, reason: "a webhook URL must not hold a user name or password: put a secret in the path or query if the receiver needs one, and verify the webhook-signature header" };
+  }
+  if (url.hostname === "") return { ok: false, reason: "a webhook URL needs a host, such as https://hooks.example.com/importd" };
+  const host = hostOf(url);
+  if (host.literal) {
+    return inAllowedRange(host.literal, allow) ? { ok: true, url } : refused(url, `${host.text} is not in ${listName}`);
+  }
+  // A name no host entry matches may still resolve into an allowed range: that is known only at delivery.
+  if (nameMatches(host.name, allow) || allow.ranges.length > 0) return { ok: true, url };
+  return refused(url, `${host.name} is not in ${listName}`);
+}
+
+/**
+ * The delivery-time check: `url` checked again (the list may have changed since the subscription), its name
+ * resolved, and every address judged (see the module comment). Answers where to connect. Never throws.
+ */
+export async function resolveDestination(url: URL, allow: AllowList, lookup: Lookup = systemLookup): Promise<Destination> {
+  const checked = checkUrl(url.href, allow);
+  if (!checked.ok) return checked;
+  const host = hostOf(url);
+  if (host.literal) {
+    const { family } = host.literal;
+    return { ok: true, address: host.text, family, addresses: [{ address: host.text, family }] };
+  }
+  let answers: Array<{ address: string; family: number }>;
+  try {
+    answers = await lookup(host.name, { all: true });
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    const why = code === "ENOTFOUND" || code === "ENODATA" ? "has no address in DNS" : "could not be looked up in DNS";
+    return { ok: false, reason: `${url.origin} could not be reached: ${host.name} ${why} (${code ?? (error as Error).message})` };
+  }
+  if (answers.length === 0) return { ok: false, reason: `${url.origin} could not be reached: ${host.name} has no address in DNS` };
+  const matched = nameMatches(host.name, allow);
+  const addresses: Array<{ address: string; family: 4 | 6 }> = [];
+  for (const answer of answers) {
+    const address = parseAddress(answer.address);
+    if (!address) return refused(url, `${host.name} resolves to '${answer.address}', which is not an IP address`);
+    if (!inAllowedRange(address, allow)) {
+      const kind = specialKind(address);
+      if (kind !== undefined) return refused(url, `${host.name} resolves to ${answer.address}, ${kind}, which is not in ${listName}`);
+      if (!matched) return refused(url, `${host.name} resolves to ${answer.address}, and neither the name nor the address is in ${listName}`);
+    }
+    addresses.push({ address: answer.address, family: address.family });
+  }
+  return { ok: true, address: addresses[0]!.address, family: addresses[0]!.family, addresses };
+}

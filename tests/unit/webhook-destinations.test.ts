@@ -1,0 +1,224 @@
+import { describe, expect, test } from "bun:test";
+import { checkUrl, type Lookup, parseWebhookAllow, resolveDestination } from "../../src/webhooks/destinations";
+
+/** A resolver that knows only these names, and counts what it was asked. */
+function fakeDns(table: Record<string, string[]>): Lookup & { asked: string[] } {
+  const asked: string[] = [];
+  const lookup = async (name: string) => {
+    asked.push(name);
+    const addresses = table[name];
+    if (addresses === undefined) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: "ENOTFOUND" });
+    return addresses.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
+  };
+  return Object.assign(lookup, { asked });
+}
+
+const reasonOf = (result: { ok: boolean; reason?: string }) => (result.ok ? "ok" : result.reason);
+
+describe("parseWebhookAllow: the operator's list", () => {
+  test("an empty list (the default) turns webhooks off", () => {
+    for (const text of ["", " ", ",", " , "]) expect(parseWebhookAllow(text).isEmpty).toBe(true);
+  });
+
+  test("host names, wildcards, addresses and ranges of both families, normalised", () => {
+    const allow = parseWebhookAllow(" Hooks.Example.com, *.example.org ,*, 203.0.113.0/24,10.1.2.3, fd00::/8, ::1, bücher.example, example.net.,");
+    expect(allow.isEmpty).toBe(false);
+    expect(allow.entries).toEqual(["hooks.example.com", "*.example.org", "*", "203.0.113.0/24", "10.1.2.3", "fd00::/8", "::1", "xn--bcher-kva.example", "example.net"]);
+    expect(Object.isFrozen(allow)).toBe(true);
+  });
+
+  test("a malformed entry is named in a one-line message", () => {
+    const bad = ["10.0.0.0/33", "fd00::/129", "10.0.0.0/8/8", "10.0.0.0/", "10.0.0.0/-1", "10.0.0", "10.0.0.256", "1::2::3", "hooks.example.com:8443", "https://hooks.example.com", "user@example.com", "hooks.*.com", "*.*.example.com", "*example.com", "-bad.example.com", "a b.example", "fe80::1%eth0", "0x7f000001"];
+    for (const entry of bad) {
+      expect(() => parseWebhookAllow(`hooks.example.com, ${entry}`)).toThrow(`--webhook-allow: '${entry}' is not a host name or a CIDR`);
+    }
+    expect(() => parseWebhookAllow("10.0.0.0/33")).toThrow(/^--webhook-allow: '10\.0\.0\.0\/33' is not a host name or a CIDR \(such as [^\n]*\)$/);
+  });
+});
+
+describe("checkUrl: the check when a subscription is made", () => {
+  const allow = parseWebhookAllow("hooks.example.com,*.example.org,203.0.113.0/24,10.1.2.3,fd00::/8");
+
+  test("webhooks off: every URL is refused, saying why", () => {
+    expect(reasonOf(checkUrl("https://hooks.example.com/x", parseWebhookAllow("")))).toBe(
+      "webhooks are off on this server: the operator has not allowed any destination (--webhook-allow)",
+    );
+  });
+
+  test("only absolute http and https URLs, without credentials", () => {
+    expect(reasonOf(checkUrl("ftp://hooks.example.com/x", allow))).toBe("only http and https URLs can receive webhooks");
+    expect(reasonOf(checkUrl("file:///etc/passwd", allow))).toBe("only http and https URLs can receive webhooks");
+    expect(reasonOf(checkUrl("https://user:secret@hooks.example.com/x", allow))).toStartWith("a webhook URL must not hold a user name or password");
+    expect(reasonOf(checkUrl("https://user@hooks.example.com/x", allow))).toStartWith("a webhook URL must not hold a user name or password");
+    expect(reasonOf(checkUrl("/relative/path", allow))).toStartWith("'/relative/path' is not a URL: give an absolute http or https URL");
+  });
+
+  test("names: exactly, or below a wildcard (not the wildcard's own name)", () => {
+    const accepted = checkUrl("https://Hooks.Example.COM:8443/importd?token=abc", allow);
+    expect(accepted.ok && accepted.url.href).toBe("https://hooks.example.com:8443/importd?token=abc");
+    expect(checkUrl("http://hooks.example.com./x", allow).ok).toBe(true);
+    expect(checkUrl("https://a.b.example.org/x", allow).ok).toBe(true);
+    expect(reasonOf(checkUrl("https://example.org/x", parseWebhookAllow("*.example.org")))).toBe(
+      "https://example.org is not allowed: example.org is not in --webhook-allow (the operator's list of webhook destinations)",
+    );
+    expect(checkUrl("https://evilexample.org/x", parseWebhookAllow("*.example.org")).ok).toBe(false);
+    expect(checkUrl("https://other.example.com/x", parseWebhookAllow("hooks.example.com")).ok).toBe(false);
+    expect(checkUrl("https://anything.test/x", parseWebhookAllow("*")).ok).toBe(true);
+  });
+
+  test("addresses: only inside an allowed range, whatever way the URL writes them", () => {
+    expect(checkUrl("http://203.0.113.77/x", allow).ok).toBe(true);
+    expect(checkUrl("http://10.1.2.3:9000/x", allow).ok).toBe(true);
+    expect(reasonOf(checkUrl("http://10.0.0.5/x?token=secret", allow))).toBe(
+      "http://10.0.0.5 is not allowed: 10.0.0.5 is not in --webhook-allow (the operator's list of webhook destinations)",
+    );
+    // The URL parser's other spellings of 127.0.0.1 are the address, not names a host entry could match.
+    for (const url of ["http://0x7f000001/", "http://127.1/", "http://2130706433/"]) {
+      expect(reasonOf(checkUrl(url, parseWebhookAllow("*")))).toContain("127.0.0.1 is not in --webhook-allow");
+    }
+    expect(reasonOf(checkUrl("http://8.8.8.8/", parseWebhookAllow("*")))).toContain("8.8.8.8 is not in --webhook-allow");
+  });
+
+  test("IPv6 addresses, and IPv4 ones written as IPv6, are judged as the address they lead to", () => {
+    expect(checkUrl("http://[fd12::1]:8080/x", allow).ok).toBe(true);
+    expect(reasonOf(checkUrl("http://[fe80::1]/x", allow))).toContain("fe80::1 is not in --webhook-allow");
+    expect(checkUrl("http://[::ffff:203.0.113.9]/x", allow).ok).toBe(true);
+    expect(checkUrl("http://[::ffff:127.0.0.1]/x", allow).ok).toBe(false);
+    expect(checkUrl("http://[::ffff:127.0.0.1]/x", parseWebhookAllow("127.0.0.0/8")).ok).toBe(true);
+  });
+
+  test("with ranges in the list, a name no host entry matches waits for delivery, where its addresses decide", () => {
+    expect(checkUrl("http://localhost:1234/", parseWebhookAllow("127.0.0.1/32")).ok).toBe(true);
+    expect(checkUrl("http://localhost:1234/", parseWebhookAllow("hooks.example.com")).ok).toBe(false);
+  });
+});
+
+describe("resolveDestination: the check at each delivery, after DNS", () => {
+  const dns = fakeDns({
+    "hooks.example.com": ["93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"],
+    "internal.example.com": ["10.0.0.5"],
+    "metadata.example.com": ["169.254.169.254"],
+    "mapped.example.com": ["::ffff:127.0.0.1"],
+    "nat64.example.com": ["64:ff9b::a9fe:a9fe"],
+    "public-nat64.example.com": ["64:ff9b::808:808"],
+    "half.example.com": ["93.184.215.14", "192.168.1.10"],
+    "ula.example.com": ["fd00::5"],
+    "v6.example.com": ["2001:db8::1"],
+    "localhost": ["127.0.0.1", "::1"],
+    "empty.example.com": [],
+  });
+
+  const resolve = (url: string, allow: string) => resolveDestination(new URL(url), parseWebhookAllow(allow), dns);
+
+  test("a public name matched by a host entry: the first address, with all of them", async () => {
+    expect(await resolve("https://hooks.example.com/x", "hooks.example.com")).toEqual({
+      ok: true,
+      address: "93.184.215.14",
+      family: 4,
+      addresses: [
+        { address: "93.184.215.14", family: 4 },
+        { address: "2606:2800:21f:cb07:6820:80da:af6b:8b2c", family: 6 },
+      ],
+    });
+    expect((await resolve("https://hooks.example.com/x", "*")).ok).toBe(true);
+  });
+
+  test("a name that resolves into the appliance's network is refused, however the list names it", async () => {
+    expect(reasonOf(await resolve("https://internal.example.com/x", "*.example.com"))).toBe(
+      "https://internal.example.com is not allowed: internal.example.com resolves to 10.0.0.5, a private address, which is not in --webhook-allow (the operator's list of webhook destinations)",
+    );
+    expect(reasonOf(await resolve("http://metadata.example.com/latest", "*"))).toContain("resolves to 169.254.169.254, a link-local address");
+    expect(reasonOf(await resolve("http://mapped.example.com/", "*"))).toContain("resolves to ::ffff:127.0.0.1, a loopback address");
+    expect(reasonOf(await resolve("http://nat64.example.com/", "*"))).toContain("resolves to 64:ff9b::a9fe:a9fe, a link-local address");
+    expect(reasonOf(await resolve("http://ula.example.com/", "*"))).toContain("resolves to fd00::5, a private (unique local) address");
+    expect((await resolve("http://public-nat64.example.com/", "*")).ok).toBe(true);
+  });
+
+  test("one forbidden address among several refuses the name: the connection could go to either", async () => {
+    expect(reasonOf(await resolve("https://half.example.com/x", "half.example.com"))).toContain("resolves to 192.168.1.10, a private address");
+  });
+
+  test("localhost: accepted by name at subscription, refused at delivery unless ranges allow every address", async () => {
+    expect(checkUrl("http://localhost:1234/", parseWebhookAllow("localhost")).ok).toBe(true);
+    expect(reasonOf(await resolve("http://localhost:1234/", "localhost"))).toContain("localhost resolves to 127.0.0.1, a loopback address");
+    expect(reasonOf(await resolve("http://localhost:1234/", "127.0.0.1/32"))).toContain("localhost resolves to ::1, a loopback address");
+    const both = await resolve("http://localhost:1234/", "127.0.0.0/8,::1");
+    expect(both.ok && both.addresses).toEqual([
+      { address: "127.0.0.1", family: 4 },
+      { address: "::1", family: 6 },
+    ]);
+  });
+
+  test("a range allows private addresses, by name or IPv4-mapped; the name needs no host entry then", async () => {
+    expect((await resolve("https://internal.example.com/x", "10.0.0.0/8")).ok).toBe(true);
+    expect((await resolve("http://mapped.example.com/", "127.0.0.1")).ok).toBe(true);
+    expect((await resolve("http://nat64.example.com/", "169.254.169.254")).ok).toBe(true);
+    expect((await resolve("http://ula.example.com/", "fd00::/8")).ok).toBe(true);
+    expect(reasonOf(await resolve("http://ula.example.com/", "fd01::/16"))).toContain("fd00::5, a private (unique local) address");
+  });
+
+  test("a public address the name resolves to needs the name in the list, not only some range", async () => {
+    expect(reasonOf(await resolve("http://v6.example.com/", "10.0.0.0/8"))).toBe(
+      "http://v6.example.com is not allowed: v6.example.com resolves to 2001:db8::1, and neither the name nor the address is in --webhook-allow (the operator's list of webhook destinations)",
+    );
+    expect(await resolve("http://v6.example.com/", "2001:db8::/32")).toMatchObject({ ok: true, address: "2001:db8::1", family: 6 });
+  });
+
+  test("an address in the URL is not looked up", async () => {
+    const before = dns.asked.length;
+    expect(await resolve("http://[fd00::7]:9/x", "fd00::/8")).toEqual({ ok: true, address: "fd00::7", family: 6, addresses: [{ address: "fd00::7", family: 6 }] });
+    expect(await resolve("http://10.1.2.3/x", "10.1.2.3")).toMatchObject({ ok: true, address: "10.1.2.3", family: 4 });
+    expect(dns.asked.length).toBe(before);
+  });
+
+  test("the list is applied again at delivery: a URL it no longer allows is refused before DNS", async () => {
+    const before = dns.asked.length;
+    expect(reasonOf(await resolve("https://hooks.example.com/x", "other.example.com"))).toContain("hooks.example.com is not in --webhook-allow");
+    expect(reasonOf(await resolve("https://hooks.example.com/x", ""))).toStartWith("webhooks are off on this server");
+    expect(dns.asked.length).toBe(before);
+  });
+
+  test("a name DNS does not know, or that has no address, is a reason, not an exception", async () => {
+    expect(reasonOf(await resolve("https://nowhere.example.com/x", "*"))).toBe("https://nowhere.example.com could not be reached: nowhere.example.com has no address in DNS (ENOTFOUND)");
+    expect(reasonOf(await resolve("https://empty.example.com/x", "*"))).toBe("https://empty.example.com could not be reached: empty.example.com has no address in DNS");
+  });
+
+  test("the special ranges' edges", async () => {
+    const edges: Array<[string, boolean]> = [
+      ["0.255.255.255", false],
+      ["1.0.0.0", true],
+      ["100.63.255.255", true],
+      ["100.64.0.0", false],
+      ["100.127.255.255", false],
+      ["100.128.0.0", true],
+      ["172.15.255.255", true],
+      ["172.16.0.0", false],
+      ["172.31.255.255", false],
+      ["172.32.0.0", true],
+      ["192.0.0.255", false],
+      ["192.0.1.0", true],
+      ["198.17.255.255", true],
+      ["198.18.0.0", false],
+      ["198.19.255.255", false],
+      ["198.20.0.0", true],
+      ["223.255.255.255", true],
+      ["224.0.0.1", false],
+      ["255.255.255.255", false],
+      ["::", false],
+      ["::2", true],
+      ["fbff:ffff::1", true],
+      ["fc00::1", false],
+      ["fe80::1", false],
+      ["febf:ffff::1", false],
+      ["fec0::1", true],
+      ["ff02::1", false],
+      ["::ffff:10.0.0.1", false],
+      ["::ffff:8.8.8.8", true],
+      ["0:0:0:0:0:ffff:0a00:0001", false],
+    ];
+    for (const [address, allowed] of edges) {
+      const result = await resolveDestination(new URL("http://edge.example.com/"), parseWebhookAllow("*"), async () => [{ address, family: address.includes(":") ? 6 : 4 }]);
+      expect({ address, allowed: result.ok }).toEqual({ address, allowed });
+    }
+  });
+});
