@@ -11,7 +11,9 @@ export type Received = { id: string; timestamp: string; body: { type: string; ti
  */
 export class Receiver {
   readonly received: Received[] = [];
+  /** The secret to check signatures with; `secrets` by path, for several subscriptions on one receiver. */
   secret: string | undefined;
+  readonly secrets = new Map<string, string>();
   answer: (request: Request, received: Received | undefined) => Response | Promise<Response> = () => new Response("thanks");
   private server: Server<undefined> | undefined;
   private waiters: Array<() => void> = [];
@@ -37,13 +39,14 @@ export class Receiver {
         let received: Received | undefined;
         if (headers["webhook-id"]) {
           let verified = false;
+          const path = new URL(request.url).pathname;
           try {
-            new Webhook(this.secret ?? "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA").verify(raw, headers);
+            new Webhook(this.secrets.get(path) ?? this.secret ?? "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA").verify(raw, headers);
             verified = true;
           } catch {
             // Recorded as not verified: the test says what it expects.
           }
-          received = { id: headers["webhook-id"]!, timestamp: headers["webhook-timestamp"]!, body: JSON.parse(raw), raw, verified, path: new URL(request.url).pathname };
+          received = { id: headers["webhook-id"]!, timestamp: headers["webhook-timestamp"]!, body: JSON.parse(raw), raw, verified, path };
           this.received.push(received);
           for (const wake of this.waiters.splice(0)) wake();
         }

@@ -5,6 +5,7 @@ import type { JobDocument } from "../helpers/api";
 import { requirePostgres } from "../helpers/postgres";
 import { freshPostgresDatabase } from "../helpers/postgres-store";
 import { fromSourceWith, importd, spawnServer, type ServerProcess } from "../helpers/process";
+import { Receiver } from "../helpers/receiver";
 import { seededRandom } from "../helpers/random";
 import { tempDir } from "../helpers/server";
 
@@ -12,7 +13,9 @@ import { tempDir } from "../helpers/server";
 // across them, each stream waiting for a job's 202 before it sends the next (so acceptance order is known),
 // while a random instance is SIGKILLed at random moments and started again. At the end every 202'd job is
 // terminal, and every record holds what the last job to write it, in acceptance order, wrote: a job applied
-// out of order, or twice after a later one, leaves an older writer on some record.
+// out of order, or twice after a later one, leaves an older writer on some record. Each environment has a webhook
+// subscription: every job's end is delivered, whichever instance ended it and whichever was killed, none lost; a
+// delivery sent again (its instance killed before it could store the attempt) carries the same webhook-id.
 // The streams go on until the instances have been killed PG_KILL_KILLS times; `npm run pg:kill` runs longer.
 const killsWanted = Number(process.env.PG_KILL_KILLS ?? 20);
 const seed = Number(process.env.PG_KILL_SEED ?? 20261123);
@@ -34,8 +37,10 @@ if (requirePostgres("the three-instance SIGKILL test")) {
   const dirs: string[] = [];
   const instances: Array<ServerProcess | undefined> = [];
   const cleanups: Array<() => Promise<void>> = [];
+  let receiver: Receiver | undefined;
   afterAll(async () => {
     for (const instance of instances) instance?.proc.kill("SIGKILL");
+    await receiver?.stop();
     for (const cleanup of cleanups) await cleanup();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
@@ -46,7 +51,7 @@ if (requirePostgres("the three-instance SIGKILL test")) {
     const start = async (slot: number) => {
       const dir = tempDir("importd-pg-kill-");
       dirs.push(dir);
-      instances[slot] = await spawnServer(dir, ["--database-url", database.url, "--workers", "2", "--shutdown-timeout", "0"], 30_000, launch);
+      instances[slot] = await spawnServer(dir, ["--database-url", database.url, "--workers", "2", "--shutdown-timeout", "0", "--webhook-allow", "127.0.0.1/32"], 30_000, launch);
       return instances[slot]!;
     };
     await start(0);
@@ -55,6 +60,16 @@ if (requirePostgres("the three-instance SIGKILL test")) {
     for (const environment of environments) {
       expect((await importd(["env", "create", environment, "--database-url", database.url])).code).toBe(0);
       keys.set(environment, (await importd(["key", "create", environment, "--database-url", database.url])).stdout.trim());
+    }
+    receiver = await Receiver.start();
+    for (const environment of environments) {
+      const response = await fetch(`${instances[0]!.url}/${environment}/v2/webhooks`, {
+        method: "POST",
+        headers: { "api-key": keys.get(environment)!, "content-type": "application/json" },
+        body: JSON.stringify({ url: `${receiver.url}/${environment}` }),
+      });
+      expect(response.status).toBe(201);
+      receiver.secrets.set(`/${environment}`, ((await response.json()) as { secret: string }).secret);
     }
 
     const accepted: Accepted[] = [];
@@ -149,7 +164,30 @@ if (requirePostgres("the three-instance SIGKILL test")) {
       expect(actual).toEqual(wanted);
       checked += rows.length;
     }
-    console.log(`pg kill: seed ${seed}, ${kills} SIGKILLs of 3 instances; ${accepted.length} jobs accepted (${retries} sends retried), all Succeeded, numbered and completed in acceptance order; ${checked} records checked against their last writer`);
+
+    // Every job's end reached the receiver, signed, under one webhook-id per job; sent more than once only when an
+    // instance was killed between sending and storing the attempt, and then under the same id.
+    for (const deadline = Date.now() + 120_000; ; await Bun.sleep(100)) {
+      const [{ open }] = (await sql`SELECT count(*)::int AS open FROM webhook_deliveries WHERE status <> 'delivered'`) as unknown as [{ open: number }];
+      if (open === 0) break;
+      if (Date.now() > deadline) throw new Error(`${open} webhook deliveries are not delivered`);
+    }
+    const messages = receiver!.received;
+    expect(messages.every((message) => message.verified)).toBe(true);
+    const idsByJob = new Map<number, Set<string>>();
+    for (const message of messages) idsByJob.set(message.body.data.id as number, (idsByJob.get(message.body.data.id as number) ?? new Set()).add(message.id));
+    const missing = accepted.filter((job) => !idsByJob.has(job.jobId));
+    expect(missing.map((job) => job.jobId)).toEqual([]);
+    expect([...idsByJob.values()].filter((ids) => ids.size !== 1)).toEqual([]);
+    for (const message of messages) expect(message.path).toBe(`/${accepted.find((job) => job.jobId === message.body.data.id)!.environment}`);
+    const duplicates = messages.length - idsByJob.size;
+    // A kill repeats at most what its instance had in flight (16 deliveries). Two instances claiming the same
+    // delivery sent thousands twice (seen while this was written).
+    expect(duplicates).toBeLessThanOrEqual(kills * 16);
+    console.log(
+      `pg kill: seed ${seed}, ${kills} SIGKILLs of 3 instances; ${accepted.length} jobs accepted (${retries} sends retried), all Succeeded, numbered and completed in acceptance order; ` +
+        `${checked} records checked against their last writer; ${idsByJob.size} webhook events delivered, none lost, ${duplicates} sent again under the same webhook-id`,
+    );
     expect(kills).toBeGreaterThanOrEqual(killsWanted);
   }, 600_000);
 }

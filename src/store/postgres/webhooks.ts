@@ -36,19 +36,22 @@ const attemptsOf = statement(
   `SELECT delivery_id AS "deliveryId", attempt, at, status, error, response, duration_ms AS "durationMs" FROM webhook_attempts WHERE delivery_id = ANY($1::bigint[]) ORDER BY delivery_id, attempt`,
 );
 // The oldest due delivery of each subscription with none in flight, locked so that a concurrent claim of another
-// instance skips it rather than waits; claimed with this claim's token and lease in the same statement.
+// instance skips it rather than waits; claimed with this claim's token and lease in the same statement. The row's
+// own conditions are stated again where it is locked and updated: `due` was read from the statement's snapshot, and
+// a row another instance claimed and committed meanwhile is locked in its new version, which only these re-check
+// (without them, two instances claimed the same delivery: 5,095 sends twice in the 3-instance kill test).
+const claimable = `d.status = '${DeliveryStatus.Pending}' AND d.next_attempt_at <= $1 AND (d.claimed_until IS NULL OR d.claimed_until < $1)`;
 const claimDue = statement(
   `WITH due AS (
      SELECT DISTINCT ON (d.webhook_id) d.id FROM webhook_deliveries d
-     WHERE d.status = '${DeliveryStatus.Pending}' AND d.next_attempt_at <= $1 AND (d.claimed_until IS NULL OR d.claimed_until < $1)
-       AND d.webhook_id IS NOT NULL AND NOT (d.webhook_id = ANY($4::integer[]))
+     WHERE ${claimable} AND d.webhook_id IS NOT NULL AND NOT (d.webhook_id = ANY($4::integer[]))
        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o WHERE o.webhook_id = d.webhook_id AND o.status = '${DeliveryStatus.Pending}' AND o.claimed_until >= $1)
      ORDER BY d.webhook_id, d.id
    ), locked AS (
-     SELECT d.id FROM webhook_deliveries d JOIN due ON due.id = d.id ORDER BY d.next_attempt_at LIMIT $5 FOR UPDATE OF d SKIP LOCKED
+     SELECT d.id FROM webhook_deliveries d JOIN due ON due.id = d.id WHERE ${claimable} ORDER BY d.next_attempt_at LIMIT $5 FOR UPDATE OF d SKIP LOCKED
    )
    UPDATE webhook_deliveries d SET claim_token = $2, claimed_until = $3 FROM locked, webhooks w
-   WHERE d.id = locked.id AND w.id = d.webhook_id
+   WHERE d.id = locked.id AND w.id = d.webhook_id AND ${claimable}
    RETURNING ${deliveryColumns}, d.body, w.secret, d.claim_token AS "claimToken"`,
 );
 const settleDelivery = statement(
