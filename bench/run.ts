@@ -447,6 +447,50 @@ async function postgresSmallJobs() {
   rows.push({ row: "pg 7", what, importd: median(completed(manyRuns)), baseline: median(completed(oneRuns)), unit: "jobs/s", ratio, target: "≥ 1×", ok: ratio >= 1, details });
 }
 
+/**
+ * Row 7w: row 7's small jobs with a webhook subscription whose receiver accepts connections and never answers, against
+ * the same without one (DECISIONS 10: delivering must not slow the queue). Every job then writes its event to the outbox
+ * in its run's transaction; the attempts hang for their 10 s each, one at a time, beside the queue.
+ */
+async function smallJobsWithHangingWebhook() {
+  const hanging = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Promise<Response>(() => {}), idleTimeout: 0 });
+  try {
+    const allow = ["--webhook-allow", "127.0.0.1/32"];
+    const measure = (subscribed: boolean) =>
+      withServer(async (server) => {
+        if (subscribed) {
+          const response = await fetch(`${server.base}/v2/webhooks`, { method: "POST", headers: { "api-key": server.key, "content-type": "application/json" }, body: JSON.stringify({ url: `http://127.0.0.1:${hanging.port}/hook` }) });
+          if (response.status !== 201) throw new Error(`subscribing: ${response.status} ${await response.text()}`);
+        }
+        return smallJobRates([server], (lasts) => server.waitSucceeded(Math.max(...lasts), 2));
+      }, allow);
+    const without: Rates[] = [];
+    const withHook: Rates[] = [];
+    // A run is a second or two: five alternated pairs, so that a slow moment weighs on both sides.
+    for (let i = 0; i < pairs; i++) {
+      without.push(await measure(false));
+      withHook.push(await measure(true));
+    }
+    for (const kind of ["accepted", "completed"] as const) {
+      const importd = median(withHook.map((run) => run[`${kind}PerSecond`]));
+      const base = median(without.map((run) => run[`${kind}PerSecond`]));
+      rows.push({
+        row: `7w ${kind}`,
+        what: `row 7 with a webhook subscription whose receiver hangs vs without: ${kind}/s`,
+        importd,
+        baseline: base,
+        unit: "jobs/s",
+        ratio: importd / base,
+        target: "≥ 0.9×",
+        ok: importd / base >= 0.9,
+        details: { runs: withHook.map((run) => run[`${kind}PerSecond`]), baselineRuns: without.map((run) => run[`${kind}PerSecond`]) },
+      });
+    }
+  } finally {
+    hanging.stop(true);
+  }
+}
+
 const suites: Array<[string, () => Promise<void>]> = [
   ["1", endToEnd],
   ["2", fiveRequests],
@@ -454,6 +498,7 @@ const suites: Array<[string, () => Promise<void>]> = [
   ["4", statusThroughput],
   ["5", bigImport],
   ["7", manySmallJobs],
+  ["7w", smallJobsWithHangingWebhook],
   ["8", scaling],
   ["pg1", postgresEndToEnd],
   ["pg7", postgresSmallJobs],

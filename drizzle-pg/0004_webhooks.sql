@@ -24,8 +24,7 @@ CREATE TABLE "webhook_deliveries" (
 	"next_attempt_at" text,
 	"claim_token" text,
 	"claimed_until" text,
-	"completed_at" text,
-	CONSTRAINT "webhook_deliveries_message_id_unique" UNIQUE("message_id")
+	"completed_at" text
 );
 --> statement-breakpoint
 CREATE TABLE "webhooks" (
@@ -44,6 +43,7 @@ ALTER TABLE "webhook_deliveries" ADD CONSTRAINT "webhook_deliveries_webhook_id_w
 ALTER TABLE "webhook_deliveries" ADD CONSTRAINT "webhook_deliveries_environment_id_environments_id_fk" FOREIGN KEY ("environment_id") REFERENCES "public"."environments"("id") ON DELETE no action ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "webhook_deliveries" ADD CONSTRAINT "webhook_deliveries_job_id_jobs_id_fk" FOREIGN KEY ("job_id") REFERENCES "public"."jobs"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "webhooks" ADD CONSTRAINT "webhooks_environment_id_environments_id_fk" FOREIGN KEY ("environment_id") REFERENCES "public"."environments"("id") ON DELETE no action ON UPDATE no action;--> statement-breakpoint
-CREATE INDEX "webhook_deliveries_due_idx" ON "webhook_deliveries" USING btree ("status","next_attempt_at");--> statement-breakpoint
+CREATE INDEX "webhook_deliveries_webhook_due_idx" ON "webhook_deliveries" USING btree ("webhook_id","status","next_attempt_at");--> statement-breakpoint
+CREATE INDEX "webhook_deliveries_webhook_claimed_idx" ON "webhook_deliveries" USING btree ("webhook_id","status","claimed_until");--> statement-breakpoint
 CREATE INDEX "webhook_deliveries_job_idx" ON "webhook_deliveries" USING btree ("job_id");--> statement-breakpoint
 CREATE INDEX "webhooks_environment_idx" ON "webhooks" USING btree ("environment_id");

@@ -31,8 +31,8 @@ CREATE TABLE `webhook_deliveries` (
 	FOREIGN KEY (`job_id`) REFERENCES `jobs`(`id`) ON UPDATE no action ON DELETE cascade
 );
 --> statement-breakpoint
-CREATE UNIQUE INDEX `webhook_deliveries_message_id_unique` ON `webhook_deliveries` (`message_id`);--> statement-breakpoint
-CREATE INDEX `webhook_deliveries_due_idx` ON `webhook_deliveries` (`status`,`next_attempt_at`);--> statement-breakpoint
+CREATE INDEX `webhook_deliveries_webhook_due_idx` ON `webhook_deliveries` (`webhook_id`,`status`,`next_attempt_at`);--> statement-breakpoint
+CREATE INDEX `webhook_deliveries_webhook_claimed_idx` ON `webhook_deliveries` (`webhook_id`,`status`,`claimed_until`);--> statement-breakpoint
 CREATE INDEX `webhook_deliveries_job_idx` ON `webhook_deliveries` (`job_id`);--> statement-breakpoint
 CREATE TABLE `webhooks` (
 	`id` integer PRIMARY KEY AUTOINCREMENT NOT NULL,

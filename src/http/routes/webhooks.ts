@@ -110,7 +110,7 @@ export const webhookRoutes = (services: Services) => {
                 createdAt: "2026-11-26T10:00:00.000Z",
                 disabledAt: null,
                 disabledReason: null,
-                secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwx5rT1p0kBkU=",
               },
             ),
             ...problemResponses(400, 401, 429, 415, 422, 503),

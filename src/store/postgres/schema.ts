@@ -154,7 +154,8 @@ export const webhookDeliveries = pgTable(
   "webhook_deliveries",
   {
     id: bigint("id", { mode: "number" }).primaryKey().generatedByDefaultAsIdentity(),
-    messageId: text("message_id").notNull().unique(),
+    // Random (msg_ and 128 bits): unique without an index to say so.
+    messageId: text("message_id").notNull(),
     webhookId: integer("webhook_id").references(() => webhooks.id, { onDelete: "set null" }),
     environmentId: integer("environment_id")
       .notNull()
@@ -173,7 +174,13 @@ export const webhookDeliveries = pgTable(
     claimedUntil: text("claimed_until"),
     completedAt: text("completed_at"),
   },
-  (table) => [index("webhook_deliveries_due_idx").on(table.status, table.nextAttemptAt), index("webhook_deliveries_job_idx").on(table.jobId)],
+  // Claims look subscription by subscription: its next due delivery, and whether it has one claimed (an index each).
+  // No more: every ended job inserts a row here in its run's transaction, and each index costs that insert.
+  (table) => [
+    index("webhook_deliveries_webhook_due_idx").on(table.webhookId, table.status, table.nextAttemptAt),
+    index("webhook_deliveries_webhook_claimed_idx").on(table.webhookId, table.status, table.claimedUntil),
+    index("webhook_deliveries_job_idx").on(table.jobId),
+  ],
 );
 
 export const webhookAttempts = pgTable(

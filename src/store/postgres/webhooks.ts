@@ -35,7 +35,8 @@ const deliveriesOfJob = statement(`SELECT ${deliveryColumns} FROM webhook_delive
 const attemptsOf = statement(
   `SELECT delivery_id AS "deliveryId", attempt, at, status, error, response, duration_ms AS "durationMs" FROM webhook_attempts WHERE delivery_id = ANY($1::bigint[]) ORDER BY delivery_id, attempt`,
 );
-// The oldest due delivery of each subscription with none in flight, locked so that a concurrent claim of another
+// Subscription by subscription (there are few), each with none in flight: its next due delivery, by an index seek (a
+// receiver that hangs holds one at a time, and its backlog is not read), locked so that a concurrent claim of another
 // instance skips it rather than waits; claimed with this claim's token and lease in the same statement. The row's
 // own conditions are stated again where it is locked and updated: `due` was read from the statement's snapshot, and
 // a row another instance claimed and committed meanwhile is locked in its new version, which only these re-check
@@ -43,10 +44,10 @@ const attemptsOf = statement(
 const claimable = `d.status = '${DeliveryStatus.Pending}' AND d.next_attempt_at <= $1 AND (d.claimed_until IS NULL OR d.claimed_until < $1)`;
 const claimDue = statement(
   `WITH due AS (
-     SELECT DISTINCT ON (d.webhook_id) d.id FROM webhook_deliveries d
-     WHERE ${claimable} AND d.webhook_id IS NOT NULL AND NOT (d.webhook_id = ANY($4::integer[]))
-       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o WHERE o.webhook_id = d.webhook_id AND o.status = '${DeliveryStatus.Pending}' AND o.claimed_until >= $1)
-     ORDER BY d.webhook_id, d.id
+     SELECT (SELECT d.id FROM webhook_deliveries d WHERE d.webhook_id = w.id AND ${claimable} ORDER BY d.next_attempt_at LIMIT 1) AS id
+     FROM webhooks w
+     WHERE w.disabled_at IS NULL AND NOT (w.id = ANY($4::integer[]))
+       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o WHERE o.webhook_id = w.id AND o.status = '${DeliveryStatus.Pending}' AND o.claimed_until >= $1)
    ), locked AS (
      SELECT d.id FROM webhook_deliveries d JOIN due ON due.id = d.id WHERE ${claimable} ORDER BY d.next_attempt_at LIMIT $5 FOR UPDATE OF d SKIP LOCKED
    )
@@ -63,7 +64,10 @@ const disableSubscription = statement(`UPDATE webhooks SET disabled_at = $2, dis
 const failPendingOf = statement(
   `UPDATE webhook_deliveries SET status = '${DeliveryStatus.Failed}', completed_at = $2, next_attempt_at = NULL WHERE webhook_id = $1 AND status = '${DeliveryStatus.Pending}'`,
 );
-const nextDue = statement(`SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE status = '${DeliveryStatus.Pending}'`);
+// Subscription by subscription, through the index claims use (a delivery whose subscription is gone is not pending).
+const nextDue = statement(
+  `SELECT min((SELECT d.next_attempt_at FROM webhook_deliveries d WHERE d.webhook_id = w.id AND d.status = '${DeliveryStatus.Pending}' ORDER BY d.next_attempt_at LIMIT 1)) AS at FROM webhooks w`,
+);
 
 /**
  * Webhook subscriptions and their outbox on PostgreSQL, shared by every instance: any of them claims a due delivery
