@@ -184,6 +184,25 @@ describe("deliveries", () => {
     }
   }, 30_000);
 
+  test("a receiver that hangs delays only its own deliveries: another subscription's arrive meanwhile, and so do the jobs", async () => {
+    const hanging = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Promise<Response>(() => {}) });
+    try {
+      const stuck = await subscribe(`http://127.0.0.1:${hanging.port}/never`);
+      expect(stuck.status).toBe(201);
+      await subscribed(undefined, "/beside");
+      const started = performance.now();
+      const jobs: Array<{ id: number }> = [];
+      for (let i = 0; i < 3; i++) jobs.push(await importAndWait(server.base, "assets", server.key, [asset(60 + i)]));
+      await receiver.waitFor(3, (message) => message.path === "/beside" && jobs.some((job) => job.id === message.body.data.id));
+      // Well within one attempt's 10 s on the hanging receiver.
+      expect(performance.now() - started).toBeLessThan(5_000);
+      const [held] = await deliveries(jobs[0]!.id).then((items) => items.filter((item) => item.status === "pending"));
+      expect(held).toMatchObject({ status: "pending", attempts: [] });
+    } finally {
+      hanging.stop(true);
+    }
+  }, 30_000);
+
   test("a job's deliveries are its environment's only: another's key gets 404", async () => {
     await subscribed();
     const job = await importAndWait(server.base, "assets", server.key, [asset(50)]);

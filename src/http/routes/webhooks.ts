@@ -125,7 +125,14 @@ export const webhookRoutes = (services: Services) => {
         summary: "List the environment's webhook subscriptions",
         tags: ["Webhooks"],
         description: `The environment's subscriptions (at most ${maxSubscriptions}), oldest first, without their secrets. A disabled one (its receiver answered 410 Gone) says when and why.`,
-        responses: { 200: jsonResponse(webhookListSchema, "The subscriptions."), ...problemResponses(401, 429, 503) },
+        responses: {
+          200: jsonResponse(webhookListSchema, "The subscriptions.", undefined, {
+            items: [
+              { id: 1, url: "https://hooks.example.com/importd", events: ["job.succeeded", "job.failed"], createdAt: "2026-11-26T10:00:00.000Z", disabledAt: null, disabledReason: null },
+            ],
+          }),
+          ...problemResponses(401, 429, 503),
+        },
       },
     })
     .delete(
@@ -168,7 +175,17 @@ export const webhookRoutes = (services: Services) => {
             "Sends a `ping` event to the subscription now, signed as every event is (`{type: \"ping\", timestamp, data: {webhookId, url}}`), and answers what the receiver did: " +
             "`delivered` true for a 2xx within 10 s. Not retried, and not stored: a way to check a receiver and its signature check.",
           parameters: [webhookIdParameter],
-          responses: { 200: jsonResponse(pingResultSchema, "The attempt: delivered or not, and the receiver's answer."), ...problemResponses(401, 429, 404, 503) },
+          responses: {
+            200: jsonResponse(pingResultSchema, "The attempt: delivered or not, and the receiver's answer.", undefined, {
+              delivered: true,
+              messageId: "msg_6f1c2d9a0b7e4c55a1e3f0d2b8c4a791",
+              status: 204,
+              error: null,
+              response: null,
+              durationMs: 41,
+            }),
+            ...problemResponses(401, 429, 404, 503),
+          },
         },
       },
     )
@@ -202,7 +219,27 @@ export const webhookRoutes = (services: Services) => {
             "Empty while the job runs, and when no subscription wanted it. " +
             deliveryRules,
           parameters: [jobIdParameter],
-          responses: { 200: jsonResponse(deliveryListSchema, "The deliveries, oldest first."), ...problemResponses(401, 429, 404, 503) },
+          responses: {
+            200: jsonResponse(deliveryListSchema, "The deliveries, oldest first.", undefined, {
+              items: [
+                {
+                  messageId: "msg_6f1c2d9a0b7e4c55a1e3f0d2b8c4a791",
+                  webhookId: 1,
+                  event: "job.succeeded",
+                  url: "https://hooks.example.com/importd",
+                  status: "delivered",
+                  attempts: [
+                    { attempt: 1, at: "2026-11-26T10:00:01.701Z", status: 503, error: "answered 503 Service Unavailable", response: "busy", durationMs: 12 },
+                    { attempt: 2, at: "2026-11-26T10:00:06.930Z", status: 204, error: null, response: null, durationMs: 9 },
+                  ],
+                  createdAt: "2026-11-26T10:00:01.692Z",
+                  nextAttemptAt: null,
+                  completedAt: "2026-11-26T10:00:06.941Z",
+                },
+              ],
+            }),
+            ...problemResponses(401, 429, 404, 503),
+          },
         },
       },
     );
