@@ -13,7 +13,10 @@ export type DispatcherOptions = {
   log: Log;
   /** Deliveries in flight at once, over all subscriptions (one per subscription at a time). */
   maxInFlight?: number;
-  /** How long a claim keeps other processes off a delivery: well beyond an attempt's 10 s. */
+  /**
+   * How long a claim keeps other processes off a delivery: twice an attempt's 10 s, to store its outcome in. It is also
+   * how long a delivery claimed by an instance that was killed waits before another takes it over (PostgreSQL).
+   */
   leaseMs?: number;
   /** The longest sleep between looks at the outbox, when nothing wakes it sooner. */
   idleMs?: number;
@@ -43,7 +46,7 @@ export class WebhookDispatcher {
 
   constructor(private readonly options: DispatcherOptions) {
     this.maxInFlight = options.maxInFlight ?? 16;
-    this.leaseMs = options.leaseMs ?? 60_000;
+    this.leaseMs = options.leaseMs ?? 20_000;
     this.idleMs = options.idleMs ?? 2_000;
   }
 

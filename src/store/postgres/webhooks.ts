@@ -31,9 +31,10 @@ const cancelPendingOf = statement(
   `UPDATE webhook_deliveries SET status = '${DeliveryStatus.Canceled}', completed_at = $2, next_attempt_at = NULL WHERE webhook_id = $1 AND status = '${DeliveryStatus.Pending}'`,
 );
 const deleteSubscription = statement(`DELETE FROM webhooks WHERE environment_id = $1 AND id = $2 RETURNING id`);
-const deliveriesOfJob = statement(`SELECT ${deliveryColumns} FROM webhook_deliveries d WHERE d.job_id = $1 ORDER BY d.id`);
-const attemptsOf = statement(
-  `SELECT delivery_id AS "deliveryId", attempt, at, status, error, response, duration_ms AS "durationMs" FROM webhook_attempts WHERE delivery_id = ANY($1::bigint[]) ORDER BY delivery_id, attempt`,
+const deliveriesOfJob = statement(
+  `SELECT ${deliveryColumns},
+     CASE WHEN a.attempt IS NULL THEN NULL ELSE json_build_object('attempt', a.attempt, 'at', a.at, 'status', a.status, 'error', a.error, 'response', a.response, 'durationMs', a.duration_ms) END AS attempt
+   FROM webhook_deliveries d LEFT JOIN webhook_attempts a ON a.delivery_id = d.id WHERE d.job_id = $1 ORDER BY d.id, a.attempt`,
 );
 // Subscription by subscription (there are few), each with none in flight: its next due delivery, by an index seek (a
 // receiver that hangs holds one at a time, and its backlog is not read), locked so that a concurrent claim of another
@@ -113,16 +114,18 @@ export class PostgresWebhooks implements WebhookStore {
     );
   }
 
+  // One statement, so one snapshot: a delivery and its attempts as one commit left them (an attempt stored with its
+  // outcome is never listed beside the delivery's state before it).
   deliveriesOf(jobId: number): Promise<Array<WebhookDelivery & { history: DeliveryAttempt[] }>> {
     return answer(async () => {
-      const deliveries = await this.any.query<WebhookDelivery>(deliveriesOfJob(jobId));
-      if (deliveries.length === 0) return [];
-      const attempts = await this.any.query<DeliveryAttempt & { deliveryId: number }>(attemptsOf(deliveries.map((delivery) => delivery.id)));
-      return deliveries.map((delivery) => ({
-        ...delivery,
-        id: Number(delivery.id),
-        history: attempts.filter((attempt) => Number(attempt.deliveryId) === Number(delivery.id)).map(({ deliveryId: _, ...attempt }) => attempt),
-      }));
+      const rows = await this.any.query<WebhookDelivery & { attempt: DeliveryAttempt | null }>(deliveriesOfJob(jobId));
+      const deliveries = new Map<number, WebhookDelivery & { history: DeliveryAttempt[] }>();
+      for (const { attempt, ...delivery } of rows) {
+        const id = Number(delivery.id);
+        if (!deliveries.has(id)) deliveries.set(id, { ...delivery, id, history: [] });
+        if (attempt) deliveries.get(id)!.history.push(attempt);
+      }
+      return [...deliveries.values()];
     });
   }
 
