@@ -1,7 +1,7 @@
 import type { ClaimedDelivery, Job, DeliveryAttempt, DeliveryOutcome, WebhookDelivery, WebhookStore, WebhookSubscription } from "../ports";
 import { DeliveryStatus } from "../../webhooks/events";
 import { outboxRows } from "../../webhooks/outbox";
-import { writeTransaction, type Db } from "./database";
+import { unsyncedWriteTransaction, writeTransaction, type Db } from "./database";
 import { answer } from "./faults";
 
 const now = () => new Date().toISOString();
@@ -120,7 +120,9 @@ export class SqliteWebhooks implements WebhookStore {
     return answer(() => {
       // Looked for first without the write lock, which the queue's runs and intakes want far more often.
       if (dueNow(now()).length === 0) return [];
-      return writeTransaction(this.db, () => {
+      // Not synced (as a run's claim is not): a claim lost in a power cut costs a delivery sent again, which at least
+      // once allows; two fsyncs per delivery would cost the queue beside it.
+      return unsyncedWriteTransaction(this.db, () => {
         const at = now();
         const until = new Date(Date.now() + leaseMs).toISOString();
         const due = dueNow(at);
@@ -137,8 +139,9 @@ export class SqliteWebhooks implements WebhookStore {
   }
 
   recordAttempt(delivery: ClaimedDelivery, attempt: DeliveryAttempt, outcome: DeliveryOutcome): Promise<boolean> {
+    // Not synced either: an attempt lost in a power cut is made again, under the same webhook-id.
     return answer(() =>
-      writeTransaction(this.db, () => {
+      unsyncedWriteTransaction(this.db, () => {
         const at = now();
         const settled = outcome.status === "pending" ? null : at;
         const updated = this.client
