@@ -46,7 +46,24 @@ export function parseAndValidate(bytes: Uint8Array): Array<Record<string, any>> 
 
 /** read → parse → validate → check references → upsert in one transaction. Returns the records written. */
 export function plainImport(db: Database, bytes: Uint8Array): number {
+  return upsertAll(db, parseAndValidate(bytes));
+}
+
+/**
+ * The durable floor (issue 34): what any asynchronous import service must do before it answers 202, then the plain
+ * upsert. The body is zstd-compressed on Bun's thread pool while it is parsed and validated (as importd's intake
+ * does), and committed with synchronous = FULL in a transaction of its own before the upsert's.
+ */
+export async function durableImport(db: Database, bytes: Uint8Array): Promise<number> {
+  const compressed = Bun.zstdCompress(bytes, { level: 1 });
   const records = parseAndValidate(bytes);
+  const payload = await compressed;
+  db.exec("CREATE TABLE IF NOT EXISTS durable_payloads (id INTEGER PRIMARY KEY, body BLOB NOT NULL)");
+  db.transaction(() => db.query("INSERT INTO durable_payloads (body) VALUES (?)").run(payload)).immediate();
+  return upsertAll(db, records);
+}
+
+function upsertAll(db: Database, records: Array<Record<string, any>>): number {
   const subAreas = ids(db, "sub_areas");
   const types = ids(db, "asset_types");
   const categories = ids(db, "asset_categories");
