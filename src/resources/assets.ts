@@ -1,13 +1,9 @@
-import { t } from "elysia";
+import { Type as t } from "@sinclair/typebox";
 import { defineResource, presentFields } from "./definition";
-import { optionalText, ordered, requiredText } from "./validate";
+import { oneOf, optionalText, ordered, requiredText } from "./validate";
 
 export const shapeTypes = ["Point", "MultiPoint", "LineString", "MultiLineString", "Polygon", "MultiPolygon"] as const;
 export const locationUnits = ["m", "km", "ft", "mi"] as const;
-
-// Written as `enum`, never a union of constants, which generated clients read as its first constant only. No default:
-// (t.UnionEnum's own is the first value) these are required codes.
-const oneOf = <T extends string>(values: readonly [T, ...T[]]) => t.UnionEnum(values, { default: undefined });
 
 const locations = ordered("locationStart", "locationEnd");
 const points = ordered("startPoint", "endPoint");

@@ -1,5 +1,5 @@
 import type { Static } from "@sinclair/typebox";
-import { t } from "elysia";
+import { Type as t } from "@sinclair/typebox";
 import { defineResource, presentFields } from "./definition";
 import { optionalText, requiredText } from "./validate";
 

@@ -1,4 +1,4 @@
-import type { TObject, TSchema } from "@sinclair/typebox";
+import { Kind, Type, TypeRegistry, type TObject, type TSchema } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 
 /**
@@ -303,4 +303,15 @@ export const requiredText = (maxLength: number, description?: string) => ({
 });
 
 /** Schema options for an optional text field: bounded, without NUL. */
+// A set of codes: TypeBox's own types only, never Elysia's `t`, which would bring the whole server framework into the
+// console's bundle (the browser reads these definitions too). A kind of its own, which the compiled checkers check.
+const codeKind = "ImportdCode";
+if (!TypeRegistry.Has(codeKind)) TypeRegistry.Set(codeKind, (schema: { enum: readonly string[] }, value) => typeof value === "string" && schema.enum.includes(value));
+
+/**
+ * One of `values`, written as JSON Schema's `enum`: never a union of constants, which generated clients read as its first
+ * constant only. No default: these are required codes.
+ */
+export const oneOf = <T extends string>(values: readonly [T, ...T[]]) => Type.Unsafe<T>({ [Kind]: codeKind, type: "string", enum: [...values] });
+
 export const optionalText = (maxLength: number) => ({ maxLength, pattern: optionalTextPattern });
