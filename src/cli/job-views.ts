@@ -1,6 +1,5 @@
 // How `importd jobs` shows jobs and rejected records: for a person (a table, a summary) and for a script (CSV, NDJSON).
 // Pure functions from the API's documents to lines, so that the command itself is only about asking the server.
-import { stringify } from "csv-stringify/sync";
 import type { JobDocument, RejectedRecord } from "../client";
 
 const count = (n: number) => n.toLocaleString("en-US");
@@ -63,37 +62,3 @@ export function jobSummary(job: JobDocument): string[] {
 
 /** A rejected record as the JSON format gives it: as sent, with why (`_error`) and where it stood in its batch (`_index`). */
 export const rejectedJson = (rejected: RejectedRecord) => JSON.stringify({ ...rejected.record, _error: rejected.message, _index: rejected.index });
-
-/**
- * A record's fields as CSV cells by column name: nested objects flattened into dotted names
- * (`geolocation.locationStart`), as `importd import` nests them back. A null is an empty cell (absent, to the
- * importer, as null is to the server); a list, which no CSV cell can hold as such, is its JSON text.
- */
-function cellsOf(record: Record<string, unknown>, prefix = "", cells = new Map<string, string>()): Map<string, string> {
-  for (const [name, value] of Object.entries(record)) {
-    if (value !== null && typeof value === "object" && !Array.isArray(value)) cellsOf(value as Record<string, unknown>, `${prefix}${name}.`, cells);
-    else cells.set(`${prefix}${name}`, value === null ? "" : typeof value === "object" ? JSON.stringify(value) : String(value));
-  }
-  return cells;
-}
-
-/** The CSV columns of rejected records: every field any of them has, in the order first met, then `_error` and `_index`. */
-export class RejectedColumns {
-  private readonly fields = new Set<string>();
-
-  add(rejected: RejectedRecord): void {
-    for (const name of cellsOf(rejected.record).keys()) this.fields.add(name);
-  }
-
-  get header(): string {
-    return csvLine([...this.fields, "_error", "_index"]);
-  }
-
-  row(rejected: RejectedRecord): string {
-    const cells = cellsOf(rejected.record);
-    return csvLine([...[...this.fields].map((name) => cells.get(name) ?? ""), rejected.message, String(rejected.index)]);
-  }
-}
-
-// One CSV line, quoted where a cell needs it; without its line end, which the output adds.
-const csvLine = (cells: string[]) => stringify([cells]).replace(/\n$/, "");

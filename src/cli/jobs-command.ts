@@ -2,7 +2,8 @@ import { parseArgs } from "node:util";
 import { createClient, ImportdConnectionError, ImportdProblem, type ImportdClient, type JobDocument, type RejectedRecord } from "../client";
 import { isTerminal, jobStatuses } from "../jobs/states";
 import { UsageError, type Output } from "./errors";
-import { jobSummary, jobTable, RejectedColumns, rejectedJson } from "./job-views";
+import { RejectedColumns } from "../client/rejected-csv";
+import { jobSummary, jobTable, rejectedJson } from "./job-views";
 import { connectionFlags, connectionUsage, keyRefused, serverConnection } from "./server-connection";
 
 const defaultListLimit = 20;

@@ -36,6 +36,8 @@ export class ImportdProblem extends Error {
     readonly detail: string | undefined,
     readonly errors: Record<string, string[]> | undefined,
     readonly type: string | undefined,
+    /** Retry-After, in seconds, when the answer said how long to wait (a 429, a 503). */
+    readonly retryAfterSeconds?: number,
   ) {
     super(`${status} ${title}${detail ? `: ${detail}` : ""}`);
     this.name = "ImportdProblem";
@@ -43,11 +45,13 @@ export class ImportdProblem extends Error {
 
   static async from(response: Response): Promise<ImportdProblem> {
     const text = await response.text();
+    const wait = retryAfterMs(response);
+    const retryAfterSeconds = wait === undefined ? undefined : wait / 1000;
     try {
       const body = JSON.parse(text) as { title?: string; detail?: string; errors?: Record<string, string[]>; type?: string };
-      return new ImportdProblem(response.status, body.title ?? response.statusText, body.detail, body.errors, body.type);
+      return new ImportdProblem(response.status, body.title ?? response.statusText, body.detail, body.errors, body.type, retryAfterSeconds);
     } catch {
-      return new ImportdProblem(response.status, response.statusText, text.slice(0, 500) || undefined, undefined, undefined);
+      return new ImportdProblem(response.status, response.statusText, text.slice(0, 500) || undefined, undefined, undefined, retryAfterSeconds);
     }
   }
 }
@@ -205,11 +209,15 @@ export function createClient(options: ClientOptions) {
     cancelJob: async (id: number, options: RequestOptions = {}) =>
       (await (await send(`/v2/status/${id}/cancel`, { method: "POST", signal: options.signal })).json()) as JobDocument,
 
+    /** A page of the records a finished job rejected, in their batch's order. */
+    listRejected: (id: number, params: { limit?: number; after?: string } = {}, options?: RequestOptions) =>
+      getJson<Page<RejectedRecord>>(`/v2/status/${id}/rejected${query(params)}`, options),
+
     /** Every record a finished job rejected, page after page. */
     async *rejectedRecords(id: number, options: RequestOptions = {}): AsyncGenerator<RejectedRecord> {
       let after: string | undefined;
       do {
-        const page = await getJson<Page<RejectedRecord>>(`/v2/status/${id}/rejected${query({ limit: 1000, after })}`, options);
+        const page = await client.listRejected(id, { limit: 1000, after }, options);
         yield* page.items;
         after = page.nextCursor ?? undefined;
       } while (after !== undefined);
