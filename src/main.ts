@@ -126,7 +126,7 @@ async function main(argv: string[]): Promise<number> {
     );
   }
   const transport = certificate ? `HTTPS, certificate ${certificate.path}` : config.insecureHttp ? "plain HTTP on the network: --insecure-http" : "plain HTTP, this machine only";
-  io.out(`importd listening on ${server.url} (${transport}; ${describeLocation(config)}); Swagger UI: ${server.url}/swagger`);
+  io.out(`importd listening on ${server.url} (${transport}; ${describeLocation(config)}); console: ${server.url}/console; Swagger UI: ${server.url}/swagger`);
   log({ msg: "listening", url: server.url, tls: certificate !== undefined, store: describeLocation(config), workers: config.workers, ...(certificate ? { certificate: certificate.path, fingerprint: certificate.fingerprint } : {}) });
 
   stop = (signal) => {

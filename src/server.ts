@@ -3,6 +3,7 @@ import { Access } from "./access/access";
 import { FailureLimiter, MemoryFailureLog } from "./access/failure-limiter";
 import type { Config } from "./config";
 import { buildApp } from "./http/app";
+import { consoleRoutes } from "./http/console";
 import { Listener } from "./http/listener";
 import { clientAddressOf, rememberClientAddress, trustedProxies } from "./http/client-address";
 import { internalError } from "./http/problem";
@@ -157,6 +158,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   let server: Listener;
   try {
     server = Listener.open({
+      routes: consoleRoutes,
       fetch: (received, bunServer) => {
         const request = routable(received);
         // Asked at once: once the client has closed the connection (a half-close after its request, say), Bun no

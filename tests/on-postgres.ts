@@ -11,6 +11,7 @@ const suites = [
   "tests/client",
   "tests/openapi",
   "tests/webhooks",
+  "tests/console",
   "tests/cli/cli.test.ts",
   ...["contention", "kill", "poison", "responsive", "shutdown"].map((name) => `tests/durability/${name}.test.ts`),
 ];

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { testAuthority, writeIdentity } from "./helpers/tls";
 
-const suites = ["tests/http", "tests/jobs", "tests/client", "tests/openapi", "tests/webhooks"];
+const suites = ["tests/http", "tests/jobs", "tests/client", "tests/openapi", "tests/webhooks", "tests/console"];
 
 const dir = mkdtempSync(join(tmpdir(), "importd-tls-pass-"));
 try {

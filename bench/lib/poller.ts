@@ -14,10 +14,8 @@ const loops = Array.from({ length: Number(connections) }, async () => {
     latencies.push(performance.now() - start);
   }
 });
-for await (const _ of Bun.stdin.stream()) {
-  // Anything on stdin, or its end, stops the loops.
-  break;
-}
+// Anything on stdin, or its end, stops the loops.
+await Bun.stdin.stream().getReader().read();
 running = false;
 await Promise.all(loops);
 console.log(JSON.stringify({ latencies }));

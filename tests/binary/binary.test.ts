@@ -57,6 +57,15 @@ test("the compiled binary, alone in an empty directory and without Bun, serves a
   const ui = await fetch(`${running.url}/swagger/assets/swagger-ui-bundle.js`);
   expect(ui.status).toBe(200);
   expect(await ui.text()).toContain("SwaggerUIBundle");
+  // The console's page and its bundled script and stylesheet, from inside the binary.
+  const consolePage = await (await fetch(`${running.url}/console`)).text();
+  const files = [...consolePage.matchAll(/(?:src|href)="(\/[^"]+\.(?:js|css))"/g)].map((match) => match[1]!);
+  expect(files.length).toBe(2);
+  for (const file of files) {
+    const served = await fetch(`${running.url}${file}`);
+    expect(served.status).toBe(200);
+    expect((await served.text()).length).toBeGreaterThan(1000);
+  }
 
   // A second job, then a clean stop: SIGTERM exits 0.
   const second = await importBatch(base, "assets", key, assets(10, 500));

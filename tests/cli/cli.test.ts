@@ -284,9 +284,10 @@ describe("importd serve", () => {
       expect(first.firstRunKey).toMatch(keyPattern);
       const printed = first.stdout.join("\n");
       expect(printed.split(first.firstRunKey!).length - 1).toBe(1);
-      // With the URL of Swagger UI, which answers.
-      expect(printed).toContain(`Swagger UI: ${first.url}/swagger`);
+      // With the URLs of the console and of Swagger UI, which answer.
+      expect(printed).toContain(`console: ${first.url}/console; Swagger UI: ${first.url}/swagger`);
       expect((await fetch(`${first.url}/swagger`)).status).toBe(200);
+      expect((await fetch(`${first.url}/console`)).status).toBe(200);
       // The printed key is a working key of `default`.
       expect((await fetch(`${first.url}/default/v2/jobs`, { headers: { "Api-Key": first.firstRunKey! } })).status).toBe(200);
     } finally {

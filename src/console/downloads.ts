@@ -1,0 +1,27 @@
+import type { ImportdClient, RejectedRecord } from "../client";
+import { RejectedColumns } from "../client/rejected-csv";
+
+/**
+ * Saves a job's rejected records as the CSV `importd jobs rejected` writes (the same columns: every field the records
+ * have, nested ones dotted, then `_error` and `_index`), to be fixed and imported again.
+ */
+export async function downloadRejectedCsv(client: ImportdClient, id: number): Promise<void> {
+  const columns = new RejectedColumns();
+  const records: RejectedRecord[] = [];
+  for await (const record of client.rejectedRecords(id)) {
+    columns.add(record);
+    records.push(record);
+  }
+  const lines = [columns.header, ...records.map((record) => columns.row(record))];
+  save(new Blob([lines.join("\n") + "\n"], { type: "text/csv;charset=utf-8" }), `job-${id}-rejected.csv`);
+}
+
+function save(blob: Blob, name: string): void {
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(blob);
+  link.download = name;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
+}

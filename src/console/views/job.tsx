@@ -1,0 +1,168 @@
+import { useEffect, useState } from "preact/hooks";
+import { ImportdProblem, type ImportdClient, type JobDocument, type Page, type RejectedRecord } from "../../client";
+import { terminalStatuses } from "../../jobs/states";
+import { downloadRejectedCsv } from "../downloads";
+import { count, duration, time } from "../format";
+import { problemText } from "../problems";
+import type { Session } from "../session";
+import { StatusBadge } from "./status";
+
+const rejectedPageSize = 50;
+
+/** One job: its timings, counts and message, kept up to date until it ends; its rejected records; cancel while pending. */
+export function JobView({ client, session, id }: { client: ImportdClient; session: Session; id: number }) {
+  const [job, setJob] = useState<JobDocument>();
+  const [problem, setProblem] = useState<string>();
+  const [busy, setBusy] = useState<string>();
+
+  useEffect(() => {
+    const stop = new AbortController();
+    (async () => {
+      try {
+        const first = await client.getJob(id, { signal: stop.signal });
+        setJob(first);
+        // Long polls: each answer comes as soon as the job moves, or after a few seconds.
+        if (!terminalStatuses.has(first.importJobStatus)) await client.waitForJob(id, { signal: stop.signal, onProgress: setJob });
+      } catch (error) {
+        if (!stop.signal.aborted) setProblem(problemText(error, session.environment));
+      }
+    })();
+    return () => stop.abort();
+  }, [client, id]);
+
+  const cancel = async () => {
+    setBusy("Canceling…");
+    try {
+      setJob(await client.cancelJob(id));
+    } catch (error) {
+      if (error instanceof ImportdProblem && error.status === 409) {
+        setProblem("Too late to cancel: the job started meanwhile. It runs to its end; its outcome shows here.");
+        setJob(await client.getJob(id).catch(() => job));
+      } else setProblem(problemText(error, session.environment));
+    } finally {
+      setBusy(undefined);
+    }
+  };
+
+  const download = async () => {
+    setBusy("Preparing the CSV…");
+    try {
+      await downloadRejectedCsv(client, id);
+    } catch (error) {
+      setProblem(problemText(error, session.environment));
+    } finally {
+      setBusy(undefined);
+    }
+  };
+
+  if (!job) {
+    return (
+      <section>
+        <h1>Job {id}</h1>
+        {problem ? <p class="problem" role="alert">{problem}</p> : <p>Loading…</p>}
+      </section>
+    );
+  }
+  const output = job.output;
+  return (
+    <section aria-labelledby="job-title">
+      <p><a href="#/jobs">← Jobs</a></p>
+      <div class="heading">
+        <h1 id="job-title">
+          Job {job.id} <StatusBadge status={job.importJobStatus} />
+        </h1>
+        {job.importJobStatus === "Pending" && (
+          <button type="button" class="danger" disabled={busy !== undefined} onClick={cancel}>Cancel this job</button>
+        )}
+      </div>
+      {job.dryRun && <p class="note">A dry run: nothing was applied. The counts say what applying would have done.</p>}
+      {problem && <p class="problem" role="alert">{problem}</p>}
+      {busy && <p aria-live="polite">{busy}</p>}
+      <dl class="facts">
+        <dt>Type</dt>
+        <dd>{job.importJobType}</dd>
+        <dt>Records</dt>
+        <dd>{count(job.recordCount)}</dd>
+        <dt>Created</dt>
+        <dd>{time(job.createdAt)}</dd>
+        <dt>Started</dt>
+        <dd>{time(job.startedAt)} {job.startedAt && <span class="quiet">(queued {duration(job.createdAt, job.startedAt)})</span>}</dd>
+        <dt>Completed</dt>
+        <dd>{time(job.completedAt)} {job.completedAt && <span class="quiet">(ran {duration(job.startedAt ?? job.createdAt, job.completedAt)})</span>}</dd>
+      </dl>
+      {output && (
+        <>
+          <dl class="counts" aria-label="Counts">
+            <div><dt>Applied</dt><dd>{count(output.applied)}</dd></div>
+            <div><dt>Created</dt><dd>{count(output.created)}</dd></div>
+            <div><dt>Updated</dt><dd>{count(output.updated)}</dd></div>
+            <div><dt>Unchanged</dt><dd>{count(output.unchanged)}</dd></div>
+            <div><dt>Rejected</dt><dd>{count(output.rejected)}</dd></div>
+          </dl>
+          <h2>Message</h2>
+          <p class="message">{output.message}</p>
+        </>
+      )}
+      {output && output.rejected > 0 && (
+        <>
+          <div class="heading">
+            <h2>Rejected records</h2>
+            <button type="button" disabled={busy !== undefined} onClick={download}>Download the rejected records (CSV)</button>
+          </div>
+          <RejectedRecords client={client} session={session} id={job.id} />
+        </>
+      )}
+    </section>
+  );
+}
+
+function RejectedRecords({ client, session, id }: { client: ImportdClient; session: Session; id: number }) {
+  const [cursors, setCursors] = useState<Array<string | undefined>>([undefined]);
+  const [page, setPage] = useState<Page<RejectedRecord>>();
+  const [problem, setProblem] = useState<string>();
+  const after = cursors[cursors.length - 1];
+
+  useEffect(() => {
+    let stopped = false;
+    client.listRejected(id, { limit: rejectedPageSize, after }).then(
+      (loaded) => !stopped && setPage(loaded),
+      (error) => !stopped && setProblem(problemText(error, session.environment)),
+    );
+    return () => void (stopped = true);
+  }, [client, id, after]);
+
+  if (problem) return <p class="problem" role="alert">{problem}</p>;
+  if (!page) return <p>Loading…</p>;
+  return (
+    <>
+      <div class="scroll">
+        <table class="rejected">
+          <thead>
+            <tr>
+              <th scope="col" class="number">Index</th>
+              <th scope="col">Id</th>
+              <th scope="col">Field</th>
+              <th scope="col">Why</th>
+              <th scope="col">Record, as sent</th>
+            </tr>
+          </thead>
+          <tbody>
+            {page.items.map((rejected) => (
+              <tr key={rejected.index}>
+                <td class="number">{rejected.index}</td>
+                <td>{rejected.id ?? "–"}</td>
+                <td>{rejected.field}</td>
+                <td>{rejected.message}</td>
+                <td><code>{JSON.stringify(rejected.record)}</code></td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      <nav class="pages" aria-label="Pages of rejected records">
+        <button type="button" disabled={cursors.length === 1} onClick={() => setCursors(cursors.slice(0, -1))}>Previous</button>
+        <button type="button" disabled={!page.nextCursor} onClick={() => page.nextCursor && setCursors([...cursors, page.nextCursor])}>Next</button>
+      </nav>
+    </>
+  );
+}

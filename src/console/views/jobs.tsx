@@ -1,0 +1,133 @@
+import { useEffect, useState } from "preact/hooks";
+import type { ImportdClient, JobDocument } from "../../client";
+import { jobStatuses } from "../../jobs/states";
+import { jobTypes } from "../../resources/registry";
+import { count, time } from "../format";
+import { problemText } from "../problems";
+import { jobHref } from "../route";
+import type { Session } from "../session";
+import { StatusBadge } from "./status";
+
+const pageSize = 25;
+// The first page is asked again this often while it is shown and the tab is visible: new jobs and their ends appear
+// without a reload. Older pages do not change but for their statuses, and are asked again only on request.
+const refreshMs = 2_000;
+
+type Filters = { status: string; type: string; dryRun: string };
+
+/** The environment's jobs, newest first, filtered, a page at a time; the first page kept up to date. */
+export function JobsView({ client, session }: { client: ImportdClient; session: Session }) {
+  const [filters, setFilters] = useState<Filters>({ status: "", type: "", dryRun: "" });
+  // The cursors of the pages before this one (the first page's is undefined), to go back.
+  const [cursors, setCursors] = useState<Array<string | undefined>>([undefined]);
+  const [page, setPage] = useState<{ items: JobDocument[]; nextCursor: string | null }>();
+  const [problem, setProblem] = useState<string>();
+  const [updatedAt, setUpdatedAt] = useState<Date>();
+  const after = cursors[cursors.length - 1];
+
+  useEffect(() => {
+    let stopped = false;
+    const load = async () => {
+      if (document.hidden) return;
+      try {
+        const loaded = await client.listJobs({
+          status: filters.status || undefined,
+          type: filters.type || undefined,
+          dryRun: filters.dryRun === "" ? undefined : filters.dryRun === "true",
+          limit: pageSize,
+          after,
+        });
+        if (stopped) return;
+        setPage(loaded);
+        setProblem(undefined);
+        setUpdatedAt(new Date());
+      } catch (error) {
+        if (!stopped) setProblem(problemText(error, session.environment));
+      }
+    };
+    void load();
+    const timer = after === undefined ? setInterval(load, refreshMs) : undefined;
+    return () => {
+      stopped = true;
+      clearInterval(timer);
+    };
+  }, [client, filters, after]);
+
+  const filter = (name: keyof Filters) => (event: Event) => {
+    setFilters({ ...filters, [name]: (event.currentTarget as HTMLSelectElement).value });
+    setCursors([undefined]);
+  };
+
+  return (
+    <section aria-labelledby="jobs-title">
+      <div class="heading">
+        <h1 id="jobs-title">Jobs</h1>
+        <p class="quiet" aria-live="polite">{after === undefined && updatedAt ? `Live: updated ${updatedAt.toLocaleTimeString("en-GB")}` : ""}</p>
+      </div>
+      <form class="filters" onSubmit={(event) => event.preventDefault()}>
+        <label>
+          Status
+          <select name="status" value={filters.status} onChange={filter("status")}>
+            <option value="">Any</option>
+            {jobStatuses.map((status) => <option value={status}>{status}</option>)}
+          </select>
+        </label>
+        <label>
+          Type
+          <select name="type" value={filters.type} onChange={filter("type")}>
+            <option value="">Any</option>
+            {jobTypes.map((type) => <option value={type}>{type}</option>)}
+          </select>
+        </label>
+        <label>
+          Dry runs
+          <select name="dryRun" value={filters.dryRun} onChange={filter("dryRun")}>
+            <option value="">Included</option>
+            <option value="true">Only dry runs</option>
+            <option value="false">Left out</option>
+          </select>
+        </label>
+      </form>
+      {problem && <p class="problem" role="alert">{problem}</p>}
+      {page && page.items.length === 0 && <p>No jobs{filters.status || filters.type || filters.dryRun ? " match these filters" : " yet: import a file with importd import, or POST to the API"}.</p>}
+      {page && page.items.length > 0 && (
+        <div class="scroll">
+          <table class="jobs">
+            <thead>
+              <tr>
+                <th scope="col">Job</th>
+                <th scope="col">Type</th>
+                <th scope="col">Status</th>
+                <th scope="col" class="number">Records</th>
+                <th scope="col" class="number">Applied</th>
+                <th scope="col" class="number">Rejected</th>
+                <th scope="col">Created</th>
+              </tr>
+            </thead>
+            <tbody>
+              {page.items.map((job) => (
+                <tr key={job.id}>
+                  <td>
+                    <a href={jobHref(job.id)}>{job.id}</a>
+                    {job.dryRun && <span class="tag" title="A dry run: nothing was applied">dry run</span>}
+                  </td>
+                  <td>{job.importJobType}</td>
+                  <td><StatusBadge status={job.importJobStatus} /></td>
+                  <td class="number">{count(job.recordCount)}</td>
+                  <td class="number">{count(job.output?.applied)}</td>
+                  <td class="number">{count(job.output?.rejected)}</td>
+                  <td>{time(job.createdAt)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <nav class="pages" aria-label="Pages of jobs">
+        <button type="button" disabled={cursors.length === 1} onClick={() => setCursors([undefined])}>Newest</button>
+        <button type="button" disabled={cursors.length === 1} onClick={() => setCursors(cursors.slice(0, -1))}>Newer</button>
+        <button type="button" disabled={!page?.nextCursor} onClick={() => page?.nextCursor && setCursors([...cursors, page.nextCursor])}>Older</button>
+      </nav>
+    </section>
+  );
+}

@@ -1,0 +1,162 @@
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { BrowserContext, Page } from "playwright-core";
+import { importBatch, waitForJob } from "../helpers/api";
+import { testTls } from "../helpers/backend";
+import { launchBrowser, requireChromium } from "../helpers/browser";
+import { projectRoot } from "../helpers/process";
+import { asset, assets, seedReferenceData } from "../helpers/records";
+import { startTestServer, tempDir, type TestServer } from "../helpers/server";
+
+// The console (DECISIONS 11) in headless Chromium, against a real server (SQLite, PostgreSQL and HTTPS in the
+// three passes of npm test): sign-in, the jobs live, a job's page with its rejected records and their CSV, cancel,
+// records. Each main screen is saved to test-artifacts/ for a person to look at.
+
+const artifacts = join(projectRoot, "test-artifacts");
+
+/** What `read` gives once `holds` is true of it, or after `timeoutMs` whatever it gives then (for expect to judge). */
+async function until<T>(read: () => Promise<T>, holds: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (holds(value) || Date.now() > deadline) return value;
+    await Bun.sleep(100);
+  }
+}
+
+if (requireChromium("the console in headless Chromium")) {
+  let server: TestServer;
+  let browser: Awaited<ReturnType<typeof launchBrowser>>;
+  let context: BrowserContext;
+  let partial: number;
+
+  beforeAll(async () => {
+    server = await startTestServer();
+    await seedReferenceData(server.base, server.key);
+    // 20 assets of which 3 refer to a sub area that does not exist: PartiallySucceeded, 3 rejected.
+    const records = [...assets(17), ...[0, 1, 2].map((i) => asset(100 + i, { subAreaId: "nowhere" }))];
+    partial = (await importBatch(server.base, "assets", server.key, records)).id;
+    expect((await waitForJob(server.base, server.key, partial)).importJobStatus).toBe("PartiallySucceeded");
+    browser = await launchBrowser({ trusted: testTls ? [testTls.cert] : [] });
+    context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+    mkdirSync(artifacts, { recursive: true });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  const screenshot = (page: Page, name: string) => page.screenshot({ path: join(artifacts, `console-${name}.png`), fullPage: true });
+
+  async function signIn(page: Page, key = server.key, environment = "default") {
+    await page.goto(`${server.url}/console`);
+    await page.getByLabel("Environment").fill(environment);
+    await page.getByLabel("API key").fill(key);
+    await page.getByRole("button", { name: "Sign in" }).click();
+  }
+
+  test("a wrong key is refused in words that name both causes, and nothing is kept", async () => {
+    const page = await context.newPage();
+    await signIn(page, `${"0".repeat(64)}_1`);
+    await expect(page.getByRole("alert").textContent()).resolves.toBe(
+      "The API key was refused: it is wrong, or it is not a key of the environment 'default'. Check both and sign in again.",
+    );
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await screenshot(page, "sign-in-refused");
+    await page.close();
+  }, 30_000);
+
+  test("signed in with the keyboard alone: the key is in the tab's session storage, not in the URL or a cookie; the jobs are listed newest first and filtered", async () => {
+    const page = await context.newPage();
+    await page.goto(`${server.url}/console`);
+    await page.getByLabel("Environment").focus();
+    await page.keyboard.press("Tab");
+    await page.keyboard.type(server.key);
+    await page.keyboard.press("Enter");
+    await page.getByRole("heading", { name: "Jobs" }).waitFor();
+    expect(page.url()).not.toContain(server.key);
+    expect(await context.cookies()).toEqual([]);
+    expect(await page.evaluate(() => sessionStorage.getItem("importd.session"))).toContain(server.key);
+
+    const ids = async () => (await page.locator("table.jobs tbody tr td:first-child a").allTextContents()).map(Number);
+    expect(await until(ids, (shown) => shown.length === 4)).toHaveLength(4);
+    expect(await ids()).toEqual([...(await ids())].sort((a, b) => b - a));
+    await screenshot(page, "jobs");
+
+    await page.getByLabel("Status").selectOption("PartiallySucceeded");
+    expect(await until(ids, (shown) => shown.length === 1)).toEqual([partial]);
+    await page.getByLabel("Status").selectOption("");
+    await page.getByLabel("Type").selectOption("SubArea");
+    expect(await until(ids, (shown) => shown.length === 1)).toHaveLength(1);
+    await page.getByLabel("Type").selectOption("");
+
+    // Live: a job imported meanwhile appears without a reload.
+    const later = await importBatch(server.base, "subareas", server.key, [{ id: "later", name: "Later" }]);
+    expect(await until(ids, (shown) => shown.includes(later.id))).toContain(later.id);
+    await page.close();
+  }, 30_000);
+
+  test("a job's page: counts, message and rejected records; the CSV downloaded is the CLI's, with _error and _index", async () => {
+    const page = await context.newPage();
+    await signIn(page);
+    await page.getByRole("link", { name: String(partial), exact: true }).click();
+    await page.getByRole("heading", { name: `Job ${partial}` }).waitFor();
+    const counts = page.getByLabel("Counts");
+    await expect(counts.textContent()).resolves.toContain("Applied17");
+    await expect(counts.textContent()).resolves.toContain("Rejected3");
+    expect(await page.locator(".message").textContent()).toContain("3 of 20 records were rejected");
+    expect(await until(() => page.locator("table.rejected tbody tr").count(), (rows) => rows === 3)).toBe(3);
+    await screenshot(page, "job");
+
+    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download the rejected records (CSV)" }).click()]);
+    expect(download.suggestedFilename()).toBe(`job-${partial}-rejected.csv`);
+    const csv = readFileSync((await download.path())!, "utf8").trim().split("\n");
+    expect(csv[0]).toStartWith("id,");
+    expect(csv[0]).toEndWith(",_error,_index");
+    expect(csv.slice(1).map((line) => line.split(",")[0])).toEqual(["A-0000100", "A-0000101", "A-0000102"]);
+    expect(csv.slice(1).every((line) => line.includes("nowhere"))).toBe(true);
+    await page.close();
+  }, 30_000);
+
+  test("a pending job is canceled from its page, and says so", async () => {
+    const parked = await server.parkJob("default", 10_000);
+    const page = await context.newPage();
+    await signIn(page);
+    await page.goto(`${server.url}/console#/jobs/${parked.id}`);
+    await page.getByRole("button", { name: "Cancel this job" }).click();
+    await page.locator(".status-failed").first().waitFor();
+    expect(await page.locator(".message").textContent()).toStartWith("Canceled on request before it started: nothing was applied");
+    expect(await page.getByRole("button", { name: "Cancel this job" }).count()).toBe(0);
+    await screenshot(page, "job-canceled");
+    await page.close();
+  }, 30_000);
+
+  test("records: one found by id, a missing one said so, and the resource paged", async () => {
+    const page = await context.newPage();
+    await signIn(page);
+    await page.getByRole("link", { name: "Records" }).click();
+    await page.getByLabel("Id").fill("A-0000003");
+    await page.getByRole("button", { name: "Find" }).click();
+    const record = page.getByRole("article");
+    await record.waitFor();
+    expect(JSON.parse((await record.locator("pre").textContent())!)).toMatchObject({ id: "A-0000003", subAreaId: asset(3).subAreaId, lastJobId: partial });
+    expect(await until(() => page.locator("table tbody tr").count(), (rows) => rows === 17)).toBe(17);
+    await screenshot(page, "records");
+    await page.getByLabel("Id").fill("no-such-asset");
+    await page.getByRole("button", { name: "Find" }).click();
+    await expect(page.getByRole("alert").textContent()).resolves.toBe("No asset has the id 'no-such-asset' in the environment 'default'.");
+    await page.close();
+  }, 30_000);
+
+  test("in a narrow window nothing spills sideways: the tables scroll within their box", async () => {
+    const narrow = await browser.newContext({ viewport: { width: 390, height: 800 } });
+    const page = await narrow.newPage();
+    await signIn(page);
+    await page.locator("table.jobs").waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= innerWidth)).toBe(true);
+    await page.screenshot({ path: join(artifacts, "console-jobs-narrow.png"), fullPage: true });
+    await narrow.close();
+  }, 30_000);
+}
