@@ -26,7 +26,7 @@ if (requirePostgres("the PostgreSQL store's COPY")) {
     for (const cleanup of cleanups.reverse()) await cleanup();
   });
 
-  test("a COPY whose last row breaks a constraint rejects with the SQLSTATE, within a second; its locks are free at once and the pool goes on", async () => {
+  test("a COPY whose last row breaks a constraint rejects with the SQLSTATE (it does not hang); its locks are free at once and the pool goes on", async () => {
     const database = await freshPostgresDatabase();
     cleanups.push(database.drop);
     const admin = testSql(database.url);
@@ -41,7 +41,9 @@ if (requirePostgres("the PostgreSQL store's COPY")) {
     await transaction.query("SELECT id FROM copied WHERE id = 1 FOR UPDATE");
     const startedAt = performance.now();
     const refused = await transaction.copyIn("COPY copied (id, name) FROM STDIN", lines).catch((error) => error);
-    expect(performance.now() - startedAt).toBeLessThan(1_000);
+    // A bound against a hang (postgres.js 3.4 never rejected a failing COPY), not a speed: sending the 100,000 rows
+    // took 1.08 s once on a loaded 2-core machine, against a bound of a second that failed CI.
+    expect(performance.now() - startedAt).toBeLessThan(10_000);
     expect(faultCode(refused)).toBe("23505");
     await transaction.rollback();
     expect(await admin`SELECT id FROM copied WHERE id = 1 FOR UPDATE NOWAIT`).toEqual([{ id: 1 }]);
