@@ -1,6 +1,6 @@
 import { useMemo, useState } from "preact/hooks";
 import { clientFor } from "./api";
-import { useRoute } from "./route";
+import { jobsHref, useRoute } from "./route";
 import { currentSession, endSession, keepSession, type Session } from "./session";
 import { JobView } from "./views/job";
 import { JobsView } from "./views/jobs";
@@ -38,7 +38,7 @@ export function App() {
         <button type="button" class="quiet" onClick={signOut}>Sign out</button>
       </header>
       <main>
-        {route.screen === "jobs" && <JobsView client={client} session={session} />}
+        {route.screen === "jobs" && <JobsView key={jobsHref(route.filters)} client={client} session={session} filters={route.filters} />}
         {route.screen === "job" && <JobView key={route.id} client={client} session={session} id={route.id} />}
         {route.screen === "records" && <RecordsView client={client} session={session} resource={route.resource} />}
       </main>

@@ -1,16 +1,26 @@
 import { useEffect, useState } from "preact/hooks";
 
 /**
- * Where the console is, from the URL's fragment (#/jobs, #/jobs/12, #/records/assets): the server serves one page at
- * /console, and the back button, reloads and links work without it knowing the console's screens.
+ * Where the console is, from the URL's fragment (#/jobs?status=Failed, #/jobs/12, #/records/assets): the server serves
+ * one page at /console, and the back button, reloads and shared links work without it knowing the console's screens.
+ * The jobs list's filters are in it too, so that a filtered view can be sent to someone (who signs in to see it).
  */
-export type Route = { screen: "jobs" } | { screen: "job"; id: number } | { screen: "records"; resource?: string };
+export type JobFilters = { status: string; type: string; dryRun: string };
+export type Route = { screen: "jobs"; filters: JobFilters } | { screen: "job"; id: number } | { screen: "records"; resource?: string };
 
 export function parseRoute(hash: string): Route {
-  const [screen, argument] = hash.replace(/^#\/?/, "").split("/");
+  const [path = "", query = ""] = hash.replace(/^#\/?/, "").split("?");
+  const [screen, argument] = path.split("/");
   if (screen === "jobs" && argument && /^[1-9]\d*$/.test(argument)) return { screen: "job", id: Number(argument) };
   if (screen === "records") return { screen: "records", resource: argument || undefined };
-  return { screen: "jobs" };
+  const params = new URLSearchParams(query);
+  return { screen: "jobs", filters: { status: params.get("status") ?? "", type: params.get("type") ?? "", dryRun: params.get("dryRun") ?? "" } };
+}
+
+/** The jobs list with these filters (those left empty are not written). */
+export function jobsHref(filters: JobFilters): string {
+  const query = new URLSearchParams(Object.entries(filters).filter(([, value]) => value !== "")).toString();
+  return `#/jobs${query ? `?${query}` : ""}`;
 }
 
 export const jobHref = (id: number) => `#/jobs/${id}`;

@@ -87,6 +87,17 @@ if (requireChromium("the console in headless Chromium")) {
 
     await page.getByLabel("Status").selectOption("PartiallySucceeded");
     expect(await until(ids, (shown) => shown.length === 1)).toEqual([partial]);
+    // The filters are in the URL: the view can be sent to someone, and opens filtered once they have signed in (a new
+    // tab has its own session storage, so it asks).
+    expect(new URL(page.url()).hash).toBe("#/jobs?status=PartiallySucceeded");
+    const shared = await context.newPage();
+    await shared.goto(page.url());
+    await shared.getByLabel("API key").fill(server.key);
+    await shared.getByRole("button", { name: "Sign in" }).click();
+    await shared.locator("table.jobs").waitFor();
+    expect(await shared.getByLabel("Status").inputValue()).toBe("PartiallySucceeded");
+    expect((await shared.locator("table.jobs tbody tr td:first-child a").allTextContents()).map(Number)).toEqual([partial]);
+    await shared.close();
     await page.getByLabel("Status").selectOption("");
     await page.getByLabel("Type").selectOption("SubArea");
     expect(await until(ids, (shown) => shown.length === 1)).toHaveLength(1);

@@ -4,7 +4,7 @@ import { jobStatuses } from "../../jobs/states";
 import { jobTypes } from "../../resources/registry";
 import { count, time } from "../format";
 import { problemText } from "../problems";
-import { jobHref } from "../route";
+import { jobHref, jobsHref, type JobFilters } from "../route";
 import type { Session } from "../session";
 import { StatusBadge } from "./status";
 
@@ -13,11 +13,11 @@ const pageSize = 25;
 // without a reload. Older pages do not change but for their statuses, and are asked again only on request.
 const refreshMs = 2_000;
 
-type Filters = { status: string; type: string; dryRun: string };
-
-/** The environment's jobs, newest first, filtered, a page at a time; the first page kept up to date. */
-export function JobsView({ client, session }: { client: ImportdClient; session: Session }) {
-  const [filters, setFilters] = useState<Filters>({ status: "", type: "", dryRun: "" });
+/**
+ * The environment's jobs, newest first, filtered (the filters are the URL's, and other filters make a new view, back on
+ * the first page), a page at a time; the first page kept up to date.
+ */
+export function JobsView({ client, session, filters }: { client: ImportdClient; session: Session; filters: JobFilters }) {
   // The cursors of the pages before this one (the first page's is undefined), to go back.
   const [cursors, setCursors] = useState<Array<string | undefined>>([undefined]);
   const [page, setPage] = useState<{ items: JobDocument[]; nextCursor: string | null }>();
@@ -51,11 +51,10 @@ export function JobsView({ client, session }: { client: ImportdClient; session: 
       stopped = true;
       clearInterval(timer);
     };
-  }, [client, filters, after]);
+  }, [client, filters.status, filters.type, filters.dryRun, after]);
 
-  const filter = (name: keyof Filters) => (event: Event) => {
-    setFilters({ ...filters, [name]: (event.currentTarget as HTMLSelectElement).value });
-    setCursors([undefined]);
+  const filter = (name: keyof JobFilters) => (event: Event) => {
+    location.hash = jobsHref({ ...filters, [name]: (event.currentTarget as HTMLSelectElement).value });
   };
 
   return (
