@@ -1,4 +1,4 @@
-import { statSync } from "node:fs";
+import { createReadStream, statSync } from "node:fs";
 import { createClient, ImportdCertificateError, ImportdConnectionError, ImportdProblem, type JobDocument } from "../client";
 import type { ResourceDefinition } from "../resources/definition";
 import { jsonMayHoldLoneSurrogate, validateBatch } from "../resources/validate";
@@ -10,7 +10,7 @@ import { RejectedFile } from "./rejected-file";
 import { formatOf, readSource, type Format, type SourceRecord } from "./source";
 import { importSummary, plural } from "./summary";
 import { surveyFile, unknownFieldsMessage } from "./survey";
-import { SourceError } from "./text";
+import { SourceError, type InputFile } from "./text";
 
 export type ImportRun = {
   file: string;
@@ -64,7 +64,8 @@ export async function runImport(run: ImportRun): Promise<number> {
   const started = performance.now();
 
   if (run.interactive) run.progress(`checking ${run.file}…`);
-  const survey = await surveyFile(run.file, format, run.resource, { delimiter: run.delimiter });
+  const input: InputFile = { name: run.file, read: () => createReadStream(run.file) };
+  const survey = await surveyFile(input, format, run.resource, { delimiter: run.delimiter });
   // A field the resource does not define would be dropped by the server without a word: said before anything is sent.
   let problemsOfFile = 0;
   if (survey.unknown.length > 0) {
@@ -238,7 +239,7 @@ export async function runImport(run: ImportRun): Promise<number> {
   });
 
   try {
-    for await (const source of readSource(run.file, format, run.resource.schema, survey.csv)) {
+    for await (const source of readSource(input, format, run.resource.schema, survey.csv)) {
       totals.read++;
       if (!source.record) {
         totals.rejected++;

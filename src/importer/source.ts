@@ -1,10 +1,9 @@
 import type { TObject } from "@sinclair/typebox";
 import { CsvError, parse } from "csv-parse";
-import { extname } from "node:path";
 import { Readable } from "node:stream";
 import type { LineEnding } from "./csv-dialect";
 import { fieldPaths, isMeta, isNote } from "./fields";
-import { SourceError, textOf } from "./text";
+import { SourceError, textOf, type InputFile } from "./text";
 
 /**
  * Reads an input file record by record, streaming, so that memory stays bounded whatever its size.
@@ -27,7 +26,9 @@ export type CsvDialect = { delimiter: string; lineEnding: LineEnding | undefined
 
 /** The format of `path` by its name (`.tsv` is CSV with tabs), or a SourceError that names --format. */
 export function formatOf(path: string): Format {
-  const extension = extname(path).toLowerCase();
+  const name = path.slice(path.lastIndexOf("/") + 1);
+  const dot = name.lastIndexOf(".");
+  const extension = dot > 0 ? name.slice(dot).toLowerCase() : "";
   if (extension === ".csv" || extension === ".tsv") return "csv";
   if (extension === ".ndjson" || extension === ".jsonl") return "ndjson";
   if (extension === ".json") return "json";
@@ -35,11 +36,11 @@ export function formatOf(path: string): Format {
 }
 
 /** `onBytes` hears how much of the file has been read, for progress and the time left. */
-export async function* readSource(path: string, format: Format, schema: TObject, csv?: CsvDialect, onBytes?: (bytes: number) => void): AsyncGenerator<SourceRecord> {
-  const text = textOf(path, onBytes);
-  if (format === "csv") yield* readCsv(text, path, schema, csv!);
+export async function* readSource(file: InputFile, format: Format, schema: TObject, csv?: CsvDialect, onBytes?: (bytes: number) => void): AsyncGenerator<SourceRecord> {
+  const text = textOf(file, onBytes);
+  if (format === "csv") yield* readCsv(text, file.name, schema, csv!);
   else if (format === "ndjson") yield* readNdjson(text);
-  else yield* readJsonArray(text, path);
+  else yield* readJsonArray(text, file.name);
 }
 
 /** A text's lines as it streams in, without their line ends (LF, or CRLF). */

@@ -2,7 +2,7 @@ import type { ResourceDefinition } from "../resources/definition";
 import { CsvStructure, delimiterName, delimiters, detectDelimiter, firstRecord, splitRecord } from "./csv-dialect";
 import { fieldPaths, isMeta, isNote, nearestField, shown } from "./fields";
 import { JsonArraySplitter, LineSplitter, type CsvDialect, type Format } from "./source";
-import { SourceError, textOf } from "./text";
+import { SourceError, textOf, type InputFile } from "./text";
 
 /**
  * The first read of a file, before anything is sent (DECISIONS 12: what the file says is what is imported, or
@@ -20,14 +20,15 @@ export type Survey = { records: number; csv?: CsvDialect; unknown: UnknownField[
 /** How much of a CSV file's start is read to find its header row. */
 const headLimit = 1024 * 1024;
 
-export async function surveyFile(path: string, format: Format, resource: ResourceDefinition, options: { delimiter?: string } = {}): Promise<Survey> {
-  return format === "csv" ? surveyCsv(path, resource, options.delimiter) : surveyJson(path, format, resource);
+export async function surveyFile(file: InputFile, format: Format, resource: ResourceDefinition, options: { delimiter?: string } = {}): Promise<Survey> {
+  return format === "csv" ? surveyCsv(file, resource, options.delimiter) : surveyJson(file, format, resource);
 }
 
-async function surveyCsv(path: string, resource: ResourceDefinition, wanted: string | undefined): Promise<Survey> {
+async function surveyCsv(file: InputFile, resource: ResourceDefinition, wanted: string | undefined): Promise<Survey> {
+  const path = file.name;
   let head = "";
   let header: string | undefined;
-  for await (const text of textOf(path)) {
+  for await (const text of textOf(file)) {
     head += text;
     header = firstRecord(head);
     if (header !== undefined || head.length > headLimit) break;
@@ -44,7 +45,7 @@ async function surveyCsv(path: string, resource: ResourceDefinition, wanted: str
   checkHeader(path, headers, delimiter, header, resource, isField);
 
   const structure = new CsvStructure(path, delimiter);
-  for await (const text of textOf(path)) structure.scan(text);
+  for await (const text of textOf(file)) structure.scan(text);
   structure.end();
   const unknown = headers.flatMap((name, column): UnknownField[] =>
     isField(name) ? [] : [{ name: name === "" ? `(column ${column + 1} has no name)` : name, where: `line 1, column ${column + 1}`, suggestion: nearestField(name, paths.leaves) }],
@@ -101,7 +102,7 @@ function checkHeader(path: string, headers: string[], delimiter: string, header:
   }
 }
 
-async function surveyJson(path: string, format: Format, resource: ResourceDefinition): Promise<Survey> {
+async function surveyJson(file: InputFile, format: Format, resource: ResourceDefinition): Promise<Survey> {
   const paths = fieldPaths(resource.schema);
   const unknown = new Map<string, UnknownField>();
   const note = (name: string, where: string) => {
@@ -146,12 +147,12 @@ async function surveyJson(path: string, format: Format, resource: ResourceDefini
       line++;
       if (text.trim() !== "") one(text, `line ${line}`);
     };
-    for await (const chunk of textOf(path)) lines.push(chunk).forEach(nextLine);
+    for await (const chunk of textOf(file)) lines.push(chunk).forEach(nextLine);
     nextLine(lines.end());
   } else {
-    const splitter = new JsonArraySplitter(path);
+    const splitter = new JsonArraySplitter(file.name);
     let index = 0;
-    for await (const chunk of textOf(path)) {
+    for await (const chunk of textOf(file)) {
       for (const element of splitter.push(chunk)) {
         if (element.trim() !== "") one(element, `index ${index++}`);
       }

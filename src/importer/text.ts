@@ -1,5 +1,3 @@
-import { createReadStream } from "node:fs";
-
 /**
  * A file's bytes as UTF-8 text, streamed, refusing with the line what is not text: a NUL byte (a binary file, or
  * UTF-16 without its mark), a byte sequence that is not UTF-8 (a file saved as Windows-1252, say, whose accents
@@ -9,6 +7,13 @@ import { createReadStream } from "node:fs";
 
 /** Something about the file that stops the import before it sends anything more; said in one line, exit 2. */
 export class SourceError extends Error {}
+
+/**
+ * A file to import, which can be read from its start as often as the import needs (the survey reads it before the
+ * records are): a local file for the CLI (`createReadStream`), a File picked in a browser (`file.stream()`). Nothing
+ * else here knows where the bytes come from. `name` is how the messages call it.
+ */
+export type InputFile = { name: string; read(): AsyncIterable<Uint8Array> };
 
 const lineFeed = 0x0a;
 
@@ -41,12 +46,13 @@ export function invalidUtf8At(bytes: Uint8Array): number {
 const hex = (byte: number) => `0x${byte.toString(16).toUpperCase().padStart(2, "0")}`;
 
 /** `onBytes` hears how much of the file has been read, for progress. */
-export async function* textOf(path: string, onBytes: (bytes: number) => void = () => {}): AsyncGenerator<string> {
+export async function* textOf(file: InputFile, onBytes: (bytes: number) => void = () => {}): AsyncGenerator<string> {
+  const path = file.name;
   const decoder = new TextDecoder("utf-8", { fatal: true });
   let bytesBefore = 0;
   let linesBefore = 0;
   let tail: Uint8Array = new Uint8Array(0);
-  for await (const chunk of createReadStream(path) as AsyncIterable<Buffer>) {
+  for await (const chunk of file.read()) {
     onBytes(chunk.length);
     if (bytesBefore === 0 && chunk.length >= 2 && ((chunk[0] === 0xff && chunk[1] === 0xfe) || (chunk[0] === 0xfe && chunk[1] === 0xff))) {
       throw new SourceError(

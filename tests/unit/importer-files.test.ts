@@ -7,9 +7,10 @@ import { Chunker } from "../../src/importer/chunker";
 import { CsvStructure, detectDelimiter, firstRecord, splitRecord } from "../../src/importer/csv-dialect";
 import { nearestField } from "../../src/importer/fields";
 import { Journal } from "../../src/importer/journal";
-import { readJsonArray, readNdjson } from "../../src/importer/source";
+import { readJsonArray, readNdjson, readSource, type Format } from "../../src/importer/source";
+import { surveyFile } from "../../src/importer/survey";
 import { importSummary, type Summary } from "../../src/importer/summary";
-import { invalidUtf8At, SourceError } from "../../src/importer/text";
+import { invalidUtf8At, SourceError, type InputFile } from "../../src/importer/text";
 import { assetResource } from "../../src/resources/assets";
 
 // The pure parts of `importd import`'s reading of files (DECISIONS 12); tests/client/import-files.test.ts drives
@@ -232,5 +233,37 @@ describe("JSON arrays and NDJSON, however the text is cut into chunks", () => {
       }),
       { seed: 20261126, numRuns: 300 },
     );
+  });
+});
+
+describe("a file read from a web byte stream, as a browser's File gives it", () => {
+  // The readers know a file only as an InputFile: the CLI's reads the disk, the console's will read a picked File.
+  const fromBlob = (name: string, text: string | Uint8Array<ArrayBuffer>): InputFile => ({ name, read: () => new Blob([text]).stream() });
+  const assets = [
+    { id: "A-1", subAreaId: "north", name: "One", status: "ACT", assetCategoryId: "water", assetTypeId: "pipe", shapeType: "Point" },
+    { id: "A-2", subAreaId: "south", name: "Two", status: "ACT", assetCategoryId: "water", assetTypeId: "valve", shapeType: "LineString", startPoint: 1, endPoint: 2.5 },
+  ];
+
+  test("NDJSON, a JSON array and CSV are surveyed and read from it record by record, as from a local file", async () => {
+    const csv = "id,subAreaId,name,status,assetCategoryId,assetTypeId,shapeType,startPoint,endPoint\nA-1,north,One,ACT,water,pipe,Point,,\nA-2,south,Two,ACT,water,valve,LineString,1,2.5\n";
+    const files: Array<[Format, InputFile]> = [
+      ["ndjson", fromBlob("assets.ndjson", assets.map((asset) => JSON.stringify(asset)).join("\n"))],
+      ["json", fromBlob("assets.json", JSON.stringify(assets))],
+      ["csv", fromBlob("assets.csv", csv)],
+    ];
+    for (const [format, file] of files) {
+      const survey = await surveyFile(file, format, assetResource);
+      expect({ format, records: survey.records, unknown: survey.unknown }).toEqual({ format, records: 2, unknown: [] });
+      const read: Array<Record<string, unknown> | undefined> = [];
+      for await (const source of readSource(file, format, assetResource.schema, survey.csv)) read.push(source.record);
+      expect(read).toEqual(assets);
+    }
+  });
+
+  test("what is not UTF-8 is refused with the file's name and line, as from a local file", async () => {
+    const latin1 = new Uint8Array([...new TextEncoder().encode('{"id":"A-1"}\n{"id":"caf'), 0xe9, ...new TextEncoder().encode('"}\n')]);
+    const refused = await surveyFile(fromBlob("export.ndjson", latin1), "ndjson", assetResource).catch((error) => error);
+    expect(refused).toBeInstanceOf(SourceError);
+    expect(refused.message).toStartWith("export.ndjson line 2 is not UTF-8 text (byte 0xE9 at byte 23 of the file)");
   });
 });
