@@ -11,6 +11,16 @@ import { SourceError } from "./text";
 export const delimiters = [",", ";", "\t"] as const;
 export type LineEnding = "\r\n" | "\n" | "\r";
 
+/** How csv-rows reads a file's rows: what the survey found (or --delimiter said). */
+export type CsvRowOptions = { delimiter: string; lineEnding: LineEnding | undefined };
+/** A row's cells as written, and the line it ends on (a quoted cell may span lines): csv-parse's own shape. */
+export type CsvRow = { record: string[]; info: { lines: number } };
+/** csv-parse's errors, from either of its builds: a code such as CSV_QUOTE_NOT_CLOSED, and the line. */
+export function isCsvSyntaxError(error: unknown): error is Error & { code: string; lines?: number } {
+  const code = (error as { code?: unknown } | null)?.code;
+  return error instanceof Error && typeof code === "string" && code.startsWith("CSV_");
+}
+
 const names: Record<string, string> = { ",": "','", ";": "';'", "\t": "tab", "|": "'|'" };
 export const delimiterName = (delimiter: string) => names[delimiter] ?? `'${delimiter}'`;
 const endingNames: Record<LineEnding, string> = { "\r\n": "CRLF (\\r\\n, Windows)", "\n": "LF (\\n)", "\r": "CR (\\r) alone" };

@@ -1,7 +1,7 @@
 import type { TObject } from "@sinclair/typebox";
-import { CsvError, parse } from "csv-parse";
-import { Readable } from "node:stream";
-import type { LineEnding } from "./csv-dialect";
+// csv-rows.ts, or in a browser bundle csv-rows.browser.ts (package.json "imports").
+import { csvRows } from "#csv-rows";
+import { isCsvSyntaxError, type LineEnding } from "./csv-dialect";
 import { fieldPaths, isMeta, isNote } from "./fields";
 import { SourceError, textOf, type InputFile } from "./text";
 
@@ -192,10 +192,10 @@ function backslashesBefore(text: string, end: number, carried: number): number {
   return count === end ? count + carried : count;
 }
 
-/** csv-parse's error as the user's, with the line. The survey (CsvStructure) finds these first, unless the file changed since. */
-function csvProblem(path: string, error: CsvError): SourceError {
+/** The CSV reader's error as the user's, with the line. The survey (CsvStructure) finds these first, unless the file changed since. */
+function csvProblem(path: string, error: Error & { lines?: number }): SourceError {
   const what = error.message.replace(/^[^:]+: /, "").slice(0, 200);
-  return new SourceError(`${path} line ${(error as { lines?: number }).lines ?? "?"}: the CSV cannot be read (${what}).`);
+  return new SourceError(`${path} line ${error.lines ?? "?"}: the CSV cannot be read (${what}).`);
 }
 
 async function* readCsv(text: AsyncIterable<string>, path: string, schema: TObject, { delimiter, lineEnding, headers }: CsvDialect): AsyncGenerator<SourceRecord> {
@@ -203,9 +203,8 @@ async function* readCsv(text: AsyncIterable<string>, path: string, schema: TObje
   const columns = headers.map((header) => ({ header, meta: isMeta(header) || header === "", number: numbers.has(header), parts: header.split(".") }));
   let previousEnd = 0;
   let header = true;
-  const rows = Readable.from(text).pipe(parse({ info: true, delimiter, record_delimiter: lineEnding ?? [], relax_column_count: true, skip_empty_lines: true }));
   try {
-    for await (const { record: cells, info } of rows as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
+    for await (const { record: cells, info } of csvRows(text, { delimiter, lineEnding })) {
       const line = previousEnd + 1;
       previousEnd = info.lines;
       if (header) {
@@ -230,6 +229,6 @@ async function* readCsv(text: AsyncIterable<string>, path: string, schema: TObje
       yield { line, cells, record };
     }
   } catch (error) {
-    throw error instanceof CsvError ? csvProblem(path, error) : error;
+    throw isCsvSyntaxError(error) ? csvProblem(path, error) : error;
   }
 }

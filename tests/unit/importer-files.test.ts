@@ -4,7 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { Chunker } from "../../src/importer/chunker";
-import { CsvStructure, detectDelimiter, firstRecord, splitRecord } from "../../src/importer/csv-dialect";
+import { CsvStructure, detectDelimiter, firstRecord, isCsvSyntaxError, splitRecord, type LineEnding } from "../../src/importer/csv-dialect";
+import { csvRows as nodeRows } from "../../src/importer/csv-rows";
+import { csvRows as browserRows } from "../../src/importer/csv-rows.browser";
 import { nearestField } from "../../src/importer/fields";
 import { Journal } from "../../src/importer/journal";
 import { readJsonArray, readNdjson, readSource, type Format } from "../../src/importer/source";
@@ -266,4 +268,76 @@ describe("a file read from a web byte stream, as a browser's File gives it", () 
     expect(refused).toBeInstanceOf(SourceError);
     expect(refused.message).toStartWith("export.ndjson line 2 is not UTF-8 text (byte 0xE9 at byte 23 of the file)");
   });
+});
+
+describe("CSV rows: the CLI's reader (csv-parse for Node) and the browser's (its browser build) read the same rows", () => {
+  const cell = fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom("", '"', '""', "a,b", "a;b", "x\ny", "x\r\ny", " padded ", "é✓"));
+  const cutInto = (text: string, cuts: number[]): string[] => {
+    const at = [...new Set(cuts.map((cut) => cut % (text.length + 1)))].sort((a, b) => a - b);
+    return [...at, text.length].map((end, i) => text.slice(i === 0 ? 0 : at[i - 1], end)).filter((chunk) => chunk !== "");
+  };
+  async function* chunks(parts: string[]) {
+    yield* parts;
+  }
+  // The rows read, and the line of the error that stopped the reading, if one did.
+  async function rowsOf(read: typeof nodeRows, parts: string[], options: Parameters<typeof nodeRows>[1]) {
+    const rows: unknown[] = [];
+    try {
+      for await (const row of read(chunks(parts), options)) rows.push(row);
+    } catch (error) {
+      if (!isCsvSyntaxError(error)) throw error;
+      return { rows, failedAt: error.lines };
+    }
+    return { rows, failedAt: undefined };
+  }
+
+  // Before an error, Node's piped stream may drop rows it had read (the import stops there anyway, with the line).
+  test("whatever the cells, delimiter, line ending and chunks: the same cells and lines, or the same error at the same line", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.array(cell, { minLength: 1, maxLength: 5 }), { minLength: 1, maxLength: 8 }),
+        fc.constantFrom(",", ";", "\t"),
+        fc.constantFrom<LineEnding>("\n", "\r\n"),
+        fc.array(fc.nat(), { maxLength: 6 }),
+        fc.boolean(),
+        fc.boolean(),
+        async (records, delimiter, lineEnding, cuts, broken, lastLineEnded) => {
+          const quoted = (value: string) => (/["\r\n,;\t]/.test(value) || value.trim() !== value ? `"${value.replaceAll('"', '""')}"` : value);
+          // Without a line end after the last row, that row is read only at the text's end.
+          let text = records.map((cells) => cells.map(quoted).join(delimiter)).join(lineEnding) + (lastLineEnded || broken ? lineEnding : "");
+          // A quote never closed: both must refuse it, at the same line.
+          if (broken) text += `"open${lineEnding}`;
+          const parts = cutInto(text, cuts);
+          const options = { delimiter, lineEnding };
+          const [browser, node] = [await rowsOf(browserRows, parts, options), await rowsOf(nodeRows, parts, options)];
+          expect(browser.failedAt).toBe(node.failedAt);
+          expect(browser.failedAt !== undefined).toBe(broken);
+          if (!broken) expect(browser.rows).toEqual(node.rows);
+          else expect(browser.rows).toEqual(expect.arrayContaining(node.rows));
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});
+
+test("the survey and the readers bundle for a browser without a Node module (the console's import will run them)", async () => {
+  const nodeImports: string[] = [];
+  const built = await Bun.build({
+    entrypoints: ["src/importer/survey.ts", "src/importer/source.ts", "src/importer/chunker.ts"],
+    target: "browser",
+    plugins: [
+      {
+        name: "note Node modules",
+        setup(build) {
+          build.onResolve({ filter: /^(node:|(fs|path|stream|tty|util|os|buffer|events)$)/ }, (args) => {
+            nodeImports.push(`${args.importer.replace(`${process.cwd()}/`, "")} imports ${args.path}`);
+            return undefined;
+          });
+        },
+      },
+    ],
+  });
+  expect(built.success).toBe(true);
+  expect(nodeImports).toEqual([]);
 });

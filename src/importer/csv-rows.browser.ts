@@ -1,0 +1,29 @@
+import { parse } from "csv-parse/browser/esm";
+import type { CsvRow, CsvRowOptions } from "./csv-dialect";
+
+/**
+ * csv-rows.ts for a browser: csv-parse's browser build, whose stream (a polyfill) cannot be iterated, so it is
+ * written to and read from directly. Its transform runs as each chunk is written; its last rows, and an error found
+ * at the text's end, may come a tick after the end (a browser's polyfilled ticks are timers), so that is waited for.
+ */
+export async function* csvRows(text: AsyncIterable<string>, { delimiter, lineEnding }: CsvRowOptions): AsyncGenerator<CsvRow> {
+  const parser = parse({ info: true, delimiter, record_delimiter: lineEnding ?? [], relax_column_count: true, skip_empty_lines: true });
+  let failure: unknown;
+  let ended = false;
+  parser.on("error", (error: unknown) => (failure ??= error));
+  parser.on("end", () => (ended = true));
+  const read = function* (): Generator<CsvRow> {
+    if (failure) throw failure;
+    for (let row = parser.read() as CsvRow | null; row !== null; row = parser.read()) yield row;
+  };
+  for await (const chunk of text) {
+    parser.write(chunk);
+    yield* read();
+  }
+  parser.end();
+  while (!ended && !failure) {
+    yield* read();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+  yield* read();
+}
