@@ -16,10 +16,16 @@ export async function* csvRows(text: AsyncIterable<string>, { delimiter, lineEnd
     if (failure) throw failure;
     for (let row = parser.read() as CsvRow | null; row !== null; row = parser.read()) yield row;
   };
+  let written = false;
   for await (const chunk of text) {
+    if (chunk === "") continue;
     parser.write(chunk);
+    written = true;
     yield* read();
   }
+  // An empty text has no rows; ending the parser on one throws inside the browser build (its stream polyfill has no
+  // `destroy`, which it would listen with).
+  if (!written) return;
   parser.end();
   while (!ended && !failure) {
     yield* read();
