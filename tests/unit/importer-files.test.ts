@@ -323,8 +323,8 @@ describe("CSV rows: the CLI's reader (csv-parse for Node) and the browser's (its
           else expect(browser.rows).toEqual(expect.arrayContaining(node.rows));
         },
       ),
-      // 200 runs missed the empty text once (seed -1931483301 found it): 1,000 run in well under a second.
-      { numRuns: 1_000 },
+      // Seeded as the other properties here. The empty text, which a random seed found in CI, has its own test above.
+      { seed: 20261126, numRuns: 1_000 },
     );
   });
 });
