@@ -13,6 +13,8 @@ export type LineEnding = "\r\n" | "\n" | "\r";
 
 /** How csv-rows reads a file's rows: what the survey found (or --delimiter said). */
 export type CsvRowOptions = { delimiter: string; lineEnding: LineEnding | undefined };
+/** csv-parse's options for those, the same for both its builds (csv-rows.ts, csv-rows.browser.ts). */
+export const csvParseOptions = ({ delimiter, lineEnding }: CsvRowOptions) => ({ info: true, delimiter, record_delimiter: lineEnding ?? [], relax_column_count: true, skip_empty_lines: true });
 /** A row's cells as written, and the line it ends on (a quoted cell may span lines): csv-parse's own shape. */
 export type CsvRow = { record: string[]; info: { lines: number } };
 /** csv-parse's errors, from either of its builds: a code such as CSV_QUOTE_NOT_CLOSED, and the line. */

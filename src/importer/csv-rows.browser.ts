@@ -1,13 +1,13 @@
 import { parse } from "csv-parse/browser/esm";
-import type { CsvRow, CsvRowOptions } from "./csv-dialect";
+import { csvParseOptions, type CsvRow, type CsvRowOptions } from "./csv-dialect";
 
 /**
  * csv-rows.ts for a browser: csv-parse's browser build, whose stream (a polyfill) cannot be iterated, so it is
  * written to and read from directly. Its transform runs as each chunk is written; its last rows, and an error found
  * at the text's end, may come a tick after the end (a browser's polyfilled ticks are timers), so that is waited for.
  */
-export async function* csvRows(text: AsyncIterable<string>, { delimiter, lineEnding }: CsvRowOptions): AsyncGenerator<CsvRow> {
-  const parser = parse({ info: true, delimiter, record_delimiter: lineEnding ?? [], relax_column_count: true, skip_empty_lines: true });
+export async function* csvRows(text: AsyncIterable<string>, options: CsvRowOptions): AsyncGenerator<CsvRow> {
+  const parser = parse(csvParseOptions(options));
   let failure: unknown;
   let ended = false;
   parser.on("error", (error: unknown) => (failure ??= error));

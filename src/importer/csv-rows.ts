@@ -1,6 +1,6 @@
 import { parse } from "csv-parse";
 import { Readable } from "node:stream";
-import type { CsvRow, CsvRowOptions } from "./csv-dialect";
+import { csvParseOptions, type CsvRow, type CsvRowOptions } from "./csv-dialect";
 
 /**
  * A CSV text's rows as it streams, each with the line it ends on: csv-parse's Node build, for the CLI, iterated as it
@@ -8,6 +8,6 @@ import type { CsvRow, CsvRowOptions } from "./csv-dialect";
  * csv-rows.browser.ts instead (package.json "imports"): the same rows from csv-parse's browser build
  * (tests/unit/importer-files.test.ts holds the two to the same rows).
  */
-export function csvRows(text: AsyncIterable<string>, { delimiter, lineEnding }: CsvRowOptions): AsyncIterable<CsvRow> {
-  return Readable.from(text).pipe(parse({ info: true, delimiter, record_delimiter: lineEnding ?? [], relax_column_count: true, skip_empty_lines: true }));
+export function csvRows(text: AsyncIterable<string>, options: CsvRowOptions): AsyncIterable<CsvRow> {
+  return Readable.from(text).pipe(parse(csvParseOptions(options)));
 }

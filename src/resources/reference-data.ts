@@ -1,5 +1,4 @@
-import type { Static } from "@sinclair/typebox";
-import { Type as t } from "@sinclair/typebox";
+import { Type as t, type Static } from "@sinclair/typebox";
 import { defineResource, presentFields } from "./definition";
 import { optionalText, requiredText } from "./validate";
 

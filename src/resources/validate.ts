@@ -302,7 +302,6 @@ export const requiredText = (maxLength: number, description?: string) => ({
   ...(description ? { description } : {}),
 });
 
-/** Schema options for an optional text field: bounded, without NUL. */
 // A set of codes: TypeBox's own types only, never Elysia's `t`, which would bring the whole server framework into the
 // console's bundle (the browser reads these definitions too). A kind of its own, which the compiled checkers check.
 const codeKind = "ImportdCode";
@@ -314,4 +313,5 @@ if (!TypeRegistry.Has(codeKind)) TypeRegistry.Set(codeKind, (schema: { enum: rea
  */
 export const oneOf = <T extends string>(values: readonly [T, ...T[]]) => Type.Unsafe<T>({ [Kind]: codeKind, type: "string", enum: [...values] });
 
+/** Schema options for an optional text field: bounded, without NUL. */
 export const optionalText = (maxLength: number) => ({ maxLength, pattern: optionalTextPattern });
