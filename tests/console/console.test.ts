@@ -161,6 +161,27 @@ if (requireChromium("the console in headless Chromium")) {
     await page.close();
   }, 30_000);
 
+  test("pages: on to the next page of a listing and back again", async () => {
+    // 30 asset types beside the 2 seeded: a first page of 25 and a second of 7.
+    const types = Array.from({ length: 30 }, (_, i) => ({ id: `type-${String(i).padStart(2, "0")}`, name: `Type ${i}` }));
+    await waitForJob(server.base, server.key, (await importBatch(server.base, "assettypes", server.key, types)).id);
+    const page = await context.newPage();
+    await signIn(page);
+    await page.goto(`${server.url}/console#/records/assettypes`);
+    const firstIds = () => page.locator("table tbody tr td:first-child").allTextContents();
+    const first = await until(firstIds, (ids) => ids.length === 25);
+    expect(first).toHaveLength(25);
+    expect(await page.getByRole("button", { name: "Previous" }).isDisabled()).toBe(true);
+    await page.getByRole("button", { name: "Next" }).click();
+    const second = await until(firstIds, (ids) => ids.length === 7);
+    expect(second).toHaveLength(7);
+    expect(second.some((id) => first.includes(id))).toBe(false);
+    expect(await page.getByRole("button", { name: "Next" }).isDisabled()).toBe(true);
+    await page.getByRole("button", { name: "Previous" }).click();
+    expect(await until(firstIds, (ids) => ids.length === 25)).toEqual(first);
+    await page.close();
+  }, 30_000);
+
   test("in a narrow window nothing spills sideways: the tables scroll within their box", async () => {
     const narrow = await browser.newContext({ viewport: { width: 390, height: 800 } });
     const page = await narrow.newPage();

@@ -3,6 +3,7 @@ import { ImportdProblem, type ImportdClient, type JobDocument, type Page, type R
 import { terminalStatuses } from "../../jobs/states";
 import { downloadRejectedCsv } from "../downloads";
 import { count, duration, time } from "../format";
+import { PageButtons, useCursorPages } from "../pages";
 import { problemText } from "../problems";
 import type { Session } from "../session";
 import { StatusBadge } from "./status";
@@ -117,10 +118,10 @@ export function JobView({ client, session, id }: { client: ImportdClient; sessio
 }
 
 function RejectedRecords({ client, session, id }: { client: ImportdClient; session: Session; id: number }) {
-  const [cursors, setCursors] = useState<Array<string | undefined>>([undefined]);
+  const pages = useCursorPages();
+  const { after } = pages;
   const [page, setPage] = useState<Page<RejectedRecord>>();
   const [problem, setProblem] = useState<string>();
-  const after = cursors[cursors.length - 1];
 
   useEffect(() => {
     let stopped = false;
@@ -159,10 +160,7 @@ function RejectedRecords({ client, session, id }: { client: ImportdClient; sessi
           </tbody>
         </table>
       </div>
-      <nav class="pages" aria-label="Pages of rejected records">
-        <button type="button" disabled={cursors.length === 1} onClick={() => setCursors(cursors.slice(0, -1))}>Previous</button>
-        <button type="button" disabled={!page.nextCursor} onClick={() => page.nextCursor && setCursors([...cursors, page.nextCursor])}>Next</button>
-      </nav>
+      <PageButtons pages={pages} next={page.nextCursor} label="Pages of rejected records" names={{ back: "Previous", on: "Next" }} />
     </>
   );
 }

@@ -3,6 +3,7 @@ import type { ImportdClient, JobDocument } from "../../client";
 import { jobStatuses } from "../../jobs/states";
 import { jobTypes } from "../../resources/registry";
 import { count, time } from "../format";
+import { PageButtons, useCursorPages } from "../pages";
 import { problemText } from "../problems";
 import { jobHref, jobsHref, type JobFilters } from "../route";
 import type { Session } from "../session";
@@ -18,12 +19,11 @@ const refreshMs = 2_000;
  * the first page), a page at a time; the first page kept up to date.
  */
 export function JobsView({ client, session, filters }: { client: ImportdClient; session: Session; filters: JobFilters }) {
-  // The cursors of the pages before this one (the first page's is undefined), to go back.
-  const [cursors, setCursors] = useState<Array<string | undefined>>([undefined]);
+  const pages = useCursorPages();
+  const { after } = pages;
   const [page, setPage] = useState<{ items: JobDocument[]; nextCursor: string | null }>();
   const [problem, setProblem] = useState<string>();
   const [updatedAt, setUpdatedAt] = useState<Date>();
-  const after = cursors[cursors.length - 1];
 
   useEffect(() => {
     let stopped = false;
@@ -122,11 +122,7 @@ export function JobsView({ client, session, filters }: { client: ImportdClient; 
           </table>
         </div>
       )}
-      <nav class="pages" aria-label="Pages of jobs">
-        <button type="button" disabled={cursors.length === 1} onClick={() => setCursors([undefined])}>Newest</button>
-        <button type="button" disabled={cursors.length === 1} onClick={() => setCursors(cursors.slice(0, -1))}>Newer</button>
-        <button type="button" disabled={!page?.nextCursor} onClick={() => page?.nextCursor && setCursors([...cursors, page.nextCursor])}>Older</button>
-      </nav>
+      <PageButtons pages={pages} next={page?.nextCursor} label="Pages of jobs" names={{ first: "Newest", back: "Newer", on: "Older" }} />
     </section>
   );
 }

@@ -2,6 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import { ImportdProblem, type ImportdClient, type Page, type Resource } from "../../client";
 import { resourceByPath, resources } from "../../resources/registry";
 import { time } from "../format";
+import { PageButtons, useCursorPages } from "../pages";
 import { problemText } from "../problems";
 import { jobHref } from "../route";
 import type { Session } from "../session";
@@ -14,10 +15,10 @@ export function RecordsView({ client, session, resource: chosen }: { client: Imp
   const resource = resourceByPath(chosen ?? "") ?? resources[resources.length - 1]!;
   const [lookup, setLookup] = useState("");
   const [found, setFound] = useState<{ id: string; record?: StoredRecord; problem?: string }>();
-  const [cursors, setCursors] = useState<Array<string | undefined>>([undefined]);
+  const pages = useCursorPages();
+  const { after, setCursors } = pages;
   const [page, setPage] = useState<Page<StoredRecord>>();
   const [problem, setProblem] = useState<string>();
-  const after = cursors[cursors.length - 1];
 
   useEffect(() => {
     setCursors([undefined]);
@@ -102,10 +103,7 @@ export function RecordsView({ client, session, resource: chosen }: { client: Imp
           </table>
         </div>
       )}
-      <nav class="pages" aria-label={`Pages of ${resource.path}`}>
-        <button type="button" disabled={cursors.length === 1} onClick={() => setCursors(cursors.slice(0, -1))}>Previous</button>
-        <button type="button" disabled={!page?.nextCursor} onClick={() => page?.nextCursor && setCursors([...cursors, page.nextCursor])}>Next</button>
-      </nav>
+      <PageButtons pages={pages} next={page?.nextCursor} label={`Pages of ${resource.path}`} names={{ back: "Previous", on: "Next" }} />
     </section>
   );
 }
