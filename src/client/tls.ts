@@ -1,7 +1,8 @@
 // What the client says when a server's certificate is refused: what is wrong, and what to do. Never "ignore
 // certificate errors": the certificate is read again only to show its fingerprint, for a person to compare with the
 // one the server's operator sees (`importd tls fingerprint`).
-import { connect } from "node:tls";
+// peer-certificate.ts, or in a browser bundle peer-certificate.browser.ts (package.json "imports").
+import { peerCertificate } from "#peer-certificate";
 
 // The verifier's refusals: no retry can change them.
 const untrusted = /^(UNABLE_TO_VERIFY_LEAF_SIGNATURE|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|CERT_UNTRUSTED|CERT_SIGNATURE_FAILURE|CERT_REJECTED)$/;
@@ -13,22 +14,6 @@ export const isCertificateError = (error: unknown) => {
   const code = (error as { code?: string })?.code ?? "";
   return untrusted.test(code) || expired.test(code) || wrongName.test(code);
 };
-
-type Peer = { fingerprint: string; names: string; validTo: string };
-
-/** The certificate the server at `url` shows, read without trusting it; undefined when it cannot be read. */
-function peerCertificate(url: URL): Promise<Peer | undefined> {
-  return new Promise((resolve) => {
-    const host = url.hostname.replace(/^\[|\]$/g, "");
-    const socket = connect({ host, port: Number(url.port || 443), servername: /^[\d.]+$|:/.test(host) ? undefined : host, rejectUnauthorized: false }, () => {
-      const certificate = socket.getPeerCertificate();
-      socket.destroy();
-      resolve(certificate?.fingerprint256 ? { fingerprint: certificate.fingerprint256, names: certificate.subjectaltname ?? "", validTo: certificate.valid_to } : undefined);
-    });
-    socket.setTimeout(5_000, () => (socket.destroy(), resolve(undefined)));
-    socket.on("error", () => resolve(undefined));
-  });
-}
 
 /** What to tell a person whose request to `baseUrl` failed on the server's certificate. */
 export async function certificateProblem(baseUrl: string, error: unknown): Promise<string> {

@@ -1,3 +1,4 @@
+import { newRunId } from "./chunked-import";
 import { appendFileSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 
 /**
@@ -55,7 +56,7 @@ export class Journal {
         return { journal, resumed: { startedAt: header.startedAt, chunks: entries.size }, note };
       }
     }
-    const header: Header = { ...identity, runId: crypto.randomUUID().replaceAll("-", "").slice(0, 16), startedAt: new Date().toISOString(), chunkBytes };
+    const header: Header = { ...identity, runId: newRunId(), startedAt: new Date().toISOString(), chunkBytes };
     const journal = new Journal(path, header.runId, header.startedAt, chunkBytes, new Map());
     try {
       writeFileSync(path, `${JSON.stringify(header)}\n`);

@@ -1,6 +1,6 @@
-import { stringify } from "csv-stringify/sync";
 import { createWriteStream, existsSync, readFileSync, rmSync, writeFileSync, type WriteStream } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
+import { RejectedRows } from "./rejected-rows";
 import type { Format, SourceRecord } from "./source";
 
 /** `data/assets.csv` → `data/assets.rejected.csv`; the `n`th choice `data/assets.rejected-2.csv`. */
@@ -28,26 +28,24 @@ function unchangedSinceWritten(path: string): boolean {
 }
 
 /**
- * The records that were not applied, in the input's own format, each with its reason (`_error`) and where it
- * stood in the input (`_line`, or `_index` for a JSON array), so that a person can fix them and run the same
- * command on this file. Created with the first rejection. A rejected file of an earlier run is replaced only
- * if nobody changed it since importd wrote it: the user's edits are never lost (DECISIONS 12); this run's
- * rejections then go to `…rejected-2.csv` (or the next free name), and `kept` names the file left alone.
+ * The rejected file of an import (see RejectedRows for what it holds), created with the first rejection. A rejected
+ * file of an earlier run is replaced only if nobody changed it since importd wrote it: the user's edits are never lost
+ * (DECISIONS 12); this run's rejections then go to `…rejected-2.csv` (or the next free name), and `kept` names the
+ * file left alone.
  */
 export class RejectedFile {
   private stream: WriteStream | undefined;
   private readonly hash = new Bun.CryptoHasher("sha256");
-  private count = 0;
-  private readonly dataColumns: number[];
+  private readonly rows: RejectedRows;
 
   private constructor(
     readonly path: string,
     /** Rejected files of earlier runs that were changed since, left as they are. */
     readonly kept: string[],
-    private readonly format: Format,
-    private readonly headers: string[],
+    format: Format,
+    headers: string[],
   ) {
-    this.dataColumns = headers.flatMap((header, column) => (header.startsWith("_") ? [] : [column]));
+    this.rows = new RejectedRows(format, headers);
   }
 
   /** The rejected file of `input`: its usual name, unless a changed file holds it. An unchanged one is removed. */
@@ -66,40 +64,23 @@ export class RejectedFile {
   }
 
   get rejected(): number {
-    return this.count;
+    return this.rows.count;
   }
 
-  /**
-   * `text` is the record as JSON, for a record that is no longer held parsed. A JSON line or element that could
-   * not be read comes back as it was (`source.raw`), after a note that says why: fixed there, it is read again.
-   */
+  /** `text` is the record as JSON, for a record that is no longer held parsed. */
   add(source: SourceRecord, error: string, text?: string): void {
-    if (this.format === "csv") {
-      const cells = source.cells ? this.dataColumns.map((column) => source.cells![column] ?? "") : this.dataColumns.map(() => "");
-      this.write(stringify([[...cells, error, String(source.line ?? "")]]));
-    } else {
-      const where = this.format === "json" ? { _index: source.index } : { _line: source.line };
-      const lines =
-        source.raw !== undefined
-          ? [JSON.stringify({ _error: `${error}. It follows as it was: fix it there.`, ...where }), source.raw]
-          : [JSON.stringify({ ...(source.record ?? (text === undefined ? {} : JSON.parse(text))), _error: error, ...where })];
-      for (const line of lines) this.write(this.format === "json" ? `${this.stream ? ",\n" : "[\n"}${line}` : `${line}\n`);
-    }
-    this.count++;
+    this.write(this.rows.add(source, error, text));
   }
 
   async close(): Promise<void> {
     if (!this.stream) return;
-    if (this.format === "json") this.write("\n]\n");
+    this.write(this.rows.end());
     await new Promise<void>((resolve, reject) => this.stream!.end((error?: Error | null) => (error ? reject(error) : resolve())));
     writeFileSync(notePath(this.path), `${JSON.stringify({ sha256: this.hash.digest("hex") })}\n`);
   }
 
   private write(text: string): void {
-    if (!this.stream) {
-      this.stream = createWriteStream(this.path);
-      if (this.format === "csv") this.write(stringify([[...this.dataColumns.map((column) => this.headers[column]!), "_error", "_line"]]));
-    }
+    this.stream ??= createWriteStream(this.path);
     this.hash.update(text);
     this.stream.write(text);
   }

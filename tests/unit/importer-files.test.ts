@@ -329,10 +329,10 @@ describe("CSV rows: the CLI's reader (csv-parse for Node) and the browser's (its
   });
 });
 
-test("the survey and the readers bundle for a browser without a Node module (the console's import will run them)", async () => {
+test("the survey, the readers and the import itself bundle for a browser without a Node module (the console's import runs them)", async () => {
   const nodeImports: string[] = [];
   const built = await Bun.build({
-    entrypoints: ["src/importer/survey.ts", "src/importer/source.ts", "src/importer/chunker.ts"],
+    entrypoints: ["src/importer/survey.ts", "src/importer/source.ts", "src/importer/chunked-import.ts", "src/importer/rejected-rows.ts"],
     target: "browser",
     plugins: [
       {

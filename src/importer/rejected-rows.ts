@@ -1,0 +1,54 @@
+// csv-stringify's build for browsers (its Node build needs Buffer), which runs in Bun as well: the CLI's rejected file
+// and the console's download are written by this one piece of code.
+import { stringify } from "csv-stringify/browser/esm/sync";
+import type { Format, SourceRecord } from "./source";
+
+/**
+ * The text of a rejected file: the records that were not applied, in the input's own format, each with its reason
+ * (`_error`) and where it stood in the input (`_line`, or `_index` for a JSON array), so that a person can fix them
+ * there and import that file. A CSV keeps the input's columns (those importd adds, `_…`, are written afresh).
+ */
+export class RejectedRows {
+  private readonly dataColumns: number[];
+  private rows = 0;
+
+  constructor(
+    private readonly format: Format,
+    private readonly headers: string[] = [],
+  ) {
+    this.dataColumns = headers.flatMap((header, column) => (header.startsWith("_") ? [] : [column]));
+  }
+
+  get count(): number {
+    return this.rows;
+  }
+
+  /**
+   * The text for one rejected record, with the file's start before the first. `text` is the record as JSON, for a
+   * record that is no longer held parsed. A JSON line or element that could not be read comes back as it was
+   * (`source.raw`), after a note that says why: fixed there, it is read again.
+   */
+  add(source: SourceRecord, error: string, text?: string): string {
+    const start = this.rows++ === 0 ? this.start() : "";
+    if (this.format === "csv") {
+      const cells = this.dataColumns.map((column) => source.cells?.[column] ?? "");
+      return start + stringify([[...cells, error, String(source.line ?? "")]]);
+    }
+    const where = this.format === "json" ? { _index: source.index } : { _line: source.line };
+    const lines =
+      source.raw !== undefined
+        ? [JSON.stringify({ _error: `${error}. It follows as it was: fix it there.`, ...where }), source.raw]
+        : [JSON.stringify({ ...(source.record ?? (text === undefined ? {} : JSON.parse(text))), _error: error, ...where })];
+    return start + lines.map((line, at) => (this.format === "json" ? `${start && at === 0 ? "" : ",\n"}${line}` : `${line}\n`)).join("");
+  }
+
+  /** What closes the file, once every record is in (nothing if there were none). */
+  end(): string {
+    return this.rows > 0 && this.format === "json" ? "\n]\n" : "";
+  }
+
+  private start(): string {
+    if (this.format === "csv") return stringify([[...this.dataColumns.map((column) => this.headers[column]!), "_error", "_line"]]);
+    return this.format === "json" ? "[\n" : "";
+  }
+}
