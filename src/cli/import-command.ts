@@ -1,7 +1,8 @@
 import { parseArgs } from "node:util";
 import { ImportdConnectionError, ImportdProblem } from "../client";
 import { parseDelimiter } from "../importer/csv-dialect";
-import { defaultChunkBytes, runImport } from "../importer/run";
+import { defaultChunkBytes } from "../importer/chunked-import";
+import { runImport } from "../importer/run";
 import { formats, SourceError, type Format } from "../importer/source";
 import { resourceByPath, resources } from "../resources/registry";
 import { UsageError, type Output } from "./errors";

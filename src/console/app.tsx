@@ -2,6 +2,7 @@ import { useMemo, useState } from "preact/hooks";
 import { clientFor } from "./api";
 import { jobsHref, useRoute } from "./route";
 import { currentSession, endSession, keepSession, type Session } from "./session";
+import { ImportView } from "./views/import";
 import { JobView } from "./views/job";
 import { JobsView } from "./views/jobs";
 import { RecordsView } from "./views/records";
@@ -34,6 +35,7 @@ export function App() {
         <nav aria-label="Console">
           <a href="#/jobs" aria-current={current("jobs")}>Jobs</a>
           <a href="#/records" aria-current={current("records")}>Records</a>
+          <a href="#/import" aria-current={current("import")}>Import</a>
         </nav>
         <button type="button" class="quiet" onClick={signOut}>Sign out</button>
       </header>
@@ -41,6 +43,7 @@ export function App() {
         {route.screen === "jobs" && <JobsView key={jobsHref(route.filters)} client={client} session={session} filters={route.filters} />}
         {route.screen === "job" && <JobView key={route.id} client={client} session={session} id={route.id} />}
         {route.screen === "records" && <RecordsView client={client} session={session} resource={route.resource} />}
+        {route.screen === "import" && <ImportView session={session} />}
       </main>
     </>
   );

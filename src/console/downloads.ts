@@ -13,10 +13,11 @@ export async function downloadRejectedCsv(client: ImportdClient, id: number): Pr
     records.push(record);
   }
   const lines = [columns.header, ...records.map((record) => columns.row(record))];
-  save(new Blob([lines.join("\n") + "\n"], { type: "text/csv;charset=utf-8" }), `job-${id}-rejected.csv`);
+  saveFile(new Blob([lines.join("\n") + "\n"], { type: "text/csv;charset=utf-8" }), `job-${id}-rejected.csv`);
 }
 
-function save(blob: Blob, name: string): void {
+/** Hands a Blob to the browser as a download named `name`. */
+export function saveFile(blob: Blob, name: string): void {
   const link = document.createElement("a");
   link.href = URL.createObjectURL(blob);
   link.download = name;

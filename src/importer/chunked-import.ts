@@ -15,6 +15,9 @@ import type { InputFile } from "./text";
  * and the rejected records are kept, and how progress is shown. Nothing here needs Node or a DOM.
  */
 
+/** The largest request body by default: under the 8 MB the service recommends. */
+export const defaultChunkBytes = 7_500_000;
+
 /** A record that is not applied, and why; `text` is the record as JSON once it is no longer held parsed. */
 export type Rejection = { source: SourceRecord; reason: string; text?: string };
 

@@ -41,7 +41,6 @@ export type ImportRun = {
   progress: (text: string) => void;
 };
 
-export const defaultChunkBytes = 7_500_000;
 const maxJobsInFlight = 4;
 
 /** Imports (or with validateOnly, checks) a file; returns the exit code: 0 all applied, 1 some rejected. */

@@ -1,29 +1,16 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import type { BrowserContext, Page } from "playwright-core";
 import { importBatch, waitForJob } from "../helpers/api";
 import { testTls } from "../helpers/backend";
 import { launchBrowser, requireChromium } from "../helpers/browser";
-import { projectRoot } from "../helpers/process";
+import { screenshot, signIn as signInAs, until } from "../helpers/console";
 import { asset, assets, seedReferenceData } from "../helpers/records";
-import { startTestServer, tempDir, type TestServer } from "../helpers/server";
+import { startTestServer, type TestServer } from "../helpers/server";
 
 // The console (DECISIONS 11) in headless Chromium, against a real server (SQLite, PostgreSQL and HTTPS in the
 // three passes of npm test): sign-in, the jobs live, a job's page with its rejected records and their CSV, cancel,
 // records. Each main screen is saved to test-artifacts/ for a person to look at.
-
-const artifacts = join(projectRoot, "test-artifacts");
-
-/** What `read` gives once `holds` is true of it, or after `timeoutMs` whatever it gives then (for expect to judge). */
-async function until<T>(read: () => Promise<T>, holds: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (holds(value) || Date.now() > deadline) return value;
-    await Bun.sleep(100);
-  }
-}
 
 if (requireChromium("the console in headless Chromium")) {
   let server: TestServer;
@@ -40,7 +27,6 @@ if (requireChromium("the console in headless Chromium")) {
     expect((await waitForJob(server.base, server.key, partial)).importJobStatus).toBe("PartiallySucceeded");
     browser = await launchBrowser({ trusted: testTls ? [testTls.cert] : [] });
     context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
-    mkdirSync(artifacts, { recursive: true });
   }, 60_000);
 
   afterAll(async () => {
@@ -48,14 +34,7 @@ if (requireChromium("the console in headless Chromium")) {
     await server?.close();
   });
 
-  const screenshot = (page: Page, name: string) => page.screenshot({ path: join(artifacts, `console-${name}.png`), fullPage: true });
-
-  async function signIn(page: Page, key = server.key, environment = "default") {
-    await page.goto(`${server.url}/console`);
-    await page.getByLabel("Environment").fill(environment);
-    await page.getByLabel("API key").fill(key);
-    await page.getByRole("button", { name: "Sign in" }).click();
-  }
+  const signIn = (page: Page, key = server.key) => signInAs(page, server.url, key);
 
   test("a wrong key is refused in words that name both causes, and nothing is kept", async () => {
     const page = await context.newPage();
@@ -188,7 +167,7 @@ if (requireChromium("the console in headless Chromium")) {
     await signIn(page);
     await page.locator("table.jobs").waitFor();
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= innerWidth)).toBe(true);
-    await page.screenshot({ path: join(artifacts, "console-jobs-narrow.png"), fullPage: true });
+    await screenshot(page, "jobs-narrow");
     await narrow.close();
   }, 30_000);
 }

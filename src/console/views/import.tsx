@@ -1,0 +1,353 @@
+import { useEffect, useRef, useState } from "preact/hooks";
+import { defaultChunkBytes, newRunId } from "../../importer/chunked-import";
+import { formatOf, SourceError, type Format } from "../../importer/source";
+import { fieldPaths } from "../../importer/fields";
+import { resourceByPath, resources } from "../../resources/registry";
+import { saveFile } from "../downloads";
+import { count } from "../format";
+import type { Counts, FromWorker, ShownRejection } from "../import/protocol";
+import { forgetImport, isSameFile, keepImport, savedImport, withEntry, type SavedImport } from "../import/saved";
+import { startImport } from "../import/start";
+import { inConsoleWords } from "../import/worker";
+import { jobHref } from "../route";
+import type { Session } from "../session";
+import { StatusBadge } from "./status";
+
+/**
+ * A file imported from the browser, as `importd import` does it (DECISIONS 11 and 12): chosen or dropped, checked and
+ * sent in chunks by a Web Worker, first as a dry run whose verdict is shown, then applied with a progress bar; the
+ * rejected records, in the file's own format, to download, fix and import again. A reload in the middle of applying
+ * is said, and the same file chosen again sends only what had not been queued.
+ */
+
+type Ended = Extract<FromWorker, { kind: "done" }>;
+type Stage =
+  | { name: "choosing" }
+  | { name: "running"; dryRun: boolean; records?: number; counts?: Counts; ignored?: string[] }
+  | { name: "checked"; result: Ended }
+  | { name: "applied"; result: Ended; resumedFrom?: string }
+  | { name: "failed"; message: string };
+
+const megabytes = (bytes: number) => `${(bytes / 1_000_000).toLocaleString("en-US", { maximumFractionDigits: bytes < 10_000_000 ? 1 : 0 })} MB`;
+const fieldsOf = (path: string) => {
+  const resource = resourceByPath(path);
+  return resource ? fieldPaths(resource.schema).leaves.map((field) => (fieldPaths(resource.schema).required.includes(field) ? `${field}*` : field)).join(", ") : "";
+};
+const plural = (n: number, word: string) => `${count(n)} ${word}${n === 1 ? "" : "s"}`;
+
+export function ImportView({ session }: { session: Session }) {
+  const [resource, setResource] = useState(resources[resources.length - 1]!.path);
+  const [file, setFile] = useState<File>();
+  const [format, setFormat] = useState<"" | Format>("");
+  const [delimiter, setDelimiter] = useState("");
+  const [ignoreUnknownColumns, setIgnoreUnknownColumns] = useState(false);
+  const [stage, setStage] = useState<Stage>({ name: "choosing" });
+  const [interrupted, setInterrupted] = useState(() => savedImport(session.environment));
+  const [warning, setWarning] = useState<string>();
+  const [dragging, setDragging] = useState(false);
+  const stop = useRef<(() => void) | undefined>(undefined);
+  useEffect(() => () => stop.current?.(), []);
+
+  const resuming = interrupted && file && isSameFile(interrupted, file) && interrupted.resource === resource ? interrupted : undefined;
+
+  const choose = (chosen: File | undefined) => {
+    setFile(chosen);
+    setStage({ name: "choosing" });
+    setWarning(undefined);
+  };
+
+  const run = (dryRun: boolean) => {
+    if (!file) return;
+    let picked: Format;
+    try {
+      picked = format || formatOf(file.name);
+    } catch (error) {
+      setStage({ name: "failed", message: inConsoleWords((error as SourceError).message) });
+      return;
+    }
+    // Applying keeps its run in session storage from the start: a reload even before the first answer resumes it.
+    let saved: SavedImport | undefined = dryRun
+      ? undefined
+      : (resuming ?? {
+          environment: session.environment,
+          file: { name: file.name, size: file.size, lastModified: file.lastModified },
+          resource,
+          format: format || undefined,
+          delimiter: delimiter || undefined,
+          ignoreUnknownColumns,
+          startedAt: new Date().toISOString(),
+          records: 0,
+          run: { runId: newRunId(), chunkBytes: defaultChunkBytes, entries: [] },
+        });
+    if (saved && !keepImport(saved)) setWarning("This browser's session storage is full: if the page is reloaded during the import, it cannot resume and the whole file would be sent again.");
+    setInterrupted(saved);
+    setStage({ name: "running", dryRun });
+    const runOf = saved?.run ?? { runId: newRunId(), chunkBytes: defaultChunkBytes, entries: [] };
+    stop.current = startImport(
+      {
+        file,
+        resource: saved?.resource ?? resource,
+        format: saved ? saved.format : format || undefined,
+        delimiter: saved ? saved.delimiter : delimiter || undefined,
+        ignoreUnknownColumns: saved?.ignoreUnknownColumns ?? ignoreUnknownColumns,
+        dryRun,
+        baseUrl: `${location.origin}/${encodeURIComponent(session.environment)}`,
+        apiKey: session.apiKey,
+        run: runOf,
+      },
+      (message) => {
+        if (message.kind === "surveyed") {
+          if (saved) keepImport((saved = { ...saved, records: message.records }));
+          setStage((now) => (now.name === "running" ? { ...now, records: message.records, ignored: message.ignored } : now));
+        } else if (message.kind === "progress") {
+          setStage((now) => (now.name === "running" ? { ...now, counts: message.counts } : now));
+        } else if (message.kind === "queued") {
+          if (saved) keepImport((saved = withEntry(saved, message.entry)));
+        } else if (message.kind === "done") {
+          stop.current = undefined;
+          if (saved) {
+            forgetImport();
+            setInterrupted(undefined);
+          }
+          setStage(dryRun ? { name: "checked", result: message } : { name: "applied", result: message, resumedFrom: resuming?.startedAt });
+        } else {
+          stop.current = undefined;
+          // What stopped it stops the same import again (the file, a refused key): nothing to resume. A lost server
+          // leaves the import to resume once it answers.
+          if (saved && !message.resumable) {
+            forgetImport();
+            setInterrupted(undefined);
+          }
+          setStage({ name: "failed", message: message.message });
+        }
+      },
+    );
+  };
+
+  const halt = () => {
+    stop.current?.();
+    stop.current = undefined;
+    setInterrupted(savedImport(session.environment));
+    setStage({ name: "choosing" });
+  };
+
+  const forget = () => {
+    forgetImport();
+    setInterrupted(undefined);
+  };
+
+  const running = stage.name === "running";
+  return (
+    <section aria-labelledby="import-title">
+      <h1 id="import-title">Import a file</h1>
+      {interrupted && !running && <InterruptedNote saved={interrupted} matches={resuming !== undefined} onForget={forget} />}
+      {warning && <p class="note">{warning}</p>}
+      <form
+        class="import"
+        onSubmit={(event) => {
+          event.preventDefault();
+          run(!resuming);
+        }}
+      >
+        <div class="filters">
+          <label>
+            Resource
+            <select value={resource} disabled={running} onChange={(event) => (setResource(event.currentTarget.value), setStage({ name: "choosing" }))}>
+              {resources.map((each) => <option key={each.path} value={each.path}>{each.path}</option>)}
+            </select>
+          </label>
+          <label>
+            Format
+            <select value={format} disabled={running} onChange={(event) => setFormat(event.currentTarget.value as Format | "")}>
+              <option value="">From the file's name</option>
+              <option value="csv">CSV</option>
+              <option value="ndjson">NDJSON</option>
+              <option value="json">JSON array</option>
+            </select>
+          </label>
+          <label>
+            Delimiter (CSV)
+            <select value={delimiter} disabled={running} onChange={(event) => setDelimiter(event.currentTarget.value)}>
+              <option value="">Detect</option>
+              <option value=",">, comma</option>
+              <option value=";">; semicolon</option>
+              <option value={"\t"}>tab</option>
+            </select>
+          </label>
+          <label class="inline">
+            <input type="checkbox" checked={ignoreUnknownColumns} disabled={running} onChange={(event) => setIgnoreUnknownColumns(event.currentTarget.checked)} />
+            Ignore unknown columns
+          </label>
+        </div>
+        <div
+          class={`drop${dragging ? " dragging" : ""}`}
+          onDragOver={(event) => {
+            event.preventDefault();
+            setDragging(true);
+          }}
+          onDragLeave={() => setDragging(false)}
+          onDrop={(event) => {
+            event.preventDefault();
+            setDragging(false);
+            if (!running) choose(event.dataTransfer?.files[0]);
+          }}
+        >
+          <label>
+            File
+            <input type="file" accept=".csv,.tsv,.ndjson,.jsonl,.json" disabled={running} onChange={(event) => choose(event.currentTarget.files?.[0])} />
+          </label>
+          <p class="hint">
+            Drop a CSV, NDJSON or JSON file here, or choose one: of any size, read a few megabytes at a time and sent in chunks. A CSV needs a header row naming the
+            fields of {resource}{" "}
+            ({fieldsOf(resource)}; * required), and is read as UTF-8.
+          </p>
+          {file && <p>{file.name}, {megabytes(file.size)}</p>}
+        </div>
+        {!running && (
+          <div class="actions">
+            <button type="submit" disabled={!file}>{resuming ? "Resume the import" : "Check with a dry run"}</button>
+          </div>
+        )}
+      </form>
+      {stage.name === "running" && <Running stage={stage} onStop={halt} />}
+      {stage.name === "failed" && <p class="problem" role="alert">{stage.message}</p>}
+      {stage.name === "checked" && <Checked result={stage.result} onApply={() => run(false)} />}
+      {stage.name === "applied" && <Applied result={stage.result} resumedFrom={stage.resumedFrom} />}
+    </section>
+  );
+}
+
+function InterruptedNote({ saved, matches, onForget }: { saved: SavedImport; matches: boolean; onForget: () => void }) {
+  const jobs = saved.run.entries.flatMap(({ jobId }) => (jobId === null ? [] : [jobId]));
+  return (
+    <div class="note" role="status" aria-label="Interrupted import">
+      <p>
+        The import of <strong>{saved.file.name}</strong> ({megabytes(saved.file.size)}{saved.records > 0 ? `, ${plural(saved.records, "record")}` : ""}) into{" "}
+        {saved.resource}, started {new Date(saved.startedAt).toLocaleTimeString("en-GB")}, was interrupted.{" "}
+        {jobs.length === 0 ? (
+          "None of its requests had been queued as a job."
+        ) : (
+          <>
+            {plural(jobs.length, "request")} had been queued, as {jobs.length === 1 ? "job" : "jobs"}{" "}
+            {jobs.map((id, at) => (
+              <span key={id}>{at > 0 && ", "}<a href={jobHref(id)}>{id}</a></span>
+            ))}
+            : importd applies them whatever happens to this page.
+          </>
+        )}
+      </p>
+      <p>
+        {matches
+          ? "This is its file: resume, and what was queued is not sent again."
+          : `To send the rest, choose ${saved.file.name} again (the same file, unchanged) with ${saved.resource}; what was queued is not sent again.`}{" "}
+        <button type="button" class="quiet" onClick={onForget}>Forget it</button>
+      </p>
+    </div>
+  );
+}
+
+function Running({ stage, onStop }: { stage: Extract<Stage, { name: "running" }>; onStop: () => void }) {
+  const { counts, records } = stage;
+  const done = counts ? counts.applied + counts.rejected : 0;
+  return (
+    <div class="running" aria-live="polite">
+      <h2>{stage.dryRun ? "Dry run" : "Applying"}</h2>
+      {records === undefined ? (
+        <>
+          <progress aria-label="Checking the file" />
+          <p>Reading the file to check it before anything is sent…</p>
+        </>
+      ) : (
+        <>
+          <progress aria-label={stage.dryRun ? "Dry run progress" : "Import progress"} max={Math.max(records, 1)} value={done} />
+          <p>
+            {count(done)} of {plural(records, "record")} done: {count(counts?.applied ?? 0)} {stage.dryRun ? "would be applied" : "applied"}, {count(counts?.rejected ?? 0)} rejected.{" "}
+            {counts && <span class="quiet">Read {megabytes(counts.bytesRead)} of {megabytes(counts.fileBytes)}, sent {plural(counts.sent, "record")}.</span>}
+          </p>
+          {stage.ignored && stage.ignored.length > 0 && <p class="quiet">Not imported, as asked: {stage.ignored.join(", ")}.</p>}
+        </>
+      )}
+      <button type="button" class="quiet" onClick={onStop}>Stop</button>
+    </div>
+  );
+}
+
+function Checked({ result, onApply }: { result: Ended; onApply: () => void }) {
+  const { counts } = result;
+  return (
+    <div aria-label="Dry run verdict" role="region">
+      <h2>Dry run: nothing was applied</h2>
+      <p class="verdict">
+        Of {plural(counts.read, "record")}, applying would create {count(counts.created)}, update {count(counts.updated)} and leave {count(counts.unchanged)} unchanged;{" "}
+        {count(counts.rejected)} would be rejected.
+        {result.jobs.length > 1 && ` Each of the ${result.jobs.length} requests was tried against the data as it is now, without the requests before it.`}
+      </p>
+      <Rejections result={result} would />
+      <div class="actions">
+        <button type="button" onClick={onApply}>Apply: import the file</button>
+      </div>
+    </div>
+  );
+}
+
+function Applied({ result, resumedFrom }: { result: Ended; resumedFrom?: string }) {
+  const { counts } = result;
+  const earlier = counts.jobsFromEarlier + counts.replayed;
+  return (
+    <div aria-label="Import result" role="region">
+      <h2>Imported</h2>
+      <p class="verdict">
+        {plural(counts.read, "record")}: {count(counts.applied)} applied ({count(counts.created)} created, {count(counts.updated)} updated, {count(counts.unchanged)} unchanged),{" "}
+        {count(counts.rejected)} rejected, in {plural(result.jobs.length, "job")}.
+        {earlier > 0 && resumedFrom && ` ${plural(earlier, "job")} had been queued before the interruption and ${earlier === 1 ? "was" : "were"} not sent again.`}
+      </p>
+      <ul class="jobs-done" aria-label="Jobs">
+        {result.jobs.map((job) => (
+          <li key={job.id}>
+            <a href={jobHref(job.id)}>Job {job.id}</a> <StatusBadge status={job.importJobStatus} />
+          </li>
+        ))}
+      </ul>
+      <Rejections result={result} />
+    </div>
+  );
+}
+
+function Rejections({ result, would = false }: { result: Ended; would?: boolean }) {
+  const { counts, rejections, rejectedFile } = result;
+  if (counts.rejected === 0) return null;
+  return (
+    <>
+      <div class="heading">
+        <h3>{would ? "Records that would be rejected" : "Rejected records"}</h3>
+        {rejectedFile && (
+          <button type="button" onClick={() => saveFile(rejectedFile.blob, rejectedFile.name)}>
+            Download {would ? "the records that would be rejected" : "the rejected records"} ({rejectedFile.name})
+          </button>
+        )}
+      </div>
+      {!would && <p class="hint">Each with its reason (_error) and where it stood (_line): fix them in that file and import it here again.</p>}
+      <div class="scroll">
+        <table class="rejected">
+          <thead>
+            <tr>
+              <th scope="col">Where</th>
+              <th scope="col">Why</th>
+              <th scope="col">Record, as in the file</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rejections.map((rejection: ShownRejection) => (
+              <tr key={rejection.where}>
+                <td>{rejection.where}</td>
+                <td>{rejection.reason}</td>
+                <td><code>{rejection.record}</code></td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {counts.rejected > rejections.length && <p class="hint">The first {count(rejections.length)} of {count(counts.rejected)}: all of them are in the file to download.</p>}
+    </>
+  );
+}

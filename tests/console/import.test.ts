@@ -1,0 +1,117 @@
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { BrowserContext, Page } from "playwright-core";
+import { createClient } from "../../src/client";
+import { testTls } from "../helpers/backend";
+import { launchBrowser, requireChromium } from "../helpers/browser";
+import { screenshot, signIn, until } from "../helpers/console";
+import { seedReferenceData } from "../helpers/records";
+import { startTestServer, tempDir, type TestServer } from "../helpers/server";
+
+// The console's import (DECISIONS 11) in headless Chromium, through the file picker, against a real server (SQLite,
+// PostgreSQL and HTTPS in the three passes of npm test): a 50,000-row CSV with 30 bad rows checked with a dry run,
+// applied, its rejected records downloaded, fixed and imported again; and a reload in the middle of an import.
+
+const header =
+  "id,subAreaId,name,description,status,assetCategoryId,assetTypeId,shapeType,startPoint,endPoint,geolocation.linearReferenceStart,geolocation.linearReferenceEnd,geolocation.locationStart,geolocation.locationEnd,geolocation.locationUnit";
+
+/** A CSV row of an asset; `bad` makes it one the import rejects, of one of two kinds. */
+function row(prefix: string, n: number, bad?: "reference" | "number"): string {
+  const subArea = bad === "reference" ? "nowhere" : n % 2 ? "north" : "south";
+  const start = bad === "number" ? "twelve" : String(n % 100);
+  return `${prefix}-${n},${subArea},"Water main ${n}, between the mill and the station",Laid in ${1950 + (n % 70)},ACT,water,${n % 3 ? "pipe" : "valve"},LineString,${start},${(n % 100) + 50.5},LR-${n % 997},LR-${(n % 997) + 1},${n % 50},${(n % 50) + 10},m`;
+}
+
+if (requireChromium("the console's import in headless Chromium")) {
+  const dir = tempDir("importd-console-import-");
+  let server: TestServer;
+  let browser: Awaited<ReturnType<typeof launchBrowser>>;
+  let context: BrowserContext;
+  let environment: { slug: string; key: string; base: string };
+
+  beforeAll(async () => {
+    server = await startTestServer();
+    environment = await server.addEnvironment("imports");
+    await seedReferenceData(environment.base, environment.key);
+    browser = await launchBrowser({ trusted: testTls ? [testTls.cert] : [] });
+    context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const client = () => createClient({ baseUrl: environment.base, apiKey: environment.key, ca: testTls ? readFileSync(testTls.cert, "utf8") : undefined });
+
+  async function openImport(): Promise<Page> {
+    const page = await context.newPage();
+    await signIn(page, server.url, environment.key, environment.slug);
+    await page.getByRole("link", { name: "Import" }).click();
+    await page.getByRole("heading", { name: "Import a file" }).waitFor();
+    return page;
+  }
+
+  test("a 50,000-row CSV with 30 bad rows through the file picker: dry run, apply, PartiallySucceeded, the rejected CSV downloaded, fixed and imported again", async () => {
+    // 20 rows refer to a sub area that does not exist (rejected by their job), 10 have a word for a number (rejected
+    // before they are sent); spread over the whole file, so that every request holds some.
+    const badRows = new Map<number, "reference" | "number">();
+    for (let k = 0; k < 30; k++) badRows.set(1_000 + k * 1_650, k % 3 === 2 ? "number" : "reference");
+    const file = join(dir, "assets.csv");
+    writeFileSync(file, [header, ...Array.from({ length: 50_000 }, (_, n) => row("WEB", n, badRows.get(n)))].join("\n") + "\n");
+
+    const page = await openImport();
+    await page.getByLabel("Resource").selectOption("assets");
+    await page.getByLabel("File", { exact: true }).setInputFiles(file);
+    await page.getByRole("button", { name: "Check with a dry run" }).click();
+    const verdict = page.getByRole("region", { name: "Dry run verdict" });
+    await verdict.waitFor({ timeout: 60_000 });
+    expect(await verdict.locator(".verdict").textContent()).toStartWith("Of 50,000 records, applying would create 49,970, update 0 and leave 0 unchanged; 30 would be rejected.");
+    expect(await verdict.locator("table.rejected tbody tr").count()).toBe(30);
+    expect(await verdict.locator("table.rejected tbody").textContent()).toContain("line 1002");
+    await screenshot(page, "import-dry-run");
+    // A dry run applies nothing.
+    expect((await client().listRecords("assets", { limit: 1 })).items).toEqual([]);
+
+    await page.getByRole("button", { name: "Apply: import the file" }).click();
+    await page.getByLabel("Import progress").waitFor({ timeout: 30_000 });
+    // Some records done and some to go, for the screenshot of the progress bar.
+    const progressText = () => page.locator(".running p").first().textContent({ timeout: 1_000 }).catch(() => undefined);
+    await until(progressText, (text) => !text?.startsWith("0 of"), 30_000);
+    await screenshot(page, "import-progress");
+    const result = page.getByRole("region", { name: "Import result" });
+    await result.waitFor({ timeout: 120_000 });
+    const summary = await result.locator(".verdict").textContent();
+    expect(summary).toMatch(/^50,000 records: 49,970 applied \(49,970 created, 0 updated, 0 unchanged\), 30 rejected, in \d jobs\.$/);
+    const jobs = Number(/in (\d) jobs/.exec(summary!)![1]);
+    expect(jobs).toBeGreaterThan(1);
+    expect(await result.locator(".status-partiallysucceeded").count()).toBe(jobs);
+    await screenshot(page, "import-done");
+
+    const [download] = await Promise.all([page.waitForEvent("download"), result.getByRole("button", { name: /^Download the rejected records/ }).click()]);
+    expect(download.suggestedFilename()).toBe("assets.rejected.csv");
+    const rejected = readFileSync((await download.path())!, "utf8").trimEnd().split("\n");
+    expect(rejected[0]).toBe(`${header},_error,_line`);
+    expect(rejected).toHaveLength(31);
+    expect(rejected.slice(1).map((line) => Number(line.split(",").at(-1)))).toEqual([...badRows.keys()].map((n) => n + 2));
+    expect(rejected.filter((line) => line.includes("nowhere"))).toHaveLength(20);
+
+    // The person fixes the file as it came (a sub area that exists, a number) and imports it as it is.
+    const fixed = join(dir, "assets.rejected.csv");
+    writeFileSync(fixed, rejected.map((line) => line.replace(",nowhere,", ",north,").replace(",twelve,", ",12,")).join("\n") + "\n");
+    await page.getByLabel("File", { exact: true }).setInputFiles(fixed);
+    await page.getByRole("button", { name: "Check with a dry run" }).click();
+    await verdict.waitFor({ timeout: 30_000 });
+    expect(await verdict.locator(".verdict").textContent()).toStartWith("Of 30 records, applying would create 30, update 0 and leave 0 unchanged; 0 would be rejected.");
+    await page.getByRole("button", { name: "Apply: import the file" }).click();
+    await result.waitFor({ timeout: 30_000 });
+    expect(await result.locator(".verdict").textContent()).toBe("30 records: 30 applied (30 created, 0 updated, 0 unchanged), 0 rejected, in 1 job.");
+    expect(await result.locator(".status-succeeded").count()).toBe(1);
+    const stored = await client().getRecord("assets", "WEB-1000");
+    expect(stored).toMatchObject({ id: "WEB-1000", subAreaId: "north" });
+    expect(await page.evaluate(() => sessionStorage.getItem("importd.import"))).toBeNull();
+    await page.close();
+  }, 240_000);
+}

@@ -1,0 +1,30 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import type { Page } from "playwright-core";
+import { projectRoot } from "./process";
+
+/** Where the console's tests save a screenshot of each main screen, for a person to look at (a CI artifact). */
+export const artifacts = join(projectRoot, "test-artifacts");
+
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(artifacts, { recursive: true });
+  await page.screenshot({ path: join(artifacts, `console-${name}.png`), fullPage: true });
+}
+
+/** What `read` gives once `holds` is true of it, or after `timeoutMs` whatever it gives then (for expect to judge). */
+export async function until<T>(read: () => Promise<T>, holds: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (holds(value) || Date.now() > deadline) return value;
+    await Bun.sleep(100);
+  }
+}
+
+/** Signs in on the console's page as a person does: environment, key, the button. */
+export async function signIn(page: Page, url: string, key: string, environment = "default"): Promise<void> {
+  await page.goto(`${url}/console`);
+  await page.getByLabel("Environment").fill(environment);
+  await page.getByLabel("API key").fill(key);
+  await page.getByRole("button", { name: "Sign in" }).click();
+}
