@@ -1,5 +1,6 @@
 import { useMemo, useState } from "preact/hooks";
 import { clientFor } from "./api";
+import { endImports, useImport } from "./import/controller";
 import { jobsHref, useRoute } from "./route";
 import { currentSession, endSession, keepSession, type Session } from "./session";
 import { ImportView } from "./views/import";
@@ -23,6 +24,7 @@ export function App() {
     );
   }
   const signOut = () => {
+    endImports();
     endSession();
     setSession(undefined);
   };
@@ -35,7 +37,7 @@ export function App() {
         <nav aria-label="Console">
           <a href="#/jobs" aria-current={current("jobs")}>Jobs</a>
           <a href="#/records" aria-current={current("records")}>Records</a>
-          <a href="#/import" aria-current={current("import")}>Import</a>
+          <ImportLink session={session} current={current("import")} />
         </nav>
         <button type="button" class="quiet" onClick={signOut}>Sign out</button>
       </header>
@@ -46,5 +48,17 @@ export function App() {
         {route.screen === "import" && <ImportView session={session} />}
       </main>
     </>
+  );
+}
+
+/** The import screen's link, which says how far an import is while it runs (and goes on running elsewhere in the console). */
+function ImportLink({ session, current }: { session: Session; current: "page" | undefined }) {
+  const { stage } = useImport(session);
+  const counts = stage.name === "running" ? stage.counts : undefined;
+  const share = counts && counts.total > 0 ? Math.floor(((counts.applied + counts.rejected) / counts.total) * 100) : undefined;
+  return (
+    <a href="#/import" aria-current={current}>
+      Import{stage.name === "running" && <span class="tag">{share === undefined ? "running" : `${share}%`}</span>}
+    </a>
   );
 }

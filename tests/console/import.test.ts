@@ -114,4 +114,56 @@ if (requireChromium("the console's import in headless Chromium")) {
     expect(await page.evaluate(() => sessionStorage.getItem("importd.import"))).toBeNull();
     await page.close();
   }, 240_000);
+
+  test("a reload in the middle of applying says what had been queued; the same file chosen again sends only the rest", async () => {
+    // Big enough for several requests, each a few megabytes, read and sent one after another.
+    const rows = 80_000;
+    const file = join(dir, "resumed.csv");
+    writeFileSync(file, [header, ...Array.from({ length: rows }, (_, n) => row("RES", n))].join("\n") + "\n");
+    const page = await openImport();
+    await page.getByLabel("Resource").selectOption("assets");
+    await page.getByLabel("File", { exact: true }).setInputFiles(file);
+    await page.getByRole("button", { name: "Check with a dry run" }).click();
+    await page.getByRole("button", { name: "Apply: import the file" }).click({ timeout: 60_000 });
+
+    type Saved = { run: { entries: Array<{ jobId: number | null }> } };
+    const saved = () => page.evaluate(() => JSON.parse(sessionStorage.getItem("importd.import") ?? "null") as Saved | null);
+    expect((await until(saved, (now) => (now?.run.entries.length ?? 0) > 0, 30_000))?.run.entries.length).toBeGreaterThan(0);
+    await page.reload();
+    const queued = (await saved())!.run.entries.flatMap(({ jobId }) => (jobId === null ? [] : [jobId]));
+    expect(queued.length).toBeGreaterThan(0);
+
+    await page.getByRole("heading", { name: "Import a file" }).waitFor();
+    const note = page.getByRole("status", { name: "Interrupted import" });
+    const said = await note.textContent();
+    expect(said).toContain(`The import of resumed.csv (`);
+    expect(said).toContain(`${queued.length} request${queued.length === 1 ? " had" : "s had"} been queued, as job${queued.length === 1 ? "" : "s"} ${queued.join(", ")}: importd applies ${queued.length === 1 ? "it" : "them"} whatever happens to this page.`);
+    expect(said).toContain("To send the rest, choose resumed.csv again (the same file, unchanged) with assets; what was queued is not sent again.");
+    await screenshot(page, "import-interrupted");
+
+    await page.getByLabel("Resource").selectOption("assets");
+    await page.getByLabel("File", { exact: true }).setInputFiles(file);
+    expect(await note.textContent()).toContain("This is its file: resume, and what was queued is not sent again.");
+    await page.getByRole("button", { name: "Resume the import" }).click();
+    // The import goes on while the person looks at the jobs it queues; the menu says how far it is.
+    await page.getByRole("link", { name: "Jobs" }).click();
+    await page.locator("table.jobs").waitFor();
+    expect(await page.getByRole("link", { name: /^Import/ }).textContent()).toMatch(/^Import(running|\d+%)$/);
+    await page.getByRole("link", { name: /^Import/ }).click();
+    const result = page.getByRole("region", { name: "Import result" });
+    await result.waitFor({ timeout: 120_000 });
+    const summary = (await result.locator(".verdict").textContent())!;
+    expect(summary).toStartWith(`80,000 records: 80,000 applied (80,000 created, 0 updated, 0 unchanged), 0 rejected, in `);
+    // Those queued before the reload, and perhaps one whose answer the reload cut off (its Idempotency-Key recognized).
+    const earlier = Number(/ (\d+) jobs? had been queued before the interruption and (was|were) not sent again\.$/.exec(summary)?.[1]);
+    expect(earlier === queued.length || earlier === queued.length + 1).toBe(true);
+    const jobIds = (await result.getByRole("link", { name: /^Job \d+$/ }).allTextContents()).map((text) => Number(text.slice(4)));
+    expect(jobIds.slice(0, queued.length)).toEqual(queued);
+    // Every record once: the jobs' applied counts add up to the file's rows, and no chunk was sent twice.
+    const jobs = await Promise.all(jobIds.map((id) => client().getJob(id)));
+    expect(jobs.reduce((sum, job) => sum + (job.output?.applied ?? 0), 0)).toBe(rows);
+    expect(await page.evaluate(() => sessionStorage.getItem("importd.import"))).toBeNull();
+    expect(await note.count()).toBe(0);
+    await page.close();
+  }, 240_000);
 }

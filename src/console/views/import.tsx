@@ -1,17 +1,24 @@
-import { useEffect, useRef, useState } from "preact/hooks";
-import { defaultChunkBytes, newRunId } from "../../importer/chunked-import";
-import { formatOf, SourceError, type Format } from "../../importer/source";
+import { useEffect, useState } from "preact/hooks";
 import { fieldPaths } from "../../importer/fields";
+import type { Format } from "../../importer/source";
 import { resourceByPath, resources } from "../../resources/registry";
 import { saveFile } from "../downloads";
 import { count } from "../format";
-import type { Counts, FromWorker, ShownRejection } from "../import/protocol";
-import { forgetImport, isSameFile, keepImport, savedImport, withEntry, type SavedImport } from "../import/saved";
-import { startImport } from "../import/start";
-import { inConsoleWords } from "../import/worker";
+import { choose, forgetInterrupted, haltImport, resumes, runImport, useImport, type Ended, type Stage } from "../import/controller";
+import type { ShownRejection } from "../import/protocol";
+import type { SavedImport } from "../import/saved";
 import { jobHref } from "../route";
 import type { Session } from "../session";
 import { StatusBadge } from "./status";
+
+const megabytes = (bytes: number) => `${(bytes / 1_000_000).toLocaleString("en-US", { maximumFractionDigits: bytes < 10_000_000 ? 1 : 0 })} MB`;
+const fieldsOf = (path: string) => {
+  const resource = resourceByPath(path);
+  if (!resource) return "";
+  const { leaves, required } = fieldPaths(resource.schema);
+  return leaves.map((field) => (required.includes(field) ? `${field}*` : field)).join(", ");
+};
+const plural = (n: number, word: string) => `${count(n)} ${word}${n === 1 ? "" : "s"}`;
 
 /**
  * A file imported from the browser, as `importd import` does it (DECISIONS 11 and 12): chosen or dropped, checked and
@@ -19,140 +26,39 @@ import { StatusBadge } from "./status";
  * rejected records, in the file's own format, to download, fix and import again. A reload in the middle of applying
  * is said, and the same file chosen again sends only what had not been queued.
  */
-
-type Ended = Extract<FromWorker, { kind: "done" }>;
-type Stage =
-  | { name: "choosing" }
-  | { name: "running"; dryRun: boolean; records?: number; counts?: Counts; ignored?: string[] }
-  | { name: "checked"; result: Ended }
-  | { name: "applied"; result: Ended; resumedFrom?: string }
-  | { name: "failed"; message: string };
-
-const megabytes = (bytes: number) => `${(bytes / 1_000_000).toLocaleString("en-US", { maximumFractionDigits: bytes < 10_000_000 ? 1 : 0 })} MB`;
-const fieldsOf = (path: string) => {
-  const resource = resourceByPath(path);
-  return resource ? fieldPaths(resource.schema).leaves.map((field) => (fieldPaths(resource.schema).required.includes(field) ? `${field}*` : field)).join(", ") : "";
-};
-const plural = (n: number, word: string) => `${count(n)} ${word}${n === 1 ? "" : "s"}`;
-
 export function ImportView({ session }: { session: Session }) {
-  const [resource, setResource] = useState(resources[resources.length - 1]!.path);
-  const [file, setFile] = useState<File>();
-  const [format, setFormat] = useState<"" | Format>("");
-  const [delimiter, setDelimiter] = useState("");
-  const [ignoreUnknownColumns, setIgnoreUnknownColumns] = useState(false);
-  const [stage, setStage] = useState<Stage>({ name: "choosing" });
-  const [interrupted, setInterrupted] = useState(() => savedImport(session.environment));
-  const [warning, setWarning] = useState<string>();
+  const { stage, choice, interrupted, warning } = useImport(session);
+  const [resource, setResource] = useState(choice?.resource ?? interrupted?.resource ?? resources[resources.length - 1]!.path);
+  const [file, setFile] = useState(choice?.file);
+  const [format, setFormat] = useState<"" | Format>(choice?.format ?? "");
+  const [delimiter, setDelimiter] = useState(choice?.delimiter ?? "");
+  const [ignoreUnknownColumns, setIgnoreUnknownColumns] = useState(choice?.ignoreUnknownColumns ?? false);
   const [dragging, setDragging] = useState(false);
-  const stop = useRef<(() => void) | undefined>(undefined);
-  useEffect(() => () => stop.current?.(), []);
-
-  const resuming = interrupted && file && isSameFile(interrupted, file) && interrupted.resource === resource ? interrupted : undefined;
-
-  const choose = (chosen: File | undefined) => {
-    setFile(chosen);
-    setStage({ name: "choosing" });
-    setWarning(undefined);
-  };
-
-  const run = (dryRun: boolean) => {
-    if (!file) return;
-    let picked: Format;
-    try {
-      picked = format || formatOf(file.name);
-    } catch (error) {
-      setStage({ name: "failed", message: inConsoleWords((error as SourceError).message) });
-      return;
+  // Each change of file or setting is a new choice: what was shown of the last one goes.
+  useEffect(() => {
+    if (file && (file !== choice?.file || resource !== choice.resource || (format || undefined) !== choice.format || (delimiter || undefined) !== choice.delimiter || ignoreUnknownColumns !== choice.ignoreUnknownColumns)) {
+      choose({ file, resource, format: format || undefined, delimiter: delimiter || undefined, ignoreUnknownColumns });
     }
-    // Applying keeps its run in session storage from the start: a reload even before the first answer resumes it.
-    let saved: SavedImport | undefined = dryRun
-      ? undefined
-      : (resuming ?? {
-          environment: session.environment,
-          file: { name: file.name, size: file.size, lastModified: file.lastModified },
-          resource,
-          format: format || undefined,
-          delimiter: delimiter || undefined,
-          ignoreUnknownColumns,
-          startedAt: new Date().toISOString(),
-          records: 0,
-          run: { runId: newRunId(), chunkBytes: defaultChunkBytes, entries: [] },
-        });
-    if (saved && !keepImport(saved)) setWarning("This browser's session storage is full: if the page is reloaded during the import, it cannot resume and the whole file would be sent again.");
-    setInterrupted(saved);
-    setStage({ name: "running", dryRun });
-    const runOf = saved?.run ?? { runId: newRunId(), chunkBytes: defaultChunkBytes, entries: [] };
-    stop.current = startImport(
-      {
-        file,
-        resource: saved?.resource ?? resource,
-        format: saved ? saved.format : format || undefined,
-        delimiter: saved ? saved.delimiter : delimiter || undefined,
-        ignoreUnknownColumns: saved?.ignoreUnknownColumns ?? ignoreUnknownColumns,
-        dryRun,
-        baseUrl: `${location.origin}/${encodeURIComponent(session.environment)}`,
-        apiKey: session.apiKey,
-        run: runOf,
-      },
-      (message) => {
-        if (message.kind === "surveyed") {
-          if (saved) keepImport((saved = { ...saved, records: message.records }));
-          setStage((now) => (now.name === "running" ? { ...now, records: message.records, ignored: message.ignored } : now));
-        } else if (message.kind === "progress") {
-          setStage((now) => (now.name === "running" ? { ...now, counts: message.counts } : now));
-        } else if (message.kind === "queued") {
-          if (saved) keepImport((saved = withEntry(saved, message.entry)));
-        } else if (message.kind === "done") {
-          stop.current = undefined;
-          if (saved) {
-            forgetImport();
-            setInterrupted(undefined);
-          }
-          setStage(dryRun ? { name: "checked", result: message } : { name: "applied", result: message, resumedFrom: resuming?.startedAt });
-        } else {
-          stop.current = undefined;
-          // What stopped it stops the same import again (the file, a refused key): nothing to resume. A lost server
-          // leaves the import to resume once it answers.
-          if (saved && !message.resumable) {
-            forgetImport();
-            setInterrupted(undefined);
-          }
-          setStage({ name: "failed", message: message.message });
-        }
-      },
-    );
-  };
-
-  const halt = () => {
-    stop.current?.();
-    stop.current = undefined;
-    setInterrupted(savedImport(session.environment));
-    setStage({ name: "choosing" });
-  };
-
-  const forget = () => {
-    forgetImport();
-    setInterrupted(undefined);
-  };
+  }, [file, resource, format, delimiter, ignoreUnknownColumns]);
 
   const running = stage.name === "running";
+  const resuming = resumes(choice, interrupted);
   return (
     <section aria-labelledby="import-title">
       <h1 id="import-title">Import a file</h1>
-      {interrupted && !running && <InterruptedNote saved={interrupted} matches={resuming !== undefined} onForget={forget} />}
+      {interrupted && !running && <InterruptedNote saved={interrupted} matches={resuming !== undefined} onForget={forgetInterrupted} />}
       {warning && <p class="note">{warning}</p>}
       <form
         class="import"
         onSubmit={(event) => {
           event.preventDefault();
-          run(!resuming);
+          runImport(session, resuming === undefined);
         }}
       >
         <div class="filters">
           <label>
             Resource
-            <select value={resource} disabled={running} onChange={(event) => (setResource(event.currentTarget.value), setStage({ name: "choosing" }))}>
+            <select value={resource} disabled={running} onChange={(event) => setResource(event.currentTarget.value)}>
               {resources.map((each) => <option key={each.path} value={each.path}>{each.path}</option>)}
             </select>
           </label>
@@ -189,16 +95,16 @@ export function ImportView({ session }: { session: Session }) {
           onDrop={(event) => {
             event.preventDefault();
             setDragging(false);
-            if (!running) choose(event.dataTransfer?.files[0]);
+            const dropped = event.dataTransfer?.files[0];
+            if (!running && dropped) setFile(dropped);
           }}
         >
           <label>
             File
-            <input type="file" accept=".csv,.tsv,.ndjson,.jsonl,.json" disabled={running} onChange={(event) => choose(event.currentTarget.files?.[0])} />
+            <input type="file" accept=".csv,.tsv,.ndjson,.jsonl,.json" disabled={running} onChange={(event) => setFile(event.currentTarget.files?.[0])} />
           </label>
           <p class="hint">
-            Drop a CSV, NDJSON or JSON file here, or choose one: of any size, read a few megabytes at a time and sent in chunks. A CSV needs a header row naming the
-            fields of {resource}{" "}
+            Drop a CSV, NDJSON or JSON file here, or choose one: of any size, read a few megabytes at a time and sent in chunks. A CSV needs a header row naming the fields of {resource}{" "}
             ({fieldsOf(resource)}; * required), and is read as UTF-8.
           </p>
           {file && <p>{file.name}, {megabytes(file.size)}</p>}
@@ -209,9 +115,9 @@ export function ImportView({ session }: { session: Session }) {
           </div>
         )}
       </form>
-      {stage.name === "running" && <Running stage={stage} onStop={halt} />}
+      {stage.name === "running" && <Running stage={stage} onStop={() => haltImport(session)} />}
       {stage.name === "failed" && <p class="problem" role="alert">{stage.message}</p>}
-      {stage.name === "checked" && <Checked result={stage.result} onApply={() => run(false)} />}
+      {stage.name === "checked" && <Checked result={stage.result} onApply={() => runImport(session, false)} />}
       {stage.name === "applied" && <Applied result={stage.result} resumedFrom={stage.resumedFrom} />}
     </section>
   );
@@ -232,7 +138,7 @@ function InterruptedNote({ saved, matches, onForget }: { saved: SavedImport; mat
             {jobs.map((id, at) => (
               <span key={id}>{at > 0 && ", "}<a href={jobHref(id)}>{id}</a></span>
             ))}
-            : importd applies them whatever happens to this page.
+            : importd applies {jobs.length === 1 ? "it" : "them"} whatever happens to this page.
           </>
         )}
       </p>

@@ -1,0 +1,150 @@
+import { useEffect, useState } from "preact/hooks";
+import { defaultChunkBytes, newRunId } from "../../importer/chunked-import";
+import { formatOf, type Format } from "../../importer/source";
+import type { Session } from "../session";
+import type { Counts, FromWorker } from "./protocol";
+import { forgetImport, isSameFile, keepImport, savedImport, withEntry, type SavedImport } from "./saved";
+import { startImport } from "./start";
+import { inConsoleWords } from "./worker";
+
+/**
+ * The page's one import, apart from the screen that shows it: it goes on while the person looks at the jobs it
+ * queued, and the import screen shows where it is when they come back. A reload ends it; session storage then says
+ * what had been queued (saved.ts).
+ */
+
+export type ImportChoice = { file: File; resource: string; format?: Format; delimiter?: string; ignoreUnknownColumns: boolean };
+export type Ended = Extract<FromWorker, { kind: "done" }>;
+export type Stage =
+  | { name: "choosing" }
+  | { name: "running"; dryRun: boolean; records?: number; counts?: Counts; ignored?: string[] }
+  | { name: "checked"; result: Ended }
+  | { name: "applied"; result: Ended; resumedFrom?: string }
+  | { name: "failed"; message: string };
+
+export type ImportState = {
+  stage: Stage;
+  /** What was last chosen to import, kept for the screen's form. */
+  choice?: ImportChoice;
+  /** An applying import that has not ended (interrupted by a reload, a lost server or Stop), if any. */
+  interrupted?: SavedImport;
+  /** Something to know that is not a failure: storage full. */
+  warning?: string;
+};
+
+let state: ImportState = { stage: { name: "choosing" } };
+const listeners = new Set<(now: ImportState) => void>();
+let stopWorker: (() => void) | undefined;
+
+function update(change: Partial<ImportState>): void {
+  state = { ...state, ...change };
+  for (const listener of listeners) listener(state);
+}
+
+export function useImport(session: Session): ImportState {
+  const [now, setNow] = useState(() => {
+    if (state.stage.name !== "running") update({ interrupted: savedImport(session.environment) });
+    return state;
+  });
+  useEffect(() => {
+    listeners.add(setNow);
+    return () => void listeners.delete(setNow);
+  }, []);
+  return now;
+}
+
+/** The interrupted import that `choice` would resume: the same file into the same resource. */
+export function resumes(choice: ImportChoice | undefined, interrupted: SavedImport | undefined): SavedImport | undefined {
+  return choice && interrupted && isSameFile(interrupted, choice.file) && interrupted.resource === choice.resource ? interrupted : undefined;
+}
+
+/** A new choice of file or settings: whatever was shown of the last one goes. */
+export function choose(choice: ImportChoice | undefined): void {
+  if (state.stage.name === "running") return;
+  update({ choice, stage: { name: "choosing" }, warning: undefined });
+}
+
+/** A dry run, or applying (resuming the interrupted import of the same file, if any). */
+export function runImport(session: Session, dryRun: boolean): void {
+  const { choice } = state;
+  if (!choice || state.stage.name === "running") return;
+  const { file } = choice;
+  try {
+    if (!choice.format) formatOf(file.name);
+  } catch (error) {
+    update({ stage: { name: "failed", message: inConsoleWords((error as Error).message) } });
+    return;
+  }
+  const resuming = dryRun ? undefined : resumes(choice, state.interrupted);
+  // Applying keeps its run in session storage from the start: a reload even before the first answer resumes it.
+  let saved: SavedImport | undefined = dryRun
+    ? undefined
+    : (resuming ?? {
+        environment: session.environment,
+        file: { name: file.name, size: file.size, lastModified: file.lastModified },
+        resource: choice.resource,
+        format: choice.format,
+        delimiter: choice.delimiter,
+        ignoreUnknownColumns: choice.ignoreUnknownColumns,
+        startedAt: new Date().toISOString(),
+        records: 0,
+        run: { runId: newRunId(), chunkBytes: defaultChunkBytes, entries: [] },
+      });
+  const settings = saved ?? choice;
+  update({
+    stage: { name: "running", dryRun },
+    interrupted: saved,
+    warning: saved && !keepImport(saved) ? "This browser's session storage is full: if the page is reloaded during the import, it cannot resume, and the whole file would be sent again." : undefined,
+  });
+  const running = (change: Partial<Extract<Stage, { name: "running" }>>) => state.stage.name === "running" && update({ stage: { ...state.stage, ...change } });
+  const end = (stage: Stage, resumable: boolean) => {
+    stopWorker = undefined;
+    if (!saved) return update({ stage });
+    if (!resumable) forgetImport();
+    update({ stage, interrupted: resumable ? saved : undefined });
+  };
+  stopWorker = startImport(
+    {
+      file,
+      resource: settings.resource,
+      format: settings.format,
+      delimiter: settings.delimiter,
+      ignoreUnknownColumns: settings.ignoreUnknownColumns,
+      dryRun,
+      baseUrl: `${location.origin}/${encodeURIComponent(session.environment)}`,
+      apiKey: session.apiKey,
+      run: saved?.run ?? { runId: newRunId(), chunkBytes: defaultChunkBytes, entries: [] },
+    },
+    (message: FromWorker) => {
+      if (message.kind === "surveyed") {
+        if (saved) keepImport((saved = { ...saved, records: message.records }));
+        running({ records: message.records, ignored: message.ignored });
+      } else if (message.kind === "progress") running({ counts: message.counts });
+      else if (message.kind === "queued") {
+        if (saved) keepImport((saved = withEntry(saved, message.entry)));
+      } else if (message.kind === "done") end(dryRun ? { name: "checked", result: message } : { name: "applied", result: message, resumedFrom: resuming?.startedAt }, false);
+      // What stopped it stops the same import again (the file, a refused key): nothing to resume. A lost server
+      // leaves the import to resume once it answers.
+      else end({ name: "failed", message: message.message }, message.resumable);
+    },
+  );
+}
+
+/** Stops the import now; what it queued is applied all the same, and an applying import can be resumed. */
+export function haltImport(session: Session): void {
+  stopWorker?.();
+  stopWorker = undefined;
+  update({ stage: { name: "choosing" }, interrupted: savedImport(session.environment) });
+}
+
+export function forgetInterrupted(): void {
+  forgetImport();
+  update({ interrupted: undefined });
+}
+
+/** Signing out ends the import: its worker holds the key. */
+export function endImports(): void {
+  stopWorker?.();
+  stopWorker = undefined;
+  state = { stage: { name: "choosing" } };
+}
