@@ -166,4 +166,25 @@ if (requireChromium("the console's import in headless Chromium")) {
     expect(await note.count()).toBe(0);
     await page.close();
   }, 240_000);
+
+  test("a column the resource does not define stops the import before anything is sent, in the console's words; ticking the box imports without it", async () => {
+    const file = join(dir, "misspelled.csv");
+    writeFileSync(file, "id,name,descripton\nSUB-1,First,gone\nSUB-2,Second,gone\n");
+    const page = await openImport();
+    await page.getByLabel("Resource").selectOption("subareas");
+    await page.getByLabel("File", { exact: true }).setInputFiles(file);
+    await page.getByRole("button", { name: "Check with a dry run" }).click();
+    const problem = await page.getByRole("alert").textContent();
+    expect(problem).toStartWith("misspelled.csv: 1 column is not a field of subareas, and would not be imported:");
+    expect(problem).toContain("'descripton' (line 1, column 3): did you mean description?");
+    expect(problem).toContain('Rename it in the file, or tick "Ignore unknown columns" to import the file without it. Nothing was sent.');
+    await screenshot(page, "import-unknown-column");
+    expect((await client().listJobs({ type: "SubArea" })).items).toHaveLength(1); // the seeding's only
+
+    await page.getByLabel("Ignore unknown columns").check();
+    await page.getByRole("button", { name: "Check with a dry run" }).click();
+    const verdict = page.getByRole("region", { name: "Dry run verdict" });
+    expect(await verdict.locator(".verdict").textContent({ timeout: 30_000 })).toBe("Of 2 records, applying would create 2, update 0 and leave 0 unchanged; 0 would be rejected.");
+    await page.close();
+  }, 60_000);
 }

@@ -7,13 +7,16 @@ import { Chunker } from "../../src/importer/chunker";
 import { CsvStructure, detectDelimiter, firstRecord, isCsvSyntaxError, splitRecord, type LineEnding } from "../../src/importer/csv-dialect";
 import { csvRows as nodeRows } from "../../src/importer/csv-rows";
 import { csvRows as browserRows } from "../../src/importer/csv-rows.browser";
+import { inConsoleWords } from "../../src/console/import/words";
 import { nearestField } from "../../src/importer/fields";
 import { Journal } from "../../src/importer/journal";
-import { readJsonArray, readNdjson, readSource, type Format } from "../../src/importer/source";
-import { surveyFile } from "../../src/importer/survey";
+import { formatOf, readJsonArray, readNdjson, readSource, type Format } from "../../src/importer/source";
+import { surveyFile, unknownFieldsMessage } from "../../src/importer/survey";
 import { importSummary, type Summary } from "../../src/importer/summary";
 import { invalidUtf8At, SourceError, type InputFile } from "../../src/importer/text";
 import { assetResource } from "../../src/resources/assets";
+import type { ResourceDefinition } from "../../src/resources/definition";
+import { resourceByPath } from "../../src/resources/registry";
 
 // The pure parts of `importd import`'s reading of files (DECISIONS 12); tests/client/import-files.test.ts drives
 // them through the real CLI.
@@ -267,6 +270,37 @@ describe("a file read from a web byte stream, as a browser's File gives it", () 
     const refused = await surveyFile(fromBlob("export.ndjson", latin1), "ndjson", assetResource).catch((error) => error);
     expect(refused).toBeInstanceOf(SourceError);
     expect(refused.message).toStartWith("export.ndjson line 2 is not UTF-8 text (byte 0xE9 at byte 23 of the file)");
+  });
+
+  test("in the console, the messages name its controls instead of the CLI's flags", async () => {
+    const subareas = resourceByPath("subareas")!;
+    const refusals: Array<[InputFile, Format, ResourceDefinition, string?]> = [
+      [fromBlob("misspelled.csv", "id,name,descripton\nS-1,One,x\n"), "csv", subareas],
+      [fromBlob("tied.csv", "id,name;description\nT,x;y\n"), "csv", subareas],
+      [fromBlob("semi.csv", "id;name\nx1;X\n"), "csv", subareas, ","],
+      [fromBlob("noheader.csv", "A-1,north,Main,ACT,water,pipe,Point\n"), "csv", assetResource],
+      [fromBlob("lines.json", '{"id":"A-1"}\n{"id":"A-2"}\n'), "json", assetResource],
+      [fromBlob("long.csv", "x".repeat(1_100_000)), "csv", assetResource],
+    ];
+    const messages = await Promise.all(
+      refusals.map(async ([file, format, resource, delimiter]) => {
+        const survey = await surveyFile(file, format, resource, { delimiter }).catch((error: SourceError) => error.message);
+        if (typeof survey === "string") return survey;
+        if (survey.unknown.length > 0) return unknownFieldsMessage(file.name, resource, survey.unknown, format);
+        for await (const _ of readSource(file, format, resource.schema, survey.csv)) void _;
+        return "read without a problem";
+      }),
+    );
+    messages.push((() => { try { return formatOf("export.txt"), ""; } catch (error) { return (error as Error).message; } })());
+    for (const message of messages) expect(message).toContain("--");
+    const translated = messages.map(inConsoleWords);
+    for (const message of translated) expect(message).not.toContain("--");
+    expect(translated[0]).toContain('did you mean description?');
+    expect(translated[0]).toContain('or tick "Ignore unknown columns" to import the file without it.');
+    expect(translated[1]).toContain("its header reads as well with each. Choose the delimiter.");
+    expect(translated[2]).toContain("but it does with ';': choose ';' as the delimiter, or choose \"Detect\" as the delimiter.");
+    expect(translated[4]).toContain("name it .ndjson, or choose NDJSON as the format)");
+    expect(translated.at(-1)).toContain("or choose the format");
   });
 });
 

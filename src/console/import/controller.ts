@@ -5,7 +5,7 @@ import type { Session } from "../session";
 import type { Counts, FromWorker } from "./protocol";
 import { forgetImport, isSameFile, keepImport, savedImport, withEntry, type SavedImport } from "./saved";
 import { startImport } from "./start";
-import { inConsoleWords } from "./worker";
+import { inConsoleWords } from "./words";
 
 /**
  * The page's one import, apart from the screen that shows it: it goes on while the person looks at the jobs it
@@ -53,9 +53,9 @@ export function useImport(session: Session): ImportState {
   return now;
 }
 
-/** The interrupted import that `choice` would resume: the same file into the same resource. */
-export function resumes(choice: ImportChoice | undefined, interrupted: SavedImport | undefined): SavedImport | undefined {
-  return choice && interrupted && isSameFile(interrupted, choice.file) && interrupted.resource === choice.resource ? interrupted : undefined;
+/** The interrupted import that importing `file` into `resource` would resume: the same file into the same resource. */
+export function resumes(file: File | undefined, resource: string | undefined, interrupted: SavedImport | undefined): SavedImport | undefined {
+  return file && interrupted && isSameFile(interrupted, file) && interrupted.resource === resource ? interrupted : undefined;
 }
 
 /** A new choice of file or settings: whatever was shown of the last one goes. */
@@ -65,9 +65,9 @@ export function choose(choice: ImportChoice | undefined): void {
 }
 
 /** A dry run, or applying (resuming the interrupted import of the same file, if any). */
-export function runImport(session: Session, dryRun: boolean): void {
-  const { choice } = state;
-  if (!choice || state.stage.name === "running") return;
+export function runImport(session: Session, choice: ImportChoice, dryRun: boolean): void {
+  if (state.stage.name === "running") return;
+  update({ choice });
   const { file } = choice;
   try {
     if (!choice.format) formatOf(file.name);
@@ -75,7 +75,7 @@ export function runImport(session: Session, dryRun: boolean): void {
     update({ stage: { name: "failed", message: inConsoleWords((error as Error).message) } });
     return;
   }
-  const resuming = dryRun ? undefined : resumes(choice, state.interrupted);
+  const resuming = dryRun ? undefined : resumes(file, choice.resource, state.interrupted);
   // Applying keeps its run in session storage from the start: a reload even before the first answer resumes it.
   let saved: SavedImport | undefined = dryRun
     ? undefined

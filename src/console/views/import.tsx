@@ -34,15 +34,14 @@ export function ImportView({ session }: { session: Session }) {
   const [delimiter, setDelimiter] = useState(choice?.delimiter ?? "");
   const [ignoreUnknownColumns, setIgnoreUnknownColumns] = useState(choice?.ignoreUnknownColumns ?? false);
   const [dragging, setDragging] = useState(false);
+  const chosen = file && { file, resource, format: format || undefined, delimiter: delimiter || undefined, ignoreUnknownColumns };
   // Each change of file or setting is a new choice: what was shown of the last one goes.
   useEffect(() => {
-    if (file && (file !== choice?.file || resource !== choice.resource || (format || undefined) !== choice.format || (delimiter || undefined) !== choice.delimiter || ignoreUnknownColumns !== choice.ignoreUnknownColumns)) {
-      choose({ file, resource, format: format || undefined, delimiter: delimiter || undefined, ignoreUnknownColumns });
-    }
+    if (chosen && (file !== choice?.file || resource !== choice.resource || chosen.format !== choice.format || chosen.delimiter !== choice.delimiter || ignoreUnknownColumns !== choice.ignoreUnknownColumns)) choose(chosen);
   }, [file, resource, format, delimiter, ignoreUnknownColumns]);
 
   const running = stage.name === "running";
-  const resuming = resumes(choice, interrupted);
+  const resuming = resumes(file, resource, interrupted);
   return (
     <section aria-labelledby="import-title">
       <h1 id="import-title">Import a file</h1>
@@ -52,7 +51,7 @@ export function ImportView({ session }: { session: Session }) {
         class="import"
         onSubmit={(event) => {
           event.preventDefault();
-          runImport(session, resuming === undefined);
+          if (chosen) runImport(session, chosen, resuming === undefined);
         }}
       >
         <div class="filters">
@@ -117,7 +116,7 @@ export function ImportView({ session }: { session: Session }) {
       </form>
       {stage.name === "running" && <Running stage={stage} onStop={() => haltImport(session)} />}
       {stage.name === "failed" && <p class="problem" role="alert">{stage.message}</p>}
-      {stage.name === "checked" && <Checked result={stage.result} onApply={() => runImport(session, false)} />}
+      {stage.name === "checked" && <Checked result={stage.result} onApply={() => chosen && runImport(session, chosen, false)} />}
       {stage.name === "applied" && <Applied result={stage.result} resumedFrom={stage.resumedFrom} />}
     </section>
   );
