@@ -66,6 +66,12 @@ export class ImportdCertificateError extends ImportdConnectionError {
   override name = "ImportdCertificateError";
 }
 
+/**
+ * A failure that interrupts rather than ends: importd could not be reached, or still answered 5xx (stopping, its
+ * storage failing) or 429 after the retries. The same request can succeed later, so an import keeps its progress.
+ */
+export const isTransient = (error: unknown) => error instanceof ImportdConnectionError || (error instanceof ImportdProblem && (error.status >= 500 || error.status === 429));
+
 /** What went wrong with the connection, in words, rather than the runtime's own sentence about it. */
 function connectionProblem(error: unknown): string {
   const code = (error as { code?: string })?.code ?? "";

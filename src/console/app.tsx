@@ -1,6 +1,6 @@
 import { useMemo, useState } from "preact/hooks";
 import { clientFor } from "./api";
-import { endImports, useImport } from "./import/controller";
+import { endImports, recordsDone, useImport } from "./import/controller";
 import { jobsHref, useRoute } from "./route";
 import { currentSession, endSession, keepSession, type Session } from "./session";
 import { ImportView } from "./views/import";
@@ -54,11 +54,10 @@ export function App() {
 /** The import screen's link, which says how far an import is while it runs (and goes on running elsewhere in the console). */
 function ImportLink({ session, current }: { session: Session; current: "page" | undefined }) {
   const { stage } = useImport(session);
-  const counts = stage.name === "running" ? stage.counts : undefined;
-  const share = counts && counts.total > 0 ? Math.floor(((counts.applied + counts.rejected) / counts.total) * 100) : undefined;
+  const { percent } = recordsDone(stage.name === "running" ? stage.counts : undefined);
   return (
     <a href="#/import" aria-current={current}>
-      Import{stage.name === "running" && <span class="tag">{share === undefined ? "running" : `${share}%`}</span>}
+      Import{stage.name === "running" && <span class="tag">{percent === undefined ? "running" : `${percent}%`}</span>}
     </a>
   );
 }

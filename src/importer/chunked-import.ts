@@ -3,10 +3,9 @@ import { ImportdProblem } from "../client";
 import type { ResourceDefinition } from "../resources/definition";
 import { jsonMayHoldLoneSurrogate, validateBatch } from "../resources/validate";
 import { Chunker } from "./chunker";
-import { shown } from "./fields";
-import type { ChunkEntry } from "./journal";
+import { fingerprint } from "./idempotency";
 import { readSource, type CsvDialect, type Format, type SourceRecord } from "./source";
-import type { InputFile } from "./text";
+import { utf8Length, type InputFile } from "./text";
 
 /**
  * The heart of an import, shared by `importd import` and the console's import (a Web Worker): a file's records read,
@@ -34,6 +33,9 @@ export type ImportTotals = {
   jobsFromEarlier: number;
   replayed: number;
 };
+
+/** `dropped`: positions in the chunk refused at request time (400), with their messages; `jobId` null when all were. */
+export type ChunkEntry = { chunk: number; jobId: number | null; dropped: Array<[number, string]> };
 
 /**
  * Where an import keeps which job took each chunk, so that an interrupted import resumes without sending them again
@@ -101,7 +103,7 @@ export class ChunkedImport {
     });
     let local: Rejection[] = [];
     const flush = async (items: Item[]) => {
-      await this.flush({ number: this.chunks++, sources: items.map((item) => item.source), texts: items.map((item) => item.text), local });
+      await this.handle({ number: this.chunks++, sources: items.map((item) => item.source), texts: items.map((item) => item.text), local });
       local = [];
     };
     for await (const source of readSource(options.input, options.format, options.resource.schema, options.csv, options.onBytes)) {
@@ -124,7 +126,8 @@ export class ChunkedImport {
     await this.drain(0);
   }
 
-  private async flush(chunk: Chunk): Promise<void> {
+  /** A chunk cut: checked, or queued as a job (and waited for later); then, the rejections of chunks that are done. */
+  private async handle(chunk: Chunk): Promise<void> {
     const { options } = this;
     if (chunk.sources.length === 0) this.pending.push(Promise.resolve(chunk.local));
     else if (options.mode === "validate") this.pending.push(Promise.resolve(this.check(chunk)));
@@ -251,42 +254,4 @@ export class ChunkedImport {
     totals.rejected += withProblems.size;
     return rejections;
   }
-}
-
-/** `line 12` or `index 3`: where a record stood in its file. */
-export const where = (source: SourceRecord) => (source.line !== undefined ? `line ${source.line}` : `index ${source.index}`);
-
-/** A validating run's line for a record put behind an earlier one with its id. */
-export const repeatLine = (later: SourceRecord, earlier: SourceRecord, id: string) =>
-  `${where(later)}: id ${shown(id)} is also on ${where(earlier)}; the later record wins (it is sent after the earlier one).`;
-
-const encoder = new TextEncoder();
-let scratch = new Uint8Array(64 * 1024);
-
-/** A text's length in UTF-8 bytes (Buffer.byteLength, which browsers lack). */
-export function utf8Length(text: string): number {
-  if (scratch.length < text.length * 3) scratch = new Uint8Array(text.length * 3);
-  return encoder.encodeInto(text, scratch).written;
-}
-
-/**
- * A short fingerprint of a text (two 32-bit FNV-1a lanes of its UTF-16 units), for Idempotency-Keys: the same text
- * gives the same one in Bun and in any browser, where crypto.subtle exists only on HTTPS pages and localhost.
- * It guards against a changed chunk being answered by an earlier one's job, not against anyone's intent.
- */
-export function fingerprint(text: string): string {
-  let a = 0x811c9dc5;
-  let b = 0x01000193 ^ text.length;
-  for (let at = 0; at < text.length; at++) {
-    const unit = text.charCodeAt(at);
-    a = Math.imul(a ^ unit, 0x01000193);
-    b = Math.imul(b ^ unit, 0x5bd1e995);
-    b ^= b >>> 15;
-  }
-  return (a >>> 0).toString(16).padStart(8, "0") + (b >>> 0).toString(16).padStart(8, "0");
-}
-
-/** A run's id, random: from getRandomValues, which browsers give on plain HTTP pages too (randomUUID they do not). */
-export function newRunId(): string {
-  return Array.from(crypto.getRandomValues(new Uint8Array(8)), (byte) => byte.toString(16).padStart(2, "0")).join("");
 }

@@ -1,4 +1,5 @@
-import { newRunId } from "./chunked-import";
+import type { ChunkEntry } from "./chunked-import";
+import { newRunId } from "./idempotency";
 import { appendFileSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 
 /**
@@ -13,8 +14,6 @@ import { appendFileSync, existsSync, readFileSync, rmSync, statSync, writeFileSy
 /** What must not change for a journal to be resumed. */
 export type RunIdentity = { resource: string; baseUrl: string; fileBytes: number; fileModifiedMs: number };
 type Header = RunIdentity & { runId: string; startedAt: string; chunkBytes: number };
-/** `dropped`: positions in the chunk refused at request time (400), with their messages; `jobId` null when all were. */
-export type ChunkEntry = { chunk: number; jobId: number | null; dropped: Array<[number, string]> };
 
 export const journalPath = (input: string) => `${input}.importd-progress`;
 

@@ -1,12 +1,13 @@
 import { createReadStream, statSync } from "node:fs";
-import { createClient, ImportdCertificateError, ImportdConnectionError, type JobDocument } from "../client";
+import { createClient, ImportdCertificateError, ImportdConnectionError, isTransient, type JobDocument } from "../client";
 import type { ResourceDefinition } from "../resources/definition";
-import { ChunkedImport, newRunId, repeatLine, where } from "./chunked-import";
+import { ChunkedImport } from "./chunked-import";
+import { newRunId } from "./idempotency";
 import { shown } from "./fields";
 import { Journal } from "./journal";
 import { progressEntry, progressLine, type Progress } from "./progress";
 import { RejectedFile } from "./rejected-file";
-import { formatOf, type Format } from "./source";
+import { formatOf, where, type Format, type SourceRecord } from "./source";
 import { importSummary, plural } from "./summary";
 import { surveyFile, unknownFieldsMessage } from "./survey";
 import { SourceError, type InputFile } from "./text";
@@ -42,6 +43,10 @@ export type ImportRun = {
 };
 
 const maxJobsInFlight = 4;
+
+/** A checking run's line for a record put behind an earlier one with its id. */
+const repeatLine = (later: SourceRecord, earlier: SourceRecord, id: string) =>
+  `${where(later)}: id ${shown(id)} is also on ${where(earlier)}; the later record wins (it is sent after the earlier one).`;
 
 /** Imports (or with validateOnly, checks) a file; returns the exit code: 0 all applied, 1 some rejected. */
 export async function runImport(run: ImportRun): Promise<number> {
@@ -114,11 +119,13 @@ export async function runImport(run: ImportRun): Promise<number> {
   try {
     await importing.run();
   } catch (error) {
-    if (!(error instanceof ImportdConnectionError) || run.validateOnly) {
+    if (!isTransient(error) || run.validateOnly) {
       // Nothing to resume: what stopped this run (the file, a refused key) stops the same command again.
       journal?.finish();
       throw error;
     }
+    // importd answered 5xx or 429 after the retries: the progress file is kept for the same command to resume.
+    if (!(error instanceof ImportdConnectionError)) throw error;
     const jobs = importing.jobIds.length;
     throw new ImportdConnectionError(
       `${error.message}. ` +

@@ -21,6 +21,9 @@ export type Format = (typeof formats)[number];
  */
 export type SourceRecord = { record?: Record<string, unknown>; problem?: string; line?: number; index?: number; cells?: string[]; raw?: string };
 
+/** `line 12` or `index 3`: where a record stood in its file. */
+export const where = (source: SourceRecord) => (source.line !== undefined ? `line ${source.line}` : `index ${source.index}`);
+
 /** How a CSV file is read: what the survey found (or --delimiter said). */
 export type CsvDialect = { delimiter: string; lineEnding: LineEnding | undefined; headers: string[] };
 

@@ -102,3 +102,11 @@ function notUtf8(path: string, tail: Uint8Array, chunk: Uint8Array, bytesBefore:
       `encoding, such as Windows-1252. Save it as UTF-8 ("CSV UTF-8" in Excel), or convert it: iconv -f WINDOWS-1252 -t UTF-8 ${path} > utf8-${name}`,
   );
 }
+
+const encoder = new TextEncoder();
+const scratch = new Uint8Array(192 * 1024);
+
+/** A text's length in UTF-8 bytes (Buffer.byteLength, which browsers lack): encoded into a reused buffer, or if longer, anew. */
+export function utf8Length(text: string): number {
+  return text.length * 3 <= scratch.length ? encoder.encodeInto(text, scratch).written : encoder.encode(text).length;
+}

@@ -84,8 +84,8 @@ if (requireChromium("the console's import in headless Chromium")) {
     const result = page.getByRole("region", { name: "Import result" });
     await result.waitFor({ timeout: 120_000 });
     const summary = await result.locator(".verdict").textContent();
-    expect(summary).toMatch(/^50,000 records: 49,970 applied \(49,970 created, 0 updated, 0 unchanged\), 30 rejected, in \d jobs\.$/);
-    const jobs = Number(/in (\d) jobs/.exec(summary!)![1]);
+    expect(summary).toMatch(/^50,000 records: 49,970 applied \(49,970 created, 0 updated, 0 unchanged\), 30 rejected, in \d+ jobs\.$/);
+    const jobs = Number(/in (\d+) jobs/.exec(summary!)![1]);
     expect(jobs).toBeGreaterThan(1);
     expect(await result.locator(".status-partiallysucceeded").count()).toBe(jobs);
     await screenshot(page, "import-done");
@@ -130,6 +130,7 @@ if (requireChromium("the console's import in headless Chromium")) {
     const saved = () => page.evaluate(() => JSON.parse(sessionStorage.getItem("importd.import") ?? "null") as Saved | null);
     expect((await until(saved, (now) => (now?.run.entries.length ?? 0) > 0, 30_000))?.run.entries.length).toBeGreaterThan(0);
     await page.reload();
+    expect(await saved()).not.toBeNull();
     const queued = (await saved())!.run.entries.flatMap(({ jobId }) => (jobId === null ? [] : [jobId]));
     expect(queued.length).toBeGreaterThan(0);
 
@@ -143,7 +144,7 @@ if (requireChromium("the console's import in headless Chromium")) {
 
     await page.getByLabel("Resource").selectOption("assets");
     await page.getByLabel("File", { exact: true }).setInputFiles(file);
-    expect(await note.textContent()).toContain("This is its file: resume, and what was queued is not sent again.");
+    await note.getByText("This is its file: resume, and what was queued is not sent again.").waitFor();
     await page.getByRole("button", { name: "Resume the import" }).click();
     // The import goes on while the person looks at the jobs it queues; the menu says how far it is.
     await page.getByRole("link", { name: "Jobs" }).click();
@@ -159,6 +160,8 @@ if (requireChromium("the console's import in headless Chromium")) {
     expect(earlier === queued.length || earlier === queued.length + 1).toBe(true);
     const jobIds = (await result.getByRole("link", { name: /^Job \d+$/ }).allTextContents()).map((text) => Number(text.slice(4)));
     expect(jobIds.slice(0, queued.length)).toEqual(queued);
+    // The reload came with the first job queued, long before the last chunk was read: the rest was sent after it.
+    expect(jobIds.length).toBeGreaterThan(queued.length);
     // Every record once: the jobs' applied counts add up to the file's rows, and no chunk was sent twice.
     const jobs = await Promise.all(jobIds.map((id) => client().getJob(id)));
     expect(jobs.reduce((sum, job) => sum + (job.output?.applied ?? 0), 0)).toBe(rows);
@@ -185,6 +188,57 @@ if (requireChromium("the console's import in headless Chromium")) {
     await page.getByRole("button", { name: "Check with a dry run" }).click();
     const verdict = page.getByRole("region", { name: "Dry run verdict" });
     expect(await verdict.locator(".verdict").textContent({ timeout: 30_000 })).toBe("Of 2 records, applying would create 2, update 0 and leave 0 unchanged; 0 would be rejected.");
+    expect(await verdict.locator(".quiet").textContent()).toBe("Not imported, as asked: 'descripton'.");
     await page.close();
   }, 60_000);
+
+  test("a server that refuses big requests (413, as a proxy's limit would) gets the same import in smaller ones", async () => {
+    const small = await startTestServer({ maxBodyBytes: 1_000_000 });
+    try {
+      await seedReferenceData(small.base, small.key);
+      const file = join(dir, "through-a-proxy.csv");
+      writeFileSync(file, [header, ...Array.from({ length: 8_000 }, (_, n) => row("PRX", n))].join("\n") + "\n");
+      const page = await context.newPage();
+      await signIn(page, small.url, small.key);
+      await page.goto(`${small.url}/console#/import`);
+      await page.getByLabel("Resource").selectOption("assets");
+      await page.getByLabel("File", { exact: true }).setInputFiles(file);
+      await page.getByRole("button", { name: "Check with a dry run" }).click();
+      await page.getByRole("button", { name: "Apply: import the file" }).click({ timeout: 60_000 });
+      const result = page.getByRole("region", { name: "Import result" });
+      await result.waitFor({ timeout: 60_000 });
+      const summary = (await result.locator(".verdict").textContent())!;
+      expect(summary).toStartWith("8,000 records: 8,000 applied (8,000 created, 0 updated, 0 unchanged), 0 rejected, in ");
+      // About 3 MB of JSON in requests under 1 MB each.
+      expect(Number(/in (\d+) jobs/.exec(summary)?.[1])).toBeGreaterThanOrEqual(4);
+      await page.close();
+    } finally {
+      await small.close();
+    }
+  }, 120_000);
+
+  test("Stop in the middle of applying: the page says what had been queued, and the same file resumes from there", async () => {
+    const rows = 40_000;
+    const file = join(dir, "stopped.csv");
+    writeFileSync(file, [header, ...Array.from({ length: rows }, (_, n) => row("STP", n))].join("\n") + "\n");
+    const page = await openImport();
+    await page.getByLabel("Resource").selectOption("assets");
+    await page.getByLabel("File", { exact: true }).setInputFiles(file);
+    await page.getByRole("button", { name: "Check with a dry run" }).click();
+    await page.getByRole("button", { name: "Apply: import the file" }).click({ timeout: 60_000 });
+    const queuedSoFar = () => page.evaluate(() => (JSON.parse(sessionStorage.getItem("importd.import") ?? "null")?.run.entries.length ?? 0) as number);
+    expect(await until(queuedSoFar, (n) => n > 0, 30_000)).toBeGreaterThan(0);
+    await page.getByRole("button", { name: "Stop" }).click();
+    const note = page.getByRole("status", { name: "Interrupted import" });
+    expect(await note.textContent()).toContain("The import of stopped.csv (");
+    expect(await note.textContent()).toContain("This is its file: resume, and what was queued is not sent again.");
+    await page.getByRole("button", { name: "Resume the import" }).click();
+    const result = page.getByRole("region", { name: "Import result" });
+    await result.waitFor({ timeout: 60_000 });
+    expect(await result.locator(".verdict").textContent()).toStartWith("40,000 records: 40,000 applied (40,000 created, 0 updated, 0 unchanged), 0 rejected, in ");
+    const jobIds = (await result.getByRole("link", { name: /^Job \d+$/ }).allTextContents()).map((text) => Number(text.slice(4)));
+    const jobs = await Promise.all(jobIds.map((id) => client().getJob(id)));
+    expect(jobs.reduce((sum, job) => sum + (job.output?.applied ?? 0), 0)).toBe(rows);
+    await page.close();
+  }, 120_000);
 }

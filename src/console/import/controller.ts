@@ -1,8 +1,9 @@
 import { useEffect, useState } from "preact/hooks";
-import { defaultChunkBytes, newRunId } from "../../importer/chunked-import";
-import { formatOf, type Format } from "../../importer/source";
+import { defaultChunkBytes } from "../../importer/chunked-import";
+import { newRunId } from "../../importer/idempotency";
+import { formatOf } from "../../importer/source";
 import type { Session } from "../session";
-import type { Counts, FromWorker } from "./protocol";
+import type { Counts, FromWorker, ImportSettings, RunLedger } from "./protocol";
 import { forgetImport, isSameFile, keepImport, savedImport, withEntry, type SavedImport } from "./saved";
 import { startImport } from "./start";
 import { inConsoleWords } from "./words";
@@ -13,8 +14,8 @@ import { inConsoleWords } from "./words";
  * what had been queued (saved.ts).
  */
 
-export type ImportChoice = { file: File; resource: string; format?: Format; delimiter?: string; ignoreUnknownColumns: boolean };
-export type Ended = Extract<FromWorker, { kind: "done" }>;
+export type ImportChoice = ImportSettings & { file: File };
+export type Ended = Extract<FromWorker, { type: "done" }>;
 export type Stage =
   | { name: "choosing" }
   | { name: "running"; dryRun: boolean; records?: number; counts?: Counts; ignored?: string[] }
@@ -42,16 +43,24 @@ function update(change: Partial<ImportState>): void {
 }
 
 export function useImport(session: Session): ImportState {
-  const [now, setNow] = useState(() => {
-    if (state.stage.name !== "running") update({ interrupted: savedImport(session.environment) });
-    return state;
-  });
+  const [now, setNow] = useState(state);
   useEffect(() => {
     listeners.add(setNow);
+    // What changed between the first render and now (a worker's message) is not missed; and what a reload left is read.
+    if (state.stage.name !== "running") update({ interrupted: savedImport(session.environment) });
+    else setNow(state);
     return () => void listeners.delete(setNow);
   }, []);
   return now;
 }
+
+/** Records done so far (applied or rejected), and that as a whole percentage of the file's (until it is known, none). */
+export function recordsDone(counts: Counts | undefined): { done: number; percent?: number } {
+  const done = counts ? counts.applied + counts.rejected : 0;
+  return { done, percent: counts && counts.total > 0 ? Math.floor((done / counts.total) * 100) : undefined };
+}
+
+const newRun = (): RunLedger => ({ runId: newRunId(), chunkBytes: defaultChunkBytes, entries: [] });
 
 /** The interrupted import that importing `file` into `resource` would resume: the same file into the same resource. */
 export function resumes(file: File | undefined, resource: string | undefined, interrupted: SavedImport | undefined): SavedImport | undefined {
@@ -65,7 +74,7 @@ export function choose(choice: ImportChoice | undefined): void {
 }
 
 /** A dry run, or applying (resuming the interrupted import of the same file, if any). */
-export function runImport(session: Session, choice: ImportChoice, dryRun: boolean): void {
+export function beginImport(session: Session, choice: ImportChoice, dryRun: boolean): void {
   if (state.stage.name === "running") return;
   update({ choice });
   const { file } = choice;
@@ -88,7 +97,7 @@ export function runImport(session: Session, choice: ImportChoice, dryRun: boolea
         ignoreUnknownColumns: choice.ignoreUnknownColumns,
         startedAt: new Date().toISOString(),
         records: 0,
-        run: { runId: newRunId(), chunkBytes: defaultChunkBytes, entries: [] },
+        run: newRun(),
       });
   const settings = saved ?? choice;
   update({
@@ -111,20 +120,20 @@ export function runImport(session: Session, choice: ImportChoice, dryRun: boolea
       delimiter: settings.delimiter,
       ignoreUnknownColumns: settings.ignoreUnknownColumns,
       dryRun,
+      environment: session.environment,
       baseUrl: `${location.origin}/${encodeURIComponent(session.environment)}`,
       apiKey: session.apiKey,
-      run: saved?.run ?? { runId: newRunId(), chunkBytes: defaultChunkBytes, entries: [] },
+      run: saved?.run ?? newRun(),
     },
     (message: FromWorker) => {
-      if (message.kind === "surveyed") {
+      if (message.type === "surveyed") {
         if (saved) keepImport((saved = { ...saved, records: message.records }));
         running({ records: message.records, ignored: message.ignored });
-      } else if (message.kind === "progress") running({ counts: message.counts });
-      else if (message.kind === "queued") {
-        if (saved) keepImport((saved = withEntry(saved, message.entry)));
-      } else if (message.kind === "done") end(dryRun ? { name: "checked", result: message } : { name: "applied", result: message, resumedFrom: resuming?.startedAt }, false);
-      // What stopped it stops the same import again (the file, a refused key): nothing to resume. A lost server
-      // leaves the import to resume once it answers.
+      } else if (message.type === "progress") running({ counts: message.counts });
+      else if (message.type === "queued") {
+        if (saved) keepImport((saved = withEntry(saved, message.chunkBytes, message.entry)));
+      } else if (message.type === "done") end(dryRun ? { name: "checked", result: message } : { name: "applied", result: message, resumedFrom: resuming?.startedAt }, false);
+      // The worker says whether there is something to resume (saved.ts keeps it until then, or until forgotten).
       else end({ name: "failed", message: message.message }, message.resumable);
     },
   );
@@ -142,9 +151,9 @@ export function forgetInterrupted(): void {
   update({ interrupted: undefined });
 }
 
-/** Signing out ends the import: its worker holds the key. */
+/** Signing out ends the import: its worker holds the key. What it queued stays in session storage, to resume. */
 export function endImports(): void {
   stopWorker?.();
   stopWorker = undefined;
-  state = { stage: { name: "choosing" } };
+  update({ stage: { name: "choosing" }, choice: undefined, interrupted: undefined, warning: undefined });
 }

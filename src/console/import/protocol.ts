@@ -1,6 +1,5 @@
 import type { JobDocument } from "../../client";
-import type { ImportTotals } from "../../importer/chunked-import";
-import type { ChunkEntry } from "../../importer/journal";
+import type { ChunkEntry, ImportTotals } from "../../importer/chunked-import";
 import type { Format } from "../../importer/source";
 
 /**
@@ -8,25 +7,30 @@ import type { Format } from "../../importer/source";
  * survey, progress, each chunk queued (which the page keeps, so that a reload can resume), and the end.
  */
 
-/**
- * The run an import belongs to: its id (in its requests' Idempotency-Keys), its chunks' size, and the jobs its chunks
- * went to, none for a new run; a run interrupted by a reload (or a lost server) goes on from them.
- */
-export type ImportRun = { runId: string; chunkBytes: number; entries: ChunkEntry[] };
-
-export type ImportOrder = {
-  file: File;
+/** How a file is imported: the person's choices on the import screen. */
+export type ImportSettings = {
   resource: string;
   /** Undefined: from the file's name. */
   format?: Format;
   /** Undefined: detected from the header. */
   delimiter?: string;
   ignoreUnknownColumns: boolean;
+};
+
+/**
+ * The run an import belongs to: its id (in its requests' Idempotency-Keys), its chunks' size, and the jobs its chunks
+ * went to, none for a new run; a run interrupted by a reload (or a lost server) goes on from them.
+ */
+export type RunLedger = { runId: string; chunkBytes: number; entries: ChunkEntry[] };
+
+export type ImportOrder = ImportSettings & {
+  file: File;
   dryRun: boolean;
-  /** The environment's API root (`…/default`) and key. */
+  /** The environment (for messages), its API root (`…/default`) and key. */
+  environment: string;
   baseUrl: string;
   apiKey: string;
-  run: ImportRun;
+  run: RunLedger;
 };
 
 /** A rejected record as the page lists it: where it stood, why, and the record as the file had it. */
@@ -35,15 +39,17 @@ export type ShownRejection = { where: string; reason: string; record: string };
 export type Counts = ImportTotals & { total: number; bytesRead: number; fileBytes: number };
 
 export type FromWorker =
-  | { kind: "surveyed"; records: number; format: Format; ignored: string[] }
-  | { kind: "progress"; counts: Counts }
-  | { kind: "queued"; runId: string; chunkBytes: number; entry: ChunkEntry }
+  | { type: "surveyed"; records: number; ignored: string[] }
+  | { type: "progress"; counts: Counts }
+  | { type: "queued"; chunkBytes: number; entry: ChunkEntry }
   | {
-      kind: "done";
+      type: "done";
       counts: Counts;
       jobs: Array<Pick<JobDocument, "id" | "importJobStatus">>;
+      /** Columns (or fields) not imported, as asked ("Ignore unknown columns"). */
+      ignored: string[];
       /** The first rejections, for the page to show; all of them are in `rejectedFile`. */
       rejections: ShownRejection[];
       rejectedFile?: { blob: Blob; name: string };
     }
-  | { kind: "failed"; message: string; /** The server was lost: the same import can resume. */ resumable: boolean };
+  | { type: "failed"; message: string; /** What was queued is kept: the same file can resume. */ resumable: boolean };

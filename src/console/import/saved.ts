@@ -1,6 +1,5 @@
-import type { ChunkEntry } from "../../importer/journal";
-import type { Format } from "../../importer/source";
-import type { ImportRun } from "./protocol";
+import type { ChunkEntry } from "../../importer/chunked-import";
+import type { ImportSettings, RunLedger } from "./protocol";
 
 /**
  * An import being applied, kept in the tab's session storage from its start to its end: what a reload in the middle
@@ -8,16 +7,12 @@ import type { ImportRun } from "./protocol";
  * itself after a reload, so the person chooses it again; it must be the same file (name, size, time), unchanged.
  * Only the file's name and the jobs' ids are kept, no record and no key.
  */
-export type SavedImport = {
+export type SavedImport = ImportSettings & {
   environment: string;
   file: { name: string; size: number; lastModified: number };
-  resource: string;
-  format?: Format;
-  delimiter?: string;
-  ignoreUnknownColumns: boolean;
   startedAt: string;
   records: number;
-  run: ImportRun;
+  run: RunLedger;
 };
 
 const storageKey = "importd.import";
@@ -47,6 +42,7 @@ export function forgetImport(): void {
 
 export const isSameFile = (saved: SavedImport, file: File) => saved.file.name === file.name && saved.file.size === file.size && saved.file.lastModified === file.lastModified;
 
-export function withEntry(saved: SavedImport, entry: ChunkEntry): SavedImport {
-  return { ...saved, run: { ...saved.run, entries: [...saved.run.entries.filter(({ chunk }) => chunk !== entry.chunk), entry] } };
+/** The job a chunk went to; and the chunks' size, which the worker makes smaller for a server that refuses big requests. */
+export function withEntry(saved: SavedImport, chunkBytes: number, entry: ChunkEntry): SavedImport {
+  return { ...saved, run: { ...saved.run, chunkBytes, entries: [...saved.run.entries.filter(({ chunk }) => chunk !== entry.chunk), entry] } };
 }

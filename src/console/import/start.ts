@@ -8,11 +8,11 @@ export function startImport(order: ImportOrder, onMessage: (message: FromWorker)
   const worker = new Worker(import.meta.url, { type: "module" });
   worker.addEventListener("message", (event: MessageEvent<FromWorker>) => {
     onMessage(event.data);
-    if (event.data.kind === "done" || event.data.kind === "failed") worker.terminate();
+    if (event.data.type === "done" || event.data.type === "failed") worker.terminate();
   });
   worker.addEventListener("error", (event) => {
     event.preventDefault();
-    onMessage({ kind: "failed", message: `The import stopped in the browser: ${event.message || "its worker failed"}.`, resumable: true });
+    onMessage({ type: "failed", message: `The import stopped in the browser: ${event.message || "its worker failed"}.`, resumable: true });
     worker.terminate();
   });
   worker.postMessage(order);

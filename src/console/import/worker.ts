@@ -1,8 +1,8 @@
-import { createClient, ImportdConnectionError, ImportdProblem } from "../../client";
-import { ChunkedImport, where, type Rejection } from "../../importer/chunked-import";
+import { createClient, ImportdConnectionError, ImportdProblem, isTransient } from "../../client";
+import { ChunkedImport, type Rejection } from "../../importer/chunked-import";
 import { shown } from "../../importer/fields";
 import { RejectedRows } from "../../importer/rejected-rows";
-import { formatOf, SourceError } from "../../importer/source";
+import { formatOf, SourceError, where } from "../../importer/source";
 import { surveyFile, unknownFieldsMessage } from "../../importer/survey";
 import type { InputFile } from "../../importer/text";
 import { resourceByPath } from "../../resources/registry";
@@ -19,12 +19,13 @@ import type { Counts, FromWorker, ImportOrder, ShownRejection } from "./protocol
 /** Fewer than the CLI's 4: a browser opens at most 6 connections to a server, and the page needs some. */
 const jobsInFlight = 3;
 const rejectionsShown = 100;
+const smallestChunkBytes = 100_000;
 const progressEveryMs = 250;
 
 export function serveImports(): void {
   const post = (message: FromWorker) => postMessage(message);
   addEventListener("message", (event: MessageEvent<ImportOrder>) => {
-    runOrder(event.data, post).catch((error) => post({ kind: "failed", message: String(error?.message ?? error), resumable: false }));
+    runOrder(event.data, post).catch((error) => post({ type: "failed", message: String(error?.message ?? error), resumable: event.data.run.entries.length > 0 }));
   });
 }
 
@@ -32,78 +33,101 @@ async function runOrder(order: ImportOrder, post: (message: FromWorker) => void)
   const resource = resourceByPath(order.resource);
   if (!resource) throw new Error(`no resource ${order.resource}`);
   const input: InputFile = { name: order.file.name, read: () => chunksOf(order.file.stream()) };
-  const counts: Counts = { read: 0, sent: 0, applied: 0, created: 0, updated: 0, unchanged: 0, rejected: 0, rejectedBeforeSending: 0, repeated: 0, jobsFromEarlier: 0, replayed: 0, total: 0, bytesRead: 0, fileBytes: order.file.size };
   let importing: ChunkedImport | undefined;
+  let total = 0;
+  let bytesRead = 0;
+  const counts = (): Counts => ({ ...importing!.totals, total, bytesRead, fileBytes: order.file.size });
   try {
     const format = order.format ?? formatOf(order.file.name);
     const survey = await surveyFile(input, format, resource, { delimiter: order.delimiter });
     if (survey.unknown.length > 0 && !order.ignoreUnknownColumns) throw new SourceError(unknownFieldsMessage(order.file.name, resource, survey.unknown, format));
-    counts.total = survey.records;
-    post({ kind: "surveyed", records: survey.records, format, ignored: survey.unknown.map(({ name }) => shown(name)) });
+    total = survey.records;
+    const ignored = survey.unknown.map(({ name }) => shown(name));
+    post({ type: "surveyed", records: survey.records, ignored });
 
     const rows = new RejectedRows(format, survey.csv?.headers);
     const rejected = new RejectedBlob();
     const rejections: ShownRejection[] = [];
-    const { runId, chunkBytes } = order.run;
+    const { runId } = order.run;
     const entries = new Map(order.run.entries.map((entry) => [entry.chunk, entry]));
     let lastProgress = 0;
     const progress = (force = false) => {
       if (!force && performance.now() - lastProgress < progressEveryMs) return;
       lastProgress = performance.now();
-      post({ kind: "progress", counts: { ...counts, ...importing!.totals } });
+      post({ type: "progress", counts: counts() });
     };
-    importing = new ChunkedImport({
-      input,
-      format,
-      resource,
-      csv: survey.csv,
-      client: createClient({ baseUrl: order.baseUrl, apiKey: order.apiKey }),
-      mode: order.dryRun ? "dry-run" : "import",
-      chunkBytes,
-      ledger: {
-        runId,
-        entry: (chunk) => entries.get(chunk),
-        record: (entry) => post({ kind: "queued", runId, chunkBytes, entry }),
-      },
-      jobsInFlight,
-      onRejections: (chunk: Rejection[]) => {
-        for (const { source, reason, text } of chunk) {
-          rejected.add(rows.add(source, reason, text));
-          if (rejections.length < rejectionsShown) rejections.push({ where: where(source), reason, record: recordText(source.cells, source.raw, text) });
-        }
-      },
-      onBytes: (bytes) => {
-        counts.bytesRead += bytes;
-        progress();
-      },
-      onProgress: (_job, done) => progress(done),
-    });
-    await importing.run();
+    for (let chunkBytes = order.run.chunkBytes; ; ) {
+      bytesRead = 0;
+      importing = new ChunkedImport({
+        input,
+        format,
+        resource,
+        csv: survey.csv,
+        client: createClient({ baseUrl: order.baseUrl, apiKey: order.apiKey }),
+        mode: order.dryRun ? "dry-run" : "import",
+        chunkBytes,
+        ledger: {
+          runId,
+          entry: (chunk) => entries.get(chunk),
+          record: (entry) => post({ type: "queued", chunkBytes, entry }),
+        },
+        jobsInFlight,
+        onRejections: (chunk: Rejection[]) => {
+          for (const { source, reason, text } of chunk) {
+            rejected.add(rows.add(source, reason, text));
+            if (rejections.length < rejectionsShown) rejections.push({ where: where(source), reason, record: recordText(source.cells, source.raw, text) });
+          }
+        },
+        onBytes: (bytes) => {
+          bytesRead += bytes;
+          progress();
+        },
+        onProgress: (_job, done) => progress(done),
+      });
+      try {
+        await importing.run();
+        break;
+      } catch (error) {
+        // A server (or a proxy before it: nginx takes 1 MB by default) that refuses the first request as too large,
+        // before anything was queued or rejected: the same import again, in smaller requests. The CLI has
+        // --chunk-bytes for this; a person in a browser should not need to know.
+        const first = importing.jobIds.length === 0 && entries.size === 0 && rows.count === 0;
+        if (!(error instanceof ImportdProblem && error.status === 413 && first && chunkBytes > smallestChunkBytes)) throw error;
+        chunkBytes = Math.max(smallestChunkBytes, Math.floor(chunkBytes / 4));
+      }
+    }
     const name = order.file.name.replace(/(\.[^.]*)?$/, (extension) => `${order.dryRun ? ".dry-run" : ""}.rejected${extension}`);
     post({
-      kind: "done",
-      counts: { ...counts, ...importing.totals },
+      type: "done",
+      counts: counts(),
       jobs: importing.jobs.map(({ id, importJobStatus }) => ({ id, importJobStatus })),
+      ignored,
       rejections,
       rejectedFile: rows.count > 0 ? { blob: rejected.end(rows.end(), format), name } : undefined,
     });
   } catch (error) {
-    const resumable = error instanceof ImportdConnectionError && !order.dryRun;
-    const queued = importing?.jobIds.length ?? 0;
+    // Kept to resume when the same request may succeed later, or when jobs were queued: forgetting them would send
+    // their records again. A problem of the file stops the same import again: said, and then it can be forgotten.
+    const queued = (importing?.jobIds.length ?? 0) + order.run.entries.length;
+    const resumable = !order.dryRun && !(error instanceof SourceError) && (isTransient(error) || queued > 0);
+    const said =
+      error instanceof SourceError
+        ? inConsoleWords(error.message)
+        : error instanceof ImportdProblem || error instanceof ImportdConnectionError
+          ? problemText(error, order.environment)
+          : String((error as Error)?.message ?? error);
     post({
-      kind: "failed",
+      type: "failed",
       message:
-        error instanceof SourceError
-          ? inConsoleWords(error.message)
-          : error instanceof ImportdProblem || error instanceof ImportdConnectionError
-            ? `${problemText(error)}${resumable ? ` ${queued > 0 ? `${queued} of this import's jobs had been queued; importd applies them whatever happens here.` : "Nothing of this import was queued."} Once importd answers, choose the file again to send the rest.` : ""}`
-            : String((error as Error)?.message ?? error),
+        said +
+        (order.dryRun ? "" : queued > 0 ? " Jobs of this import had been queued: importd applies them whatever happens here." : " Nothing of this import was queued.") +
+        (resumable ? ` ${isTransient(error) ? "Once importd answers" : "Once that is put right"}, press "Resume the import": what was queued is not sent again.` : ""),
       resumable,
     });
   }
 }
 
-/** A File's stream as an async iterable of byte chunks (Chromium's ReadableStream is not iterable yet everywhere). */
+/** A File's stream as an async iterable of byte chunks: not every browser's ReadableStream is one (Safari's is not). */
 async function* chunksOf(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
   const reader = stream.getReader();
   try {
@@ -121,12 +145,12 @@ async function* chunksOf(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uin
 class RejectedBlob {
   private blob = new Blob([]);
   private pending: string[] = [];
-  private pendingLength = 0;
+  private pendingChars = 0;
 
   add(text: string): void {
     this.pending.push(text);
-    this.pendingLength += text.length;
-    if (this.pendingLength > 1_000_000) this.flush();
+    this.pendingChars += text.length;
+    if (this.pendingChars > 1_000_000) this.flush();
   }
 
   end(text: string, format: string): Blob {
@@ -138,7 +162,7 @@ class RejectedBlob {
   private flush(): void {
     this.blob = new Blob([this.blob, ...this.pending]);
     this.pending = [];
-    this.pendingLength = 0;
+    this.pendingChars = 0;
   }
 }
 

@@ -4,7 +4,7 @@ import type { Format } from "../../importer/source";
 import { resourceByPath, resources } from "../../resources/registry";
 import { saveFile } from "../downloads";
 import { count } from "../format";
-import { choose, forgetInterrupted, haltImport, resumes, runImport, useImport, type Ended, type Stage } from "../import/controller";
+import { beginImport, choose, recordsDone, forgetInterrupted, haltImport, resumes, useImport, type Ended, type Stage } from "../import/controller";
 import type { ShownRejection } from "../import/protocol";
 import type { SavedImport } from "../import/saved";
 import { jobHref } from "../route";
@@ -51,7 +51,7 @@ export function ImportView({ session }: { session: Session }) {
         class="import"
         onSubmit={(event) => {
           event.preventDefault();
-          if (chosen) runImport(session, chosen, resuming === undefined);
+          if (chosen) beginImport(session, chosen, resuming === undefined);
         }}
       >
         <div class="filters">
@@ -116,7 +116,7 @@ export function ImportView({ session }: { session: Session }) {
       </form>
       {stage.name === "running" && <Running stage={stage} onStop={() => haltImport(session)} />}
       {stage.name === "failed" && <p class="problem" role="alert">{stage.message}</p>}
-      {stage.name === "checked" && <Checked result={stage.result} onApply={() => chosen && runImport(session, chosen, false)} />}
+      {stage.name === "checked" && <Checked result={stage.result} onApply={() => chosen && beginImport(session, chosen, false)} />}
       {stage.name === "applied" && <Applied result={stage.result} resumedFrom={stage.resumedFrom} />}
     </section>
   );
@@ -144,7 +144,7 @@ function InterruptedNote({ saved, matches, onForget }: { saved: SavedImport; mat
       <p>
         {matches
           ? "This is its file: resume, and what was queued is not sent again."
-          : `To send the rest, choose ${saved.file.name} again (the same file, unchanged) with ${saved.resource}; what was queued is not sent again.`}{" "}
+          : `To send the rest, choose ${saved.file.name} again (the same file, unchanged) with ${saved.resource}; what was queued is not sent again. Importing another file instead forgets it.`}{" "}
         <button type="button" class="quiet" onClick={onForget}>Forget it</button>
       </p>
     </div>
@@ -153,7 +153,7 @@ function InterruptedNote({ saved, matches, onForget }: { saved: SavedImport; mat
 
 function Running({ stage, onStop }: { stage: Extract<Stage, { name: "running" }>; onStop: () => void }) {
   const { counts, records } = stage;
-  const done = counts ? counts.applied + counts.rejected : 0;
+  const { done } = recordsDone(counts);
   return (
     <div class="running" aria-live="polite">
       <h2>{stage.dryRun ? "Dry run" : "Applying"}</h2>
@@ -187,6 +187,7 @@ function Checked({ result, onApply }: { result: Ended; onApply: () => void }) {
         {count(counts.rejected)} would be rejected.
         {result.jobs.length > 1 && ` Each of the ${result.jobs.length} requests was tried against the data as it is now, without the requests before it.`}
       </p>
+      {result.ignored.length > 0 && <p class="quiet">Not imported, as asked: {result.ignored.join(", ")}.</p>}
       <Rejections result={result} would />
       <div class="actions">
         <button type="button" onClick={onApply}>Apply: import the file</button>
@@ -231,7 +232,7 @@ function Rejections({ result, would = false }: { result: Ended; would?: boolean 
           </button>
         )}
       </div>
-      {!would && <p class="hint">Each with its reason (_error) and where it stood (_line): fix them in that file and import it here again.</p>}
+      {!would && <p class="hint">Each with its reason (_error) and where it stood (_line, or _index in a JSON array): fix them in that file and import it here again.</p>}
       <div class="scroll">
         <table class="rejected">
           <thead>
