@@ -72,6 +72,7 @@ if (requireChromium("the console's import in headless Chromium")) {
     expect(await verdict.locator("table.rejected tbody tr").count()).toBe(30);
     expect(await verdict.locator("table.rejected tbody").textContent()).toContain("line 1002");
     await screenshot(page, "import-dry-run");
+    await screenshot(page, "import-dry-run-top", 1_000);
     // A dry run applies nothing.
     expect((await client().listRecords("assets", { limit: 1 })).items).toEqual([]);
 

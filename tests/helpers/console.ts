@@ -6,9 +6,11 @@ import { projectRoot } from "./process";
 /** Where the console's tests save a screenshot of each main screen, for a person to look at (a CI artifact). */
 export const artifacts = join(projectRoot, "test-artifacts");
 
-export async function screenshot(page: Page, name: string): Promise<void> {
+/** The whole page, or its top `height` pixels (a long page, for the README). */
+export async function screenshot(page: Page, name: string, height?: number): Promise<void> {
   mkdirSync(artifacts, { recursive: true });
-  await page.screenshot({ path: join(artifacts, `console-${name}.png`), fullPage: true });
+  const clip = height === undefined ? undefined : { x: 0, y: 0, width: page.viewportSize()!.width, height };
+  await page.screenshot({ path: join(artifacts, `console-${name}.png`), fullPage: true, clip });
 }
 
 /** What `read` gives once `holds` is true of it, or after `timeoutMs` whatever it gives then (for expect to judge). */
