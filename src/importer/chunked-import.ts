@@ -20,6 +20,7 @@ export const defaultChunkBytes = 7_500_000;
 /** A record that is not applied, and why; `text` is the record as JSON once it is no longer held parsed. */
 export type Rejection = { source: SourceRecord; reason: string; text?: string };
 
+/** What became of an import's records so far, and of its jobs. */
 export type ImportTotals = {
   read: number;
   sent: number;
@@ -28,8 +29,14 @@ export type ImportTotals = {
   updated: number;
   unchanged: number;
   rejected: number;
+  /** Unreadable records, rejected without sending; part of `rejected`. */
   rejectedBeforeSending: number;
+  /**
+   * Records put in a later request than an earlier record with the same id, which would have been in the same one.
+   * An id repeated far apart needs nothing done (its records are in different requests anyway) and is not counted.
+   */
   repeated: number;
+  /** Jobs of the interrupted run taken from its ledger, and recognized by their Idempotency-Key. */
   jobsFromEarlier: number;
   replayed: number;
 };

@@ -1,32 +1,17 @@
 import type { ResourceDefinition } from "../resources/definition";
+import type { ImportTotals } from "./chunked-import";
 
 /** The last line of `importd import`: what happened to every record of the file, and where to go on from. */
 
 export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 const wasWere = (n: number) => (n === 1 ? "was" : "were");
 
-export type Summary = {
+export type Summary = ImportTotals & {
   file: string;
   resource: ResourceDefinition;
   mode: "import" | "dry-run" | "validate";
-  read: number;
-  sent: number;
-  applied: number;
-  created: number;
-  updated: number;
-  unchanged: number;
-  rejected: number;
-  rejectedBeforeSending: number;
-  /**
-   * Records put in a later request than an earlier record with the same id, which would have been in the same one.
-   * An id repeated far apart needs nothing done (its records are in different requests anyway) and is not counted.
-   */
-  repeated: number;
   /** --validate-only: columns (or fields) the resource does not define. */
   problemsOfFile: number;
-  /** Jobs of the interrupted run taken from its progress file, and recognized by their Idempotency-Key. */
-  jobsFromEarlier: number;
-  replayed: number;
   jobIds: number[];
   seconds: number;
   rejectedFile?: { path: string; kept: string[]; rejected: number };

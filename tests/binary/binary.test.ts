@@ -3,6 +3,8 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { importAndWait, importBatch, waitForJob } from "../helpers/api";
+import { launchBrowser, requireChromium } from "../helpers/browser";
+import { signIn } from "../helpers/console";
 import { projectRoot, spawnServer, type Launch, type ServerProcess } from "../helpers/process";
 import { options } from "../../src/config";
 import { assets, seedReferenceData } from "../helpers/records";
@@ -65,6 +67,25 @@ test("the compiled binary, alone in an empty directory and without Bun, serves a
     const served = await fetch(`${running.url}${file}`);
     expect(served.status).toBe(200);
     expect((await served.text()).length).toBeGreaterThan(1000);
+  }
+  // A file imported from the console: its Web Worker is the binary's bundle, started on its own URL.
+  if (requireChromium("a browser import from the compiled binary's console")) {
+    writeFileSync(join(dir, "areas.csv"), ["id,name", ...Array.from({ length: 30 }, (_, n) => `area-${n},Area ${n}`)].join("\n"));
+    const browser = await launchBrowser();
+    try {
+      const page = await browser.newPage();
+      await signIn(page, running.url, key);
+      await page.getByRole("link", { name: "Import" }).click();
+      await page.getByLabel("Resource").selectOption("subareas");
+      await page.getByLabel("File", { exact: true }).setInputFiles(join(dir, "areas.csv"));
+      await page.getByRole("button", { name: "Check with a dry run" }).click();
+      await page.getByRole("button", { name: "Apply: import the file" }).click({ timeout: 30_000 });
+      const result = page.getByRole("region", { name: "Import result" });
+      expect(await result.locator(".verdict").textContent({ timeout: 30_000 })).toBe("30 records: 30 applied (30 created, 0 updated, 0 unchanged), 0 rejected, in 1 job.");
+    } finally {
+      await browser.close();
+    }
+    rmSync(join(dir, "areas.csv"));
   }
 
   // A second job, then a clean stop: SIGTERM exits 0.

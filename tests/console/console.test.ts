@@ -161,13 +161,17 @@ if (requireChromium("the console in headless Chromium")) {
     await page.close();
   }, 30_000);
 
-  test("in a narrow window nothing spills sideways: the tables scroll within their box", async () => {
+  test("in a narrow window nothing spills sideways: the tables scroll within their box, the import form wraps", async () => {
     const narrow = await browser.newContext({ viewport: { width: 390, height: 800 } });
     const page = await narrow.newPage();
     await signIn(page);
     await page.locator("table.jobs").waitFor();
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= innerWidth)).toBe(true);
     await screenshot(page, "jobs-narrow");
+    await page.getByRole("link", { name: "Import" }).click();
+    await page.getByRole("heading", { name: "Import a file" }).waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= innerWidth)).toBe(true);
+    await screenshot(page, "import-narrow");
     await narrow.close();
   }, 30_000);
 }

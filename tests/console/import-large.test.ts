@@ -128,15 +128,16 @@ if (requireChromium("a big file imported from the browser")) {
         `(${Math.round(rows / ((applied - checked) / 1000))} records/s); Chromium's renderers ${before.renderers.toFixed(0)} MB before, peak ${peak.renderers.toFixed(0)} MB; ` +
         `all of Chromium ${before.all.toFixed(0)} MB before, peak ${peak.all.toFixed(0)} MB; the page's JavaScript heap peak ${peak.pageHeap.toFixed(0)} MB`,
     );
-    // The page holds counts, not records. The worker holds a few chunks of a few megabytes each, whatever the file's
-    // size: its live heap after each full collection stayed at 55-75 MB at 100 MB and 1 GB alike, and V8 lets garbage
-    // grow to a few hundred megabytes between collections (the README, "The console"). Against the file of 1 GB of
-    // `npm run console:import:long`, the bound below says that the renderer does not hold the file; at CI's 20 MB it
-    // only checks that the sampling works.
+    // The page holds counts, not records: its heap stayed at 3-7 MB with files of 20 MB to 1 GB. The worker holds a few
+    // chunks of a few megabytes each: with --trace-gc on a 1 GB file, its live heap after each full collection stayed
+    // at 50-94 MB from start to end, and V8 let it grow to 430 MB between collections. The renderer's resident memory
+    // grew more slowly than the files (+0.5 GB at 20 MB, +0.8 GB at 100 and 300 MB, +1.4 GB at 1 GB; the README, "The
+    // console"). Against 1 GB, the bound below fails a renderer that holds the file as text; at CI's 20 MB it checks
+    // only that the sampling works.
     expect(peak.renderers).toBeGreaterThan(0);
     expect(peak.pageHeap).toBeGreaterThan(0);
     expect(peak.pageHeap).toBeLessThan(32);
-    expect(peak.renderers - before.renderers).toBeLessThan(1_500);
+    expect(peak.renderers - before.renderers).toBeLessThan(2_000);
     await page.close();
   }, 3_600_000);
 }

@@ -46,6 +46,18 @@ if (requireChromium("the console's import in headless Chromium")) {
 
   const client = () => createClient({ baseUrl: environment.base, apiKey: environment.key, ca: testTls ? readFileSync(testTls.cert, "utf8") : undefined });
 
+  /** A file of `rows` good assets, checked with a dry run and then being applied; answers the page. */
+  async function applying(name: string, rows: number): Promise<Page> {
+    const file = join(dir, name);
+    writeFileSync(file, [header, ...Array.from({ length: rows }, (_, n) => row(name.slice(0, 3).toUpperCase(), n))].join("\n") + "\n");
+    const page = await openImport();
+    await page.getByLabel("Resource").selectOption("assets");
+    await page.getByLabel("File", { exact: true }).setInputFiles(file);
+    await page.getByRole("button", { name: "Check with a dry run" }).click();
+    await page.getByRole("button", { name: "Apply: import the file" }).click({ timeout: 60_000 });
+    return page;
+  }
+
   async function openImport(): Promise<Page> {
     const page = await context.newPage();
     await signIn(page, server.url, environment.key, environment.slug);
@@ -120,12 +132,7 @@ if (requireChromium("the console's import in headless Chromium")) {
     // Big enough for several requests, each a few megabytes, read and sent one after another.
     const rows = 80_000;
     const file = join(dir, "resumed.csv");
-    writeFileSync(file, [header, ...Array.from({ length: rows }, (_, n) => row("RES", n))].join("\n") + "\n");
-    const page = await openImport();
-    await page.getByLabel("Resource").selectOption("assets");
-    await page.getByLabel("File", { exact: true }).setInputFiles(file);
-    await page.getByRole("button", { name: "Check with a dry run" }).click();
-    await page.getByRole("button", { name: "Apply: import the file" }).click({ timeout: 60_000 });
+    const page = await applying("resumed.csv", rows);
 
     type Saved = { run: { entries: Array<{ jobId: number | null }> } };
     const saved = () => page.evaluate(() => JSON.parse(sessionStorage.getItem("importd.import") ?? "null") as Saved | null);
@@ -220,13 +227,7 @@ if (requireChromium("the console's import in headless Chromium")) {
 
   test("Stop in the middle of applying: the page says what had been queued, and the same file resumes from there", async () => {
     const rows = 40_000;
-    const file = join(dir, "stopped.csv");
-    writeFileSync(file, [header, ...Array.from({ length: rows }, (_, n) => row("STP", n))].join("\n") + "\n");
-    const page = await openImport();
-    await page.getByLabel("Resource").selectOption("assets");
-    await page.getByLabel("File", { exact: true }).setInputFiles(file);
-    await page.getByRole("button", { name: "Check with a dry run" }).click();
-    await page.getByRole("button", { name: "Apply: import the file" }).click({ timeout: 60_000 });
+    const page = await applying("stopped.csv", rows);
     const queuedSoFar = () => page.evaluate(() => (JSON.parse(sessionStorage.getItem("importd.import") ?? "null")?.run.entries.length ?? 0) as number);
     expect(await until(queuedSoFar, (n) => n > 0, 30_000)).toBeGreaterThan(0);
     await page.getByRole("button", { name: "Stop" }).click();
