@@ -11,7 +11,8 @@ import { jobHref } from "../route";
 import type { Session } from "../session";
 import { StatusBadge } from "./status";
 
-const megabytes = (bytes: number) => `${(bytes / 1_000_000).toLocaleString("en-US", { maximumFractionDigits: bytes < 10_000_000 ? 1 : 0 })} MB`;
+const megabytes = (bytes: number) =>
+  bytes < 1_000_000 ? `${Math.ceil(bytes / 1_000)} KB` : `${(bytes / 1_000_000).toLocaleString("en-US", { maximumFractionDigits: bytes < 10_000_000 ? 1 : 0 })} MB`;
 const fieldsOf = (path: string) => {
   const resource = resourceByPath(path);
   if (!resource) return "";
