@@ -129,11 +129,11 @@ if (requireChromium("a big file imported from the browser")) {
         `all of Chromium ${before.all.toFixed(0)} MB before, peak ${peak.all.toFixed(0)} MB; the page's JavaScript heap peak ${peak.pageHeap.toFixed(0)} MB`,
     );
     // The page holds counts, not records: its heap stayed at 3-7 MB with files of 20 MB to 1 GB. The worker holds a few
-    // chunks of a few megabytes each: with --trace-gc on a 1 GB file, its live heap after each full collection stayed
-    // at 50-94 MB from start to end, and V8 let it grow to 430 MB between collections. The renderer's resident memory
-    // grew more slowly than the files (+0.5 GB at 20 MB, +0.8 GB at 100 and 300 MB, +1.4 GB at 1 GB; the README, "The
-    // console"). Against 1 GB, the bound below fails a renderer that holds the file as text; at CI's 20 MB it checks
-    // only that the sampling works.
+    // chunks of a few megabytes each: with --trace-gc on a 1 GB file, its live heap after each full collection was
+    // at most 94 MB, flat from start to end, and V8 let it grow to 430 MB between collections. The renderer's
+    // resident memory grew more slowly than the files (+0.5 GB at 20 MB, +0.8 GB at 100 and 300 MB, +1.4 GB at 1 GB;
+    // the README, "The console"). Against 1 GB, the bound below fails a renderer that holds the file as text; at CI's
+    // 20 MB it checks only that the sampling works.
     expect(peak.renderers).toBeGreaterThan(0);
     expect(peak.pageHeap).toBeGreaterThan(0);
     expect(peak.pageHeap).toBeLessThan(32);
