@@ -243,4 +243,19 @@ if (requireChromium("the console's import in headless Chromium")) {
     expect(jobs.reduce((sum, job) => sum + (job.output?.applied ?? 0), 0)).toBe(rows);
     await page.close();
   }, 120_000);
+
+  test("signing out stops a running import (its worker holds the key); signed in again, the page says what had been queued", async () => {
+    const page = await applying("signed-out.csv", 40_000);
+    const queuedSoFar = () => page.evaluate(() => (JSON.parse(sessionStorage.getItem("importd.import") ?? "null")?.run.entries.length ?? 0) as number);
+    expect(await until(queuedSoFar, (n) => n > 0, 30_000)).toBeGreaterThan(0);
+    expect(page.workers()).toHaveLength(1);
+    await page.getByRole("button", { name: "Sign out" }).click();
+    expect(await until(async () => page.workers().length, (workers) => workers === 0)).toBe(0);
+    await page.getByLabel("Environment").fill(environment.slug);
+    await page.getByLabel("API key").fill(environment.key);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("link", { name: "Import" }).click();
+    expect(await page.getByRole("status", { name: "Interrupted import" }).textContent()).toContain("The import of signed-out.csv (");
+    await page.close();
+  }, 120_000);
 }
