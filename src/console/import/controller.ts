@@ -1,12 +1,10 @@
 import { useEffect, useState } from "preact/hooks";
 import { defaultChunkBytes } from "../../importer/chunked-import";
 import { newRunId } from "../../importer/idempotency";
-import { formatOf } from "../../importer/source";
 import type { Session } from "../session";
-import type { Counts, FromWorker, ImportSettings, RunLedger } from "./protocol";
+import { settingsOf, type Counts, type FromWorker, type ImportSettings, type RunLedger } from "./protocol";
 import { forgetImport, isSameFile, keepImport, savedImport, withEntry, type SavedImport } from "./saved";
 import { startImport } from "./start";
-import { inConsoleWords } from "./words";
 
 /**
  * The page's one import, apart from the screen that shows it: it goes on while the person looks at the jobs it
@@ -78,28 +76,18 @@ export function beginImport(session: Session, choice: ImportChoice, dryRun: bool
   if (state.stage.name === "running") return;
   update({ choice });
   const { file } = choice;
-  try {
-    if (!choice.format) formatOf(file.name);
-  } catch (error) {
-    update({ stage: { name: "failed", message: inConsoleWords((error as Error).message) } });
-    return;
-  }
   const resuming = dryRun ? undefined : resumes(file, choice.resource, state.interrupted);
   // Applying keeps its run in session storage from the start: a reload even before the first answer resumes it.
   let saved: SavedImport | undefined = dryRun
     ? undefined
     : (resuming ?? {
+        ...settingsOf(choice),
         environment: session.environment,
         file: { name: file.name, size: file.size, lastModified: file.lastModified },
-        resource: choice.resource,
-        format: choice.format,
-        delimiter: choice.delimiter,
-        ignoreUnknownColumns: choice.ignoreUnknownColumns,
         startedAt: new Date().toISOString(),
         records: 0,
         run: newRun(),
       });
-  const settings = saved ?? choice;
   update({
     stage: { name: "running", dryRun },
     interrupted: saved,
@@ -114,11 +102,9 @@ export function beginImport(session: Session, choice: ImportChoice, dryRun: bool
   };
   stopWorker = startImport(
     {
+      // A resumed import goes on as it was started, whatever the screen shows now.
+      ...settingsOf(saved ?? choice),
       file,
-      resource: settings.resource,
-      format: settings.format,
-      delimiter: settings.delimiter,
-      ignoreUnknownColumns: settings.ignoreUnknownColumns,
       dryRun,
       environment: session.environment,
       baseUrl: `${location.origin}/${encodeURIComponent(session.environment)}`,

@@ -17,6 +17,9 @@ export type ImportSettings = {
   ignoreUnknownColumns: boolean;
 };
 
+/** Just the settings of something that has them (a choice, a saved import), to pass on. */
+export const settingsOf = ({ resource, format, delimiter, ignoreUnknownColumns }: ImportSettings): ImportSettings => ({ resource, format, delimiter, ignoreUnknownColumns });
+
 /**
  * The run an import belongs to: its id (in its requests' Idempotency-Keys), its chunks' size, and the jobs its chunks
  * went to, none for a new run; a run interrupted by a reload (or a lost server) goes on from them.
