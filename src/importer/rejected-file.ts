@@ -1,12 +1,11 @@
 import { createWriteStream, existsSync, readFileSync, rmSync, writeFileSync, type WriteStream } from "node:fs";
-import { basename, dirname, extname, join } from "node:path";
-import { RejectedRows } from "./rejected-rows";
+import { basename, dirname, join } from "node:path";
+import { rejectedFileName, RejectedRows } from "./rejected-rows";
 import type { Format, SourceRecord } from "./source";
 
 /** `data/assets.csv` → `data/assets.rejected.csv`; the `n`th choice `data/assets.rejected-2.csv`. */
 export function rejectedFilePath(input: string, n = 1): string {
-  const extension = extname(input);
-  return join(dirname(input), `${basename(input, extension)}.rejected${n === 1 ? "" : `-${n}`}${extension}`);
+  return join(dirname(input), rejectedFileName(basename(input), { n }));
 }
 
 /**

@@ -4,6 +4,17 @@ import { stringify } from "csv-stringify/browser/esm/sync";
 import type { Format, SourceRecord } from "./source";
 
 /**
+ * The name of the rejected file of a file named `name` (no folder): `assets.csv` → `assets.rejected.csv`; the `n`th
+ * choice `assets.rejected-2.csv`; `tag` before it, as the console's `assets.dry-run.rejected.csv`. The extension as
+ * node:path's extname takes it: from the last dot, unless the name starts there.
+ */
+export function rejectedFileName(name: string, { n = 1, tag = "" }: { n?: number; tag?: string } = {}): string {
+  const dot = name.lastIndexOf(".");
+  const [stem, extension] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ""];
+  return `${stem}${tag}.rejected${n === 1 ? "" : `-${n}`}${extension}`;
+}
+
+/**
  * The text of a rejected file: the records that were not applied, in the input's own format, each with its reason
  * (`_error`) and where it stood in the input (`_line`, or `_index` for a JSON array), so that a person can fix them
  * there and import that file. A CSV keeps the input's columns (those importd adds, `_…`, are written afresh).

@@ -10,6 +10,7 @@ import { csvRows as browserRows } from "../../src/importer/csv-rows.browser";
 import { inConsoleWords } from "../../src/console/import/words";
 import { nearestField } from "../../src/importer/fields";
 import { Journal } from "../../src/importer/journal";
+import { rejectedFileName } from "../../src/importer/rejected-rows";
 import { formatOf, readJsonArray, readNdjson, readSource, type Format } from "../../src/importer/source";
 import { surveyFile, unknownFieldsMessage } from "../../src/importer/survey";
 import { importSummary, type Summary } from "../../src/importer/summary";
@@ -361,6 +362,15 @@ describe("CSV rows: the CLI's reader (csv-parse for Node) and the browser's (its
       { seed: 20261126, numRuns: 1_000 },
     );
   });
+});
+
+test("a rejected file's name: the CLI's (beside the input, the nth choice) and the console's (a dry run's tagged)", () => {
+  expect(rejectedFileName("assets.csv")).toBe("assets.rejected.csv");
+  expect(rejectedFileName("export.2026.ndjson", { n: 2 })).toBe("export.2026.rejected-2.ndjson");
+  expect(rejectedFileName("assets.csv", { tag: ".dry-run" })).toBe("assets.dry-run.rejected.csv");
+  // As node:path's extname: a leading dot starts no extension.
+  expect(rejectedFileName(".hidden")).toBe(".hidden.rejected");
+  expect(rejectedFileName("noext")).toBe("noext.rejected");
 });
 
 test("the survey, the readers and the import itself bundle for a browser without a Node module (the console's import runs them)", async () => {

@@ -1,7 +1,7 @@
 import { createClient, ImportdConnectionError, ImportdProblem, isTransient } from "../../client";
 import { ChunkedImport, type Rejection } from "../../importer/chunked-import";
 import { shown } from "../../importer/fields";
-import { RejectedRows } from "../../importer/rejected-rows";
+import { rejectedFileName, RejectedRows } from "../../importer/rejected-rows";
 import { formatOf, SourceError, where } from "../../importer/source";
 import { surveyFile, unknownFieldsMessage } from "../../importer/survey";
 import type { InputFile } from "../../importer/text";
@@ -96,7 +96,7 @@ async function runOrder(order: ImportOrder, post: (message: FromWorker) => void)
         chunkBytes = Math.max(smallestChunkBytes, Math.floor(chunkBytes / 4));
       }
     }
-    const name = order.file.name.replace(/(\.[^.]*)?$/, (extension) => `${order.dryRun ? ".dry-run" : ""}.rejected${extension}`);
+    const name = rejectedFileName(order.file.name, { tag: order.dryRun ? ".dry-run" : "" });
     post({
       type: "done",
       counts: counts(),
