@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
-import type { BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { importBatch, waitForJob } from "../helpers/api";
-import { testTls } from "../helpers/backend";
-import { launchBrowser, requireChromium } from "../helpers/browser";
-import { screenshot, signIn as signInAs, until } from "../helpers/console";
+import { requireChromium } from "../helpers/browser";
+import { consoleBrowser, screenshot, signIn as signInAs, until } from "../helpers/console";
 import { asset, assets, seedReferenceData } from "../helpers/records";
 import { startTestServer, type TestServer } from "../helpers/server";
 
@@ -14,7 +13,7 @@ import { startTestServer, type TestServer } from "../helpers/server";
 
 if (requireChromium("the console in headless Chromium")) {
   let server: TestServer;
-  let browser: Awaited<ReturnType<typeof launchBrowser>>;
+  let browser: Browser;
   let context: BrowserContext;
   let partial: number;
 
@@ -25,8 +24,7 @@ if (requireChromium("the console in headless Chromium")) {
     const records = [...assets(17), ...[0, 1, 2].map((i) => asset(100 + i, { subAreaId: "nowhere" }))];
     partial = (await importBatch(server.base, "assets", server.key, records)).id;
     expect((await waitForJob(server.base, server.key, partial)).importJobStatus).toBe("PartiallySucceeded");
-    browser = await launchBrowser({ trusted: testTls ? [testTls.cert] : [] });
-    context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+    ({ browser, context } = await consoleBrowser());
   }, 60_000);
 
   afterAll(async () => {

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import type { BrowserContext } from "playwright-core";
-import { testTls } from "../helpers/backend";
-import { launchBrowser, requireChromium } from "../helpers/browser";
-import { signIn } from "../helpers/console";
+import type { Browser, BrowserContext } from "playwright-core";
+import { requireChromium } from "../helpers/browser";
+import { consoleBrowser, signIn } from "../helpers/console";
 import { seedReferenceData } from "../helpers/records";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server";
 
@@ -57,7 +56,7 @@ if (requireChromium("a big file imported from the browser")) {
   const dir = tempDir("importd-console-large-");
   const file = join(dir, "assets.csv");
   let server: TestServer;
-  let browser: Awaited<ReturnType<typeof launchBrowser>>;
+  let browser: Browser;
   let context: BrowserContext;
   let rows = 0;
   let unknownReferences = 0;
@@ -77,8 +76,7 @@ if (requireChromium("a big file imported from the browser")) {
       bytes += text.length;
     }
     await writer.end();
-    browser = await launchBrowser({ trusted: testTls ? [testTls.cert] : [] });
-    context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+    ({ browser, context } = await consoleBrowser());
   }, 600_000);
 
   afterAll(async () => {

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { createClient } from "../../src/client";
 import { testTls } from "../helpers/backend";
-import { launchBrowser, requireChromium } from "../helpers/browser";
-import { screenshot, signIn, until } from "../helpers/console";
+import { requireChromium } from "../helpers/browser";
+import { consoleBrowser, screenshot, signIn, until } from "../helpers/console";
 import { seedReferenceData } from "../helpers/records";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server";
 
@@ -26,7 +26,7 @@ function row(prefix: string, n: number, bad?: "reference" | "number"): string {
 if (requireChromium("the console's import in headless Chromium")) {
   const dir = tempDir("importd-console-import-");
   let server: TestServer;
-  let browser: Awaited<ReturnType<typeof launchBrowser>>;
+  let browser: Browser;
   let context: BrowserContext;
   let environment: { slug: string; key: string; base: string };
 
@@ -34,8 +34,7 @@ if (requireChromium("the console's import in headless Chromium")) {
     server = await startTestServer();
     environment = await server.addEnvironment("imports");
     await seedReferenceData(environment.base, environment.key);
-    browser = await launchBrowser({ trusted: testTls ? [testTls.cert] : [] });
-    context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+    ({ browser, context } = await consoleBrowser());
   }, 60_000);
 
   afterAll(async () => {

@@ -1,6 +1,8 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import type { Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { testTls } from "./backend";
+import { launchBrowser } from "./browser";
 import { projectRoot } from "./process";
 
 /** Where the console's tests save a screenshot of each main screen, for a person to look at (a CI artifact). */
@@ -29,4 +31,10 @@ export async function signIn(page: Page, url: string, key: string, environment =
   await page.getByLabel("Environment").fill(environment);
   await page.getByLabel("API key").fill(key);
   await page.getByRole("button", { name: "Sign in" }).click();
+}
+
+/** The console's tests' browser: trusting the test server's certificate in the HTTPS pass, a 1280×800 window, downloads kept. */
+export async function consoleBrowser(): Promise<{ browser: Browser; context: BrowserContext }> {
+  const browser = await launchBrowser({ trusted: testTls ? [testTls.cert] : [] });
+  return { browser, context: await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true }) };
 }
