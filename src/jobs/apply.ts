@@ -1,5 +1,5 @@
 import { resourceByJobType, resourceByPath } from "../resources/registry";
-import type { ResourceDefinition } from "../resources/definition";
+import type { Reference, ResourceDefinition } from "../resources/definition";
 import { displayName, type BatchValidation } from "../resources/validate";
 import type { ClaimedRun, Completion, Job, JobQueue, RejectedRecord, RunRecords } from "../store/ports";
 import { readBatch, type Records, type ValidBatch } from "./batch";
@@ -105,36 +105,57 @@ class EnvironmentRecords {
 
   async upsert(resource: ResourceDefinition, jobId: number, records: Records): Promise<AppliedCounts> {
     const counts = await this.records.upsert(resource, jobId, records);
-    const present = this.ids(resource);
-    for (const record of records) present.add(record.id);
+    // Only the ids of a resource that a batch of the run refers to: no later job of the run looks the others up.
+    const present = this.present.get(resource.path);
+    if (present) for (const record of records) present.add(record.id);
     return counts;
   }
 }
 
-/** The ids each resource is referred to by in the run's batches (that passed validation), by resource. */
-function referredIds(jobs: Job[], batches: StoredBatch[]): Map<ResourceDefinition, Set<string>> {
+/**
+ * What a run knows of a batch (that passed validation) before its transaction: the ids it repeats, and the ids
+ * each of its references names. Read in one look at the records outside the write lock, so that applying a batch
+ * whose references all exist needs no second look at its records.
+ */
+type BatchSurvey = { duplicates: Map<string, number[]>; referred: Map<Reference, Set<string>> };
+
+function survey(resource: ResourceDefinition, records: Records): BatchSurvey {
+  const referred = new Map<Reference, Set<string>>();
+  for (const reference of resource.references) {
+    const ids = new Set<string>();
+    for (const record of records) if (typeof record[reference.field] === "string") ids.add(record[reference.field] as string);
+    referred.set(reference, ids);
+  }
+  return { duplicates: findDuplicateIds(records), referred };
+}
+
+/** The ids each resource is referred to by in the run's batches, by resource. */
+function referredIds(batches: StoredBatch[]): Map<ResourceDefinition, Set<string>> {
   const referred = new Map<ResourceDefinition, Set<string>>();
-  jobs.forEach((job, index) => {
-    const batch = batches[index];
-    if (!batch?.ok) return;
-    for (const reference of resourceByJobType(job.type).references) {
+  for (const batch of batches) {
+    if (!batch?.ok) continue;
+    for (const [reference, named] of batch.referred) {
       const target = resourceByPath(reference.resource)!;
       let ids = referred.get(target);
       if (!ids) referred.set(target, (ids = new Set()));
-      for (const record of batch.records) if (typeof record[reference.field] === "string") ids.add(record[reference.field] as string);
+      for (const id of named) ids.add(id);
     }
-  });
+  }
   return referred;
 }
 
-/** A job's batch as its run reads it: undefined when its payload was lost. */
-type StoredBatch = BatchValidation<Records[number]> | undefined;
+/** A job's batch as its run reads it: undefined when its payload was lost; surveyed when it passed validation. */
+type StoredBatch = undefined | Exclude<BatchValidation<Records[number]>, { ok: true }> | ({ ok: true } & ValidBatch & BatchSurvey);
 
 /** The batch this thread still holds parsed (`parsed`), or else the stored payload, read and parsed again. */
 async function batchOf(queue: JobQueue, job: Job, parsed: ValidBatch | undefined): Promise<StoredBatch> {
-  if (parsed) return { ok: true, ...parsed };
-  const stored = await queue.payload(job.id);
-  return stored ? readBatch(resourceByJobType(job.type), requestBody(stored)) : undefined;
+  const resource = resourceByJobType(job.type);
+  let read: BatchValidation<Records[number]> | undefined = parsed && { ok: true, ...parsed };
+  if (!read) {
+    const stored = await queue.payload(job.id);
+    read = stored && readBatch(resource, requestBody(stored));
+  }
+  return read?.ok ? { ...read, ...survey(resource, read.records) } : read;
 }
 
 /** A job's completion, and for the rejected records' rows. */
@@ -158,8 +179,7 @@ async function applyOne(job: Job, environment: EnvironmentRecords, batch: Stored
     // Cannot happen for a payload that passed request-time validation, unless the rules changed in an upgrade.
     return outcome(batchFailure(job.recordCount, `Nothing was applied: the stored batch no longer passes validation (${Object.entries(batch.errors).slice(0, 3).map(([k, v]) => `${k}: ${v.join(" ")}`).join("; ")}). Re-send it after fixing.`));
   }
-  const records = batch.records as Records;
-  const duplicates = findDuplicateIds(records);
+  const { records, duplicates, referred } = batch;
   if (duplicates.size > 0) {
     const ending = duplicateIdsOutcome(records.length, duplicates);
     return outcome(ending, batch.sent, ending.rejections);
@@ -167,10 +187,11 @@ async function applyOne(job: Job, environment: EnvironmentRecords, batch: Stored
 
   const checks = resource.references.map((reference) => {
     const target = resourceByPath(reference.resource)!;
-    return { ...reference, target, ids: environment.ids(target) };
+    return { ...reference, target, ids: environment.ids(target), named: referred.get(reference)! };
   });
+  const allExist = checks.every((check) => [...check.named].every((id) => check.ids.has(id)));
   const rejections: Rejection[] = [];
-  const accepted = checks.length === 0 ? records : records.filter((record, index) => {
+  const accepted = allExist ? records : records.filter((record, index) => {
     for (const check of checks) {
       const value = record[check.field] as string;
       if (!check.ids.has(value)) {
@@ -232,15 +253,16 @@ export async function runNext(queue: JobQueue, environmentId: number, options: R
     if (first.attempts > (options.maxAttempts ?? maxAttempts)) return await giveUp(queue, run, first);
     const batches: StoredBatch[] = [];
     for (const job of run.jobs) batches.push(await batchOf(queue, job, options.parsed?.(job.id)));
-    if (options.inspect) for (const batch of batches) if (batch?.ok) options.inspect(batch.records as Records);
+    if (options.inspect) for (const batch of batches) if (batch?.ok) options.inspect(batch.records);
+    const referred = referredIds(batches);
     const completions: Completion[] = [];
-    const referred = referredIds(run.jobs, batches);
     await queue.completeRun(run, async (records) => {
       const environment = await EnvironmentRecords.lookUp(records, referred);
       completions.length = 0;
       for (let index = 0; index < run.jobs.length; index++) {
         const job = run.jobs[index]!;
-        completions.push(job.dryRun ? await tryOut(job, environment, batches[index]) : await applyOne(job, environment, batches[index]));
+        const apply = job.dryRun ? tryOut : applyOne;
+        completions.push(await apply(job, environment, batches[index]));
       }
       return completions;
     });

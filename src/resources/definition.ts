@@ -1,7 +1,7 @@
 import type { Static, TObject } from "@sinclair/typebox";
 import type { RecordRule } from "./validate";
 
-/** A job-time check: the record's `field` must name a record of `resource` in the same environment. */
+/** A job-time check: the record's `field` (a required string) must name a record of `resource` in the same environment. */
 export type Reference = { field: string; resource: string };
 
 /**

@@ -107,6 +107,25 @@ describe("small jobs applied together", () => {
     expect(db.select({ n: count() }).from(jobPayloads).get()!.n).toBe(1);
   });
 
+  test("within one run, each job's references are checked against the records as the jobs before it left them", async () => {
+    const { db, jobs } = await setUp();
+    const atlantis = { id: "atlantis", name: "Atlantis" };
+    const ids = (await acceptBatches(jobs, [
+      request(1, "assets", [asset(1, { subAreaId: "atlantis" })]),
+      request(1, "assets", [asset(2, { subAreaId: "atlantis" }), asset(3)]),
+      request(1, "subareas", [atlantis]),
+      request(1, "assets", [asset(4, { subAreaId: "atlantis" }), asset(5)]),
+    ])).map(jobId);
+    const finished = await runEnvironment(jobs, 1);
+    expect(finished.map(({ id, status, applied, rejected }): unknown[] => [id, status, applied, rejected])).toEqual([
+      [ids[0], "Failed", 0, 1],
+      [ids[1], "PartiallySucceeded", 1, 1],
+      [ids[2], "Succeeded", 1, 0],
+      [ids[3], "Succeeded", 2, 0],
+    ]);
+    expect(db.select().from(assetsTable).where(eq(assetsTable.id, asset(4).id)).get()).toMatchObject({ subAreaId: "atlantis", lastJobId: ids[3] });
+  });
+
   test("alone, only the job asked for is applied", async () => {
     const { db, jobs } = await setUp();
     const ids = (await acceptBatches(jobs, [request(1, "assets", [asset(1)]), request(1, "assets", [asset(2)])])).map(jobId);
