@@ -64,3 +64,22 @@ test("re-importing 20,000 unchanged assets writes none of them and says so", asy
   const page = (await (await fetch(`${server.base}/v2/assets?limit=5&after=A-0010000`, { headers: { "api-key": server.key } })).json()) as { items: Array<{ lastJobId: number }> };
   expect(page.items.every((item) => item.lastJobId !== again.id)).toBe(true);
 }, 60_000);
+
+test("a batch of many records, new, changed and unchanged mixed through it: each counted, and each stored as sent", async () => {
+  const ids = (from: number, count: number) => Array.from({ length: count }, (_, i) => 500 + from + i);
+  const first = await importAndWait(server.base, "assets", server.key, ids(0, 70).map((n) => asset(n)));
+  expect(first.output).toMatchObject({ applied: 70, created: 70, updated: 0, unchanged: 0 });
+
+  // Every third of the 70 renamed, the rest as they were, then 30 new: 100 records, which the SQLite store
+  // upserts 32 to a statement and the last 4 one by one.
+  const changedOnes = new Set(ids(0, 70).filter((n) => n % 3 === 0));
+  const second = ids(0, 100).map((n) => (changedOnes.has(n) ? asset(n, { name: `Renamed ${n}`, geolocation: undefined }) : asset(n)));
+  const job = await importAndWait(server.base, "assets", server.key, second);
+  expect(job.output).toMatchObject({ applied: 100, created: 30, updated: changedOnes.size, unchanged: 70 - changedOnes.size });
+
+  for (const record of second) {
+    const stored = await read("assets", record.id);
+    const n = Number(record.id.slice(2));
+    expect(stored).toEqual({ ...JSON.parse(JSON.stringify(record)), updatedAt: expect.any(String), lastJobId: n < 570 && !changedOnes.has(n) ? first.id : job.id });
+  }
+});
