@@ -2,6 +2,7 @@
  * A real importd server for the benchmarks: its own process, an empty data directory (or an empty PostgreSQL
  * database, with `--database-url`), reference data imported.
  */
+import type { BunFile } from "bun";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,7 +16,8 @@ export type BenchServer = {
   pid: number;
   dataDir: string;
   process: ServerProcess;
-  post(resource: string, body: Uint8Array | string): Promise<{ id: number }>;
+  /** A file is posted as a client uploading it would (curl's --data-binary @file): see docs/performance.md. */
+  post(resource: string, body: Uint8Array | string | BunFile): Promise<{ id: number }>;
   status(id: number): Promise<JobStatus>;
   /** Polls every `intervalMs` until the job is terminal; throws unless it Succeeded. */
   waitSucceeded(id: number, intervalMs?: number): Promise<void>;
@@ -82,7 +84,7 @@ export async function startBenchServer(extraArgs: string[] = [], joinKey?: strin
 }
 
 /** Wall time from the POST to the job observed Succeeded. */
-export async function importAndWait(server: BenchServer, resource: string, body: Uint8Array): Promise<number> {
+export async function importAndWait(server: BenchServer, resource: string, body: Uint8Array | BunFile): Promise<number> {
   const start = performance.now();
   const { id } = await server.post(resource, body);
   await server.waitSucceeded(id);
@@ -97,7 +99,7 @@ export type ImportPhases = { totalMs: number; acceptedMs: number; startedMs: num
  * resolution): POST → 202 (intake), 202 → started (queued and claimed; below zero when a worker started it
  * before the 202 reached us), started → completed (the run), completed → seen Succeeded (the polling).
  */
-export async function importAndTime(server: BenchServer, resource: string, body: Uint8Array): Promise<ImportPhases> {
+export async function importAndTime(server: BenchServer, resource: string, body: Uint8Array | BunFile): Promise<ImportPhases> {
   const start = performance.now();
   const postedAt = Date.now();
   const { id } = await server.post(resource, body);
