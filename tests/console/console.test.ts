@@ -86,6 +86,20 @@ if (requireChromium("the console in headless Chromium")) {
     await page.close();
   }, 30_000);
 
+  test("an environment without jobs says so, and its link leads to the Import screen", async () => {
+    const empty = await server.addEnvironment("empty");
+    const page = await context.newPage();
+    await signInAs(page, server.url, empty.key, empty.slug);
+    await page.getByRole("heading", { name: "Jobs" }).waitFor();
+    const note = page.getByText("No jobs yet");
+    await note.waitFor();
+    expect(await note.textContent()).toBe("No jobs yet: import a file here, with importd import, or POST to the API.");
+    await note.getByRole("link", { name: "import a file" }).click();
+    await page.getByRole("heading", { name: "Import a file" }).waitFor();
+    expect(page.url()).toEndWith("#/import");
+    await page.close();
+  }, 30_000);
+
   test("a job's page: counts, message and rejected records; the CSV downloaded is the CLI's, with _error and _index", async () => {
     const page = await context.newPage();
     await signIn(page);

@@ -88,7 +88,14 @@ export function JobsView({ client, session, filters }: { client: ImportdClient; 
         </label>
       </form>
       {problem && <p class="problem" role="alert">{problem}</p>}
-      {page && page.items.length === 0 && <p>No jobs{filters.status || filters.type || filters.dryRun ? " match these filters" : " yet: import a file with importd import, or POST to the API"}.</p>}
+      {page && page.items.length === 0 &&
+        (filters.status || filters.type || filters.dryRun ? (
+          <p>No jobs match these filters.</p>
+        ) : (
+          <p>
+            No jobs yet: <a href="#/import">import a file</a> here, with <code>importd import</code>, or POST to the API.
+          </p>
+        ))}
       {page && page.items.length > 0 && (
         <div class="scroll">
           <table class="jobs">
