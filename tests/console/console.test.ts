@@ -94,6 +94,7 @@ if (requireChromium("the console in headless Chromium")) {
     const note = page.getByText("No jobs yet");
     await note.waitFor();
     expect(await note.textContent()).toBe("No jobs yet: import a file here, with importd import, or POST to the API.");
+    await screenshot(page, "jobs-empty");
     await note.getByRole("link", { name: "import a file" }).click();
     await page.getByRole("heading", { name: "Import a file" }).waitFor();
     expect(page.url()).toEndWith("#/import");
