@@ -182,7 +182,10 @@ test("SIGHUP reads the certificate again: the self-signed one replaced in the da
 }, 30_000);
 
 // As deploy/importd-sysctl.conf sets it (the test sets it for its own run, which needs root, and puts it back).
-test("with net.ipv4.tcp_migrate_req=1, no new connection is lost across renewals: clients connecting all the while see the old certificate, then the new one, never a reset", async () => {
+// Linux still resets, rarely, a connection whose handshake completes in the same microseconds as the old listener
+// closes (about one renewal in 200 with six clients connecting without pause, README "HTTPS"); with the setting at 0
+// the same run resets about five connections at every renewal. So the test allows two resets in its four renewals.
+test("with net.ipv4.tcp_migrate_req=1, connections made all the while across renewals are handed to the new listener: clients see the old certificate, then the new one, and all but a rare one connect", async () => {
   const setting = "/proc/sys/net/ipv4/tcp_migrate_req";
   const before = (await Bun.file(setting).text()).trim();
   try {
@@ -206,18 +209,21 @@ test("with net.ipv4.tcp_migrate_req=1, no new connection is lost across renewals
       }
     });
     for (const identity of identities.slice(1)) {
+      await Bun.sleep(100); // connections made on each listener, not only across the switch
       writeIdentity(files, identity);
       server.proc.kill("SIGHUP");
       const deadline = Date.now() + 5_000;
-      while ((await shownSerial(port)) !== identity.serial) {
+      while ((await servedSerial(port)) !== identity.serial) {
         if (Date.now() > deadline) throw new Error("a renewed certificate was not served within 5 s");
         await Bun.sleep(20);
       }
     }
     renewing = false;
     await Promise.all(clients);
-    const errors = [...seen].filter(([serial]) => serial.startsWith("error"));
-    expect(errors).toEqual([]);
+    const { "error ECONNRESET": resets = 0, ...rest } = Object.fromEntries(seen);
+    expect(Object.keys(rest).filter((outcome) => outcome.startsWith("error"))).toEqual([]);
+    expect(Object.values(rest).reduce((sum, count) => sum + count, 0)).toBeGreaterThan(40);
+    expect(resets).toBeLessThanOrEqual(2);
     expect([...seen.keys()].filter((serial) => identities.some((identity) => identity.serial === serial)).length).toBeGreaterThanOrEqual(4);
     server.proc.kill("SIGTERM");
     expect(await server.proc.exited).toBe(0);
