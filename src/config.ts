@@ -140,7 +140,7 @@ export const options = {
   workers: { flag: "workers", env: "IMPORTD_WORKERS", description: "worker threads for parsing, validation and upserts", default: Math.max(2, availableParallelism()), parse: integer(1, 64) },
   maxBodyBytes: { flag: "max-body-bytes", env: "IMPORTD_MAX_BODY_BYTES", description: "request body hard limit in bytes (larger: 413)", default: 100 * megabyte, parse: integer(1, 1024 * megabyte) },
   jobRetentionDays: { flag: "job-retention-days", env: "IMPORTD_JOB_RETENTION_DAYS", description: "days a finished job's document is kept", default: 30, parse: integer(1, 3650) },
-  authFailuresPerMinute: { flag: "auth-failures-per-minute", env: "IMPORTD_AUTH_FAILURES_PER_MINUTE", description: "wrong API keys one client address may send per minute before it gets 429 (0: no limit)", default: 30, parse: integer(0, 1_000_000) },
+  authFailuresPerMinute: { flag: "auth-failures-per-minute", env: "IMPORTD_AUTH_FAILURES_PER_MINUTE", description: "wrong API keys one client address may send per minute before it gets 429 (0: no limit; clients on this machine itself, over loopback, are never limited)", default: 30, parse: integer(0, 1_000_000) },
   shutdownTimeout: { flag: "shutdown-timeout", env: "IMPORTD_SHUTDOWN_TIMEOUT", description: "seconds a stop waits for running requests and jobs; then their transactions are rolled back and the jobs rerun at the next start", default: 30, parse: integer(0, 3600) },
   trustedProxies: {
     flag: "trusted-proxies",

@@ -164,7 +164,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
         // Asked at once: once the client has closed the connection (a half-close after its request, say), Bun no
         // longer knows the address, and the request's log line must still name it.
         const peer = bunServer.requestIP(received)?.address ?? "unknown";
-        rememberClientAddress(request, () => clientAddressOf(peer, request.headers.get("x-forwarded-for"), isTrustedProxy));
+        rememberClientAddress(request, peer, () => clientAddressOf(peer, request.headers.get("x-forwarded-for"), isTrustedProxy));
         return requests.fetch(request);
       },
       // Whatever escaped every handler (the app's own error handler included). Never Bun's development page,

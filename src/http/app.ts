@@ -4,6 +4,7 @@ import { environmentAsServer } from "./openapi";
 import { Elysia, ValidationError } from "elysia";
 import pkg from "../../package.json" with { type: "json" };
 import { allowedMethods } from "./allowed-methods";
+import { authenticate } from "./auth";
 import { internalError, methodNotAllowed, notFound, Problem, storageProblem, validationProblem } from "./problem";
 import { pathOf } from "./request-target";
 import { importRoutes } from "./routes/imports";
@@ -26,8 +27,8 @@ when the job runs, against the records that exist in the environment at that tim
 What the schemas cannot say alone is said beside them: a required text field must not be blank, and no text may hold
 the NUL character (U+0000), both in each field's \`pattern\`; a number pair that must be in order (\`startPoint\` ≤
 \`endPoint\`) is in its object's description and in the vendor extension \`x-importd-ordered\`, a list of
-\`{start, end}\` field names. A method a path does not answer is a 405 with \`Allow\`; a query parameter sent empty
-is a 400 naming it.`;
+\`{start, end}\` field names. A method a path does not answer is a 405 with \`Allow\` (with a good key: the key is checked first); a query
+parameter sent empty is a 400 naming it.`;
 
 function toProblem(code: string | number, error: unknown, request: Request, methodsOf: (path: string) => string[] | undefined): Problem | undefined {
   if (error instanceof Problem) return error;
@@ -46,6 +47,20 @@ function toProblem(code: string | number, error: unknown, request: Request, meth
     return validationProblem({ $: [(error as Error).message?.slice(0, 500) || "The request is malformed."] });
   }
   return undefined;
+}
+
+const underEnvironment = /^\/([^/]+)\/v2(?:\/|$)/;
+
+/** For a request under an environment's API that no route answers: what refuses its caller, if anything does. */
+async function refusedCaller(request: Request, services: Services): Promise<unknown> {
+  const slug = underEnvironment.exec(pathOf(request.url))?.[1];
+  if (slug === undefined) return undefined;
+  try {
+    await authenticate(request, slug, services);
+    return undefined;
+  } catch (error) {
+    return error;
+  }
 }
 
 /**
@@ -84,11 +99,15 @@ export function buildApp(services: Services) {
   // Elysia finds the path from the URL's 12th character on: routable() (request-target.ts) gives a host too short
   // for that (`Host: a`) a longer one.
   const app = new Elysia()
-    .onError(({ code, error, request }) => {
-      const problem = toProblem(code, error, request, (path) => (methodsOf ??= allowedMethods(app.routes))(path));
+    .onError(async ({ code, error, request }): Promise<Response> => {
+      // Under an environment, authentication comes before anything else about a request, its path and method
+      // included (DECISIONS 1): no route answering it, the caller learns that only with a key of the environment.
+      const refused = code === "NOT_FOUND" ? await refusedCaller(request, services) : undefined;
+      const [kind, reported]: [string | number, unknown] = refused === undefined ? [code, error] : ["UNKNOWN", refused];
+      const problem = toProblem(kind, reported, request, (path): string[] | undefined => (methodsOf ??= allowedMethods(app.routes))(path));
       if (problem) return problem.toResponse();
       // Unknown errors are logged with context and answered with a generic 500 that leaks nothing.
-      log({ level: "error", msg: "unhandled error", method: request.method, path: pathOf(request.url), error: String((error as Error)?.stack ?? error) });
+      log({ level: "error", msg: "unhandled error", method: request.method, path: pathOf(request.url), error: String((reported as Error)?.stack ?? reported) });
       return internalError().toResponse();
     })
     .use(swaggerUi("importd API"))

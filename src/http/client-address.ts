@@ -55,11 +55,22 @@ export function clientAddressOf(peer: string, forwardedFor: string | null, trust
  * by authentication's rate limit and the request log. Worked out once, when first asked for (the X-Forwarded-For
  * chain); the peer's address comes with it, read by the fetch as the request arrives.
  */
-const resolvers = new WeakMap<Request, () => string>();
+const origins = new WeakMap<Request, { peer: string; client: () => string }>();
 
-export const rememberClientAddress = (request: Request, resolve: () => string) => {
+export const rememberClientAddress = (request: Request, peer: string, resolve: () => string) => {
   let address: string | undefined;
-  resolvers.set(request, () => (address ??= resolve()));
+  origins.set(request, { peer, client: () => (address ??= resolve()) });
 };
 
-export const clientAddress = (request: Request) => resolvers.get(request)?.() ?? "unknown";
+export const clientAddress = (request: Request) => origins.get(request)?.client() ?? "unknown";
+
+const loopback = trustedProxies(["127.0.0.0/8", "::1"]);
+
+/**
+ * Whether the request comes from this machine itself: a loopback peer that no trusted proxy forwarded for (a client
+ * that a proxy on this machine forwarded for is that client, wherever it is).
+ */
+export function fromThisMachine(request: Request): boolean {
+  const origin = origins.get(request);
+  return origin !== undefined && loopback(origin.peer) && origin.client() === origin.peer;
+}

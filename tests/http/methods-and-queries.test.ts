@@ -29,7 +29,7 @@ describe("405 Method Not Allowed", () => {
   });
 
   test("TRACE too (sent raw: fetch() drops the body of an answer to TRACE)", async () => {
-    const answer = await rawRequest(server.port, "TRACE /default/v2/assets HTTP/1.1\r\nHost: importd\r\nConnection: close\r\n\r\n");
+    const answer = await rawRequest(server.port, `TRACE /default/v2/assets HTTP/1.1\r\nHost: importd\r\nApi-Key: ${server.key}\r\nConnection: close\r\n\r\n`);
     expect(answer).toMatchObject({ status: 405, headers: { allow: "GET, HEAD, POST", "content-type": "application/problem+json" } });
     expect(JSON.parse(answer.body)).toMatchObject({ status: 405, title: "Method Not Allowed" });
   });
@@ -40,11 +40,21 @@ describe("405 Method Not Allowed", () => {
     expect(await problemOf(await fetch(`${server.url}/healthz`, { method: "POST" }))).toMatchObject({ status: 405, allow: "GET, HEAD" });
   });
 
-  test("needs no key (the paths are public in the document) and counts no failed key; a path nothing answers is still 404", async () => {
-    for (let i = 0; i < 40; i++) expect((await fetch(`${server.base}/v2/jobs`, { method: "DELETE" })).status).toBe(405);
-    expect((await fetch(`${server.base}/v2/jobs`, { headers: { "api-key": server.key } })).status).toBe(200);
-    expect((await problemOf(await fetch(`${server.base}/v2/nothing`, { method: "DELETE" }))).status).toBe(404);
-    expect((await problemOf(await fetch(`${server.base}/v2/status/${jobId}/cancel/again`, { method: "POST" }))).status).toBe(404);
+  test("under an environment the key comes first (DECISIONS 1): without a good one, a wrong method or a path nothing answers is a 401; with one, 405 and 404", async () => {
+    for (const key of [undefined, `${"0".repeat(64)}_1`, server.key.replace(/^./, (c) => (c === "a" ? "b" : "a"))]) {
+      const headers: Record<string, string> = key === undefined ? {} : { "api-key": key };
+      for (const [method, path] of [["DELETE", "/v2/jobs"], ["PUT", "/v2/assets"], ["GET", `/v2/status/${jobId}/cancel`], ["DELETE", "/v2/nothing"], ["POST", "/v2"]]) {
+        const answer = await problemOf(await fetch(`${server.base}${path}`, { method, headers }));
+        expect({ method, path, status: answer.status, allow: answer.allow, type: answer.type, title: answer.body.title }).toEqual({ method, path, status: 401, allow: null, type: "application/problem+json", title: "Unauthorized" });
+      }
+    }
+    // An environment that does not exist is refused alike, whatever the path.
+    expect((await fetch(`${server.url}/nowhere/v2/nothing`, { method: "DELETE", headers: { "api-key": server.key } })).status).toBe(401);
+    expect((await problemOf(await fetch(`${server.base}/v2/nothing`, { method: "DELETE", headers: { "api-key": server.key } }))).status).toBe(404);
+    expect((await problemOf(await fetch(`${server.base}/v2/status/${jobId}/cancel/again`, { method: "POST", headers: { "api-key": server.key } }))).status).toBe(404);
+    // The server's own paths are not under an environment: they need no key.
+    expect((await problemOf(await fetch(`${server.url}/healthz`, { method: "DELETE" }))).status).toBe(405);
+    expect((await problemOf(await fetch(`${server.url}/nothing/here`))).status).toBe(404);
   });
 });
 

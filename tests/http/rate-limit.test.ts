@@ -5,11 +5,15 @@ import { startTestServer, type TestServer } from "../helpers/server";
 
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer({ authFailuresPerMinute: 5 });
+  // The test's requests come from 127.0.0.1, this machine, which is never limited: a proxy trusted there forwards
+  // for a client elsewhere, and a request without X-Forwarded-For is this machine's own.
+  server = await startTestServer({ authFailuresPerMinute: 5, trustedProxies: ["127.0.0.1/32"] });
 });
 afterAll(() => server.close());
 
-const get = (path: string, key: string | null) => fetch(`${server.url}${path}`, { headers: key === null ? {} : { "api-key": key } });
+const client = { "x-forwarded-for": "203.0.113.7" };
+const get = (path: string, key: string | null, from: Record<string, string> = client) =>
+  fetch(`${server.url}${path}`, { headers: { ...from, ...(key === null ? {} : { "api-key": key }) } });
 
 test("after too many wrong keys from one address, every request from it is 429 with Retry-After, even with a valid key", async () => {
   // Successes do not count.
@@ -20,12 +24,12 @@ test("after too many wrong keys from one address, every request from it is 429 w
     get("/default/v2/jobs", "0".repeat(64) + "_1"),
     get("/default/v2/status/1", null),
     get("/other/v2/assets", server.key),
-    postJson(server.base, "assets", "nonsense", [asset(1)]),
+    postJson(server.base, "assets", "nonsense", [asset(1)], client),
     get("/default/v2/subareas/x", `${server.key.split("_")[0]}_999`),
   ];
   for (const response of failures) expect((await response).status).toBe(401);
 
-  for (const response of [await get("/default/v2/jobs", server.key), await postJson(server.base, "assets", server.key, [asset(2)]), await get("/default/v2/jobs", "wrong_1")]) {
+  for (const response of [await get("/default/v2/jobs", server.key), await postJson(server.base, "assets", server.key, [asset(2)], client), await get("/default/v2/jobs", "wrong_1")]) {
     expect(response.status).toBe(429);
     expect(response.headers.get("content-type")).toBe("application/problem+json");
     const wait = Number(response.headers.get("retry-after"));
@@ -38,7 +42,17 @@ test("after too many wrong keys from one address, every request from it is 429 w
       detail: `Too many requests with a wrong API key came from this address; none is checked for ${wait} seconds. Fix the key, then try again after that.`,
     });
   }
-  // Nothing was queued while refused; what needs no key still answers.
+  // Nothing was queued while refused; what needs no key still answers; another client is not held up.
   expect((await get("/healthz", null)).status).toBe(200);
   expect(await server.query("SELECT id FROM jobs")).toHaveLength(0);
+  expect((await get("/default/v2/jobs", server.key, { "x-forwarded-for": "203.0.113.8" })).status).toBe(200);
+});
+
+test("this machine's own clients (a loopback peer no proxy forwarded for) are never limited: every wrong key is a 401, a right one passes", async () => {
+  const local = {};
+  for (let i = 0; i < 20; i++) expect((await get("/default/v2/jobs", `${"0".repeat(64)}_1`, local)).status).toBe(401);
+  expect((await get("/default/v2/jobs", server.key, local)).status).toBe(200);
+  // A client elsewhere, forwarded by the proxy, is counted from its first wrong key.
+  for (let i = 0; i < 5; i++) expect((await get("/default/v2/jobs", "wrong_1", { "x-forwarded-for": "203.0.113.9" })).status).toBe(401);
+  expect((await get("/default/v2/jobs", server.key, { "x-forwarded-for": "203.0.113.9" })).status).toBe(429);
 });

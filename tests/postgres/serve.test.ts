@@ -68,20 +68,21 @@ if (requirePostgres("importd serve on PostgreSQL")) {
     const database = await freshPostgresDatabase();
     cleanups.push(database.drop);
     const start = async () => {
-      const server = await spawnServer(dataDir(), ["--database-url", database.url, "--auth-failures-per-minute", "3"]);
+      // Behind a proxy on this machine (the test), for a client elsewhere: this machine's own clients are not limited.
+      const server = await spawnServer(dataDir(), ["--database-url", database.url, "--auth-failures-per-minute", "3", "--trusted-proxies", "127.0.0.1/32"]);
       servers.push(server);
       return server;
     };
     const a = await start();
     const b = await start();
     const key = a.firstRunKey!;
-    const jobs = (server: ServerProcess, apiKey: string) => fetch(`${server.url}/default/v2/jobs`, { headers: { "api-key": apiKey } });
+    const jobs = (server: ServerProcess, apiKey: string) => fetch(`${server.url}/default/v2/jobs`, { headers: { "api-key": apiKey, "x-forwarded-for": "203.0.113.7" } });
     const wrong = `${"0".repeat(64)}_1`;
     expect((await jobs(a, wrong)).status).toBe(401);
     expect((await jobs(b, wrong)).status).toBe(401);
     expect((await jobs(a, key)).status).toBe(200);
     expect((await jobs(a, wrong)).status).toBe(401);
-    // Three wrong keys from 127.0.0.1, on two instances: the next request is refused on either, right key or not.
+    // Three wrong keys from one client, on two instances: the next request is refused on either, right key or not.
     for (const server of [b, a]) {
       const refused = await jobs(server, key);
       expect(refused.status).toBe(429);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { clientAddressOf, parseCidr, trustedProxies } from "../../src/http/client-address";
+import { clientAddressOf, fromThisMachine, parseCidr, rememberClientAddress, trustedProxies } from "../../src/http/client-address";
 
 describe("trustedProxies: which peers are reverse proxies", () => {
   const trusted = trustedProxies(["10.0.0.0/8", "192.168.1.7", "fd00::/8", "::1"]);
@@ -78,5 +78,30 @@ describe("clientAddressOf: the rightmost X-Forwarded-For address that is not a t
   test("IPv6 hops", () => {
     const v6 = trustedProxies(["fd00::/8"]);
     expect(clientAddressOf("fd00::2", "2001:db8::7, fd00::3", v6)).toBe("2001:db8::7");
+  });
+});
+
+describe("fromThisMachine: the clients the failed-key limit leaves alone", () => {
+  const trusted = trustedProxies(["127.0.0.1"]);
+  const from = (peer: string, forwardedFor: string | null = null) => {
+    const request = new Request("http://localhost/default/v2/jobs");
+    rememberClientAddress(request, peer, () => clientAddressOf(peer, forwardedFor, trusted));
+    return fromThisMachine(request);
+  };
+
+  test("a loopback peer, IPv4 (any of 127.0.0.0/8), IPv6, or IPv4 written as IPv6, that no proxy forwarded for", () => {
+    expect([from("127.0.0.1"), from("127.0.0.5"), from("::1"), from("::ffff:127.0.0.1")]).toEqual([true, true, true, true]);
+    // Not trusted as a proxy: its X-Forwarded-For is not read, and it is still this machine.
+    expect(from("127.0.0.5", "203.0.113.7")).toBe(true);
+  });
+
+  test("not a peer elsewhere, whatever it claims, nor a client a proxy on this machine forwarded for", () => {
+    expect([from("192.0.2.2"), from("203.0.113.7", "127.0.0.1"), from("fd00::2"), from("::ffff:10.0.0.1")]).toEqual([false, false, false, false]);
+    expect(from("127.0.0.1", "203.0.113.7")).toBe(false);
+    expect(from("127.0.0.1", "127.0.0.2")).toBe(false);
+  });
+
+  test("a request the server did not see arrive (no peer known) is not", () => {
+    expect(fromThisMachine(new Request("http://localhost/"))).toBe(false);
   });
 });
