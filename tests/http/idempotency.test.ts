@@ -30,8 +30,9 @@ describe("Idempotency-Key on import POSTs", () => {
     expect(again.headers.get("location")).toBe(`/default/v2/status/${job.id}`);
     const replayed = (await again.json()) as JobDocument;
     expect(replayed.id).toBe(job.id);
-    // The job as it is now.
+    // The job as it is now: ended, so nothing to poll again after.
     expect(replayed.importJobStatus).toBe("Succeeded");
+    expect([first.headers.get("retry-after"), again.headers.get("retry-after")]).toEqual(["1", null]);
     expect((await jobCount())).toBe(before);
   });
 

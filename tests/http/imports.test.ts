@@ -11,7 +11,7 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 describe("POST /{env}/v2/<resource>", () => {
-  test("answers 202 with a Pending job document, Location, createdAt and recordCount", async () => {
+  test("answers 202 with a Pending job document, Location, Retry-After, createdAt and recordCount", async () => {
     const before = Date.now();
     const response = await postJson(server.base, "assets", server.key, assets(3));
     expect(response.status).toBe(202);
@@ -20,6 +20,7 @@ describe("POST /{env}/v2/<resource>", () => {
     expect(job.id).toBeGreaterThan(0);
     expect(job.statusUrl).toBe(`/v2/status/${job.id}`);
     expect(response.headers.get("location")).toBe(`/default/v2/status/${job.id}`);
+    expect(response.headers.get("retry-after")).toBe("1");
     expect(Date.parse(job.createdAt)).toBeGreaterThanOrEqual(before - 1000);
     expect(job.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   });

@@ -1,5 +1,6 @@
 import { Elysia, t } from "elysia";
-import { jobDocument, jobDocumentSchema } from "../../jobs/document";
+import { jobDocument, jobDocumentSchema, retryAfterSeconds } from "../../jobs/document";
+import { isTerminal } from "../../jobs/states";
 import type { ResourceDefinition } from "../../resources/definition";
 import { resources } from "../../resources/registry";
 import { maxErrorKeys } from "../../resources/validate";
@@ -77,6 +78,8 @@ function importRoute(services: Services, resource: ResourceDefinition) {
       if (result.replayed) set.headers["idempotent-replayed"] = "true";
       set.status = 202;
       set.headers.location = `/${params.env}/v2/status/${result.job.id}`;
+      // As every answer with a job that has not ended: when to poll it first (a replayed job may have ended).
+      if (!isTerminal(result.job.status)) set.headers["retry-after"] = String(retryAfterSeconds(result.job));
       return jobDocument(result.job);
     },
     {
@@ -91,6 +94,7 @@ function importRoute(services: Services, resource: ResourceDefinition) {
             ...jsonResponse(jobDocumentSchema, "Accepted: the job is queued; or, for a repeated Idempotency-Key, the job queued the first time.", {
               Location: { schema: { type: "string", example: "/default/v2/status/1" }, description: "The job's status URL, from the server's root." },
               "Idempotent-Replayed": { schema: { type: "string", enum: ["true"] }, description: "Present when the answer is the job of an earlier request with the same Idempotency-Key." },
+              "Retry-After": { schema: { type: "integer" }, description: "Seconds to wait before the first poll of the status URL; absent when a replayed job has already ended." },
             }),
             links: jobLinks,
           },
