@@ -154,7 +154,7 @@ export const options = {
     flag: "webhook-allow",
     env: "IMPORTD_WEBHOOK_ALLOW",
     description:
-      "comma-separated destinations webhooks may be sent to: host names (hooks.example.com, *.example.com, or * for any) and CIDR ranges (203.0.113.0/24); private, loopback and link-local addresses only where a range names them",
+      "comma-separated destinations webhooks may be sent to: host names (hooks.example.com, *.example.com, or * for any) and CIDR ranges (203.0.113.0/24); private, loopback and link-local addresses only where a range names them (or loopback, by naming localhost)",
     default: parseWebhookAllow(""),
     shownDefault: "none: webhooks are off",
     parse: (text: string, name: string): AllowList => {

@@ -15,15 +15,16 @@ import { isIP } from "node:net";
  * host. An IP address as the host must be inside an allowed range. A name must match a host entry, or, if the list
  * has ranges, it is accepted and judged at each delivery by the addresses it resolves to.
  *
- * At each delivery (`resolveDestination`) the name is resolved again (every A and AAAA address) and EVERY address
- * must be allowed, or nothing is sent:
+ * At each delivery (`resolveDestination`) the name is resolved again (every A and AAAA address) and each address is
+ * judged; the request goes only to the allowed ones, and when none is, nothing is sent:
  * - an address inside an allowed range is allowed;
+ * - a loopback address is allowed for a localhost name (`localhost`, or a name below it: RFC 6761 keeps them on
+ *   loopback) that a host entry names as such (`localhost`, `*.localhost`; not `*`), since the operator asked for it;
  * - any other address is allowed only if it is public (in none of the special ranges below) AND the name matched a
  *   host entry.
- * So `--webhook-allow localhost` accepts http://localhost:8080/ as a subscription but refuses every delivery
- * (localhost is 127.0.0.1, a loopback address), while `--webhook-allow 127.0.0.1,::1` delivers to it. A name that
- * resolves to one allowed and one refused address is refused: the connection could go to either.
- * The request then goes to the address that was checked, not to the name resolved anew (see send.ts), so DNS
+ * So `--webhook-allow localhost` delivers to http://localhost:8080/ (on 127.0.0.1 or ::1), as `--webhook-allow
+ * 127.0.0.1` does (on 127.0.0.1 only), while `--webhook-allow '*'` does not. An address that is refused is never
+ * connected to: the request goes to an address that was checked, not to the name resolved anew (see send.ts), so DNS
  * cannot change the answer between the check and the connection (DNS rebinding).
  *
  * Special ranges, refused unless a range in `--webhook-allow` includes them: 0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10,
@@ -150,6 +151,11 @@ const specialRanges: ReadonlyArray<[Range, string]> = (
   ] as const
 ).map(([text, kind]) => [range(text), kind]);
 
+const loopbackRanges = [range("127.0.0.0/8"), range("::1/128")];
+const isLoopback = (address: Address): boolean => loopbackRanges.some((r) => contains(r, embeddedIPv4(address) ?? address));
+/** `localhost` and the names below it, which RFC 6761 keeps on loopback. */
+const isLocalhostName = (name: string) => name === "localhost" || name.endsWith(".localhost");
+
 /** What kind of special address this is, or undefined for a public one. */
 function specialKind(address: Address): string | undefined {
   const inner = embeddedIPv4(address);
@@ -216,18 +222,20 @@ export function parseWebhookAllow(text: string): AllowList {
   return Object.freeze({ isEmpty: entries.length === 0, entries: Object.freeze(entries), names: Object.freeze(names), ranges: Object.freeze(ranges) });
 }
 
-function nameMatches(name: string, allow: AllowList): boolean {
-  return allow.names.some((pattern) => {
-    switch (pattern.kind) {
-      case "any":
-        return true;
-      case "exactly":
-        return name === pattern.name;
-      case "below":
-        return name.endsWith(pattern.suffix);
-    }
-  });
+function matches(name: string, pattern: NamePattern): boolean {
+  switch (pattern.kind) {
+    case "any":
+      return true;
+    case "exactly":
+      return name === pattern.name;
+    case "below":
+      return name.endsWith(pattern.suffix);
+  }
 }
+const nameMatches = (name: string, allow: AllowList) => allow.names.some((pattern) => matches(name, pattern));
+/** A localhost name the list names as such: `*` alone does not let a subscriber reach loopback. */
+const localhostAllowed = (name: string, allow: AllowList) =>
+  isLocalhostName(name) && allow.names.some((pattern) => pattern.kind !== "any" && matches(name, pattern));
 
 // ---- checks ---------------------------------------------------------------------------------------------------
 
@@ -286,16 +294,23 @@ export async function resolveDestination(url: URL, allow: AllowList, lookup: Loo
   }
   if (answers.length === 0) return { ok: false, reason: `${url.origin} could not be reached: ${host.name} has no address in DNS` };
   const matched = nameMatches(host.name, allow);
+  const localhost = localhostAllowed(host.name, allow);
+  /** Why the request must not go to this address, or undefined when it may. */
+  const refusal = (text: string, address: Address | undefined): string | undefined => {
+    if (!address) return `resolves to '${text}', which is not an IP address`;
+    if (inAllowedRange(address, allow) || (localhost && isLoopback(address))) return undefined;
+    const kind = specialKind(address);
+    if (kind !== undefined) return `resolves to ${text}, ${kind}, which is not in ${listName}`;
+    return matched ? undefined : `resolves to ${text}, and neither the name nor the address is in ${listName}`;
+  };
   const addresses: Array<{ address: string; family: 4 | 6 }> = [];
+  let firstRefusal: string | undefined;
   for (const answer of answers) {
     const address = parseAddress(answer.address);
-    if (!address) return refused(url, `${host.name} resolves to '${answer.address}', which is not an IP address`);
-    if (!inAllowedRange(address, allow)) {
-      const kind = specialKind(address);
-      if (kind !== undefined) return refused(url, `${host.name} resolves to ${answer.address}, ${kind}, which is not in ${listName}`);
-      if (!matched) return refused(url, `${host.name} resolves to ${answer.address}, and neither the name nor the address is in ${listName}`);
-    }
-    addresses.push({ address: answer.address, family: address.family });
+    const why = refusal(answer.address, address);
+    if (why === undefined) addresses.push({ address: answer.address, family: address!.family });
+    else firstRefusal ??= why;
   }
+  if (addresses.length === 0) return refused(url, `${host.name} ${firstRefusal}`);
   return { ok: true, address: addresses[0]!.address, family: addresses[0]!.family, addresses };
 }

@@ -134,19 +134,23 @@ describe("resolveDestination: the check at each delivery, after DNS", () => {
     expect((await resolve("http://public-nat64.example.com/", "*")).ok).toBe(true);
   });
 
-  test("one forbidden address among several refuses the name: the connection could go to either", async () => {
-    expect(reasonOf(await resolve("https://half.example.com/x", "half.example.com"))).toContain("resolves to 192.168.1.10, a private address");
+  test("of several addresses, only the allowed ones are used: a forbidden one is never connected to; none allowed refuses the name", async () => {
+    expect(await resolve("https://half.example.com/x", "half.example.com")).toEqual({ ok: true, address: "93.184.215.14", family: 4, addresses: [{ address: "93.184.215.14", family: 4 }] });
+    expect(reasonOf(await resolve("https://internal.example.com/x", "internal.example.com"))).toContain("resolves to 10.0.0.5, a private address");
   });
 
-  test("localhost: accepted by name at subscription, refused at delivery unless ranges allow every address", async () => {
+  test("localhost: named in the list, its loopback addresses are allowed (RFC 6761); an address range allows only the addresses in it; * does not reach it", async () => {
     expect(checkUrl("http://localhost:1234/", parseWebhookAllow("localhost")).ok).toBe(true);
-    expect(reasonOf(await resolve("http://localhost:1234/", "localhost"))).toContain("localhost resolves to 127.0.0.1, a loopback address");
-    expect(reasonOf(await resolve("http://localhost:1234/", "127.0.0.1/32"))).toContain("localhost resolves to ::1, a loopback address");
-    const both = await resolve("http://localhost:1234/", "127.0.0.0/8,::1");
-    expect(both.ok && both.addresses).toEqual([
+    const named = await resolve("http://localhost:1234/", "localhost");
+    expect(named.ok && named.addresses).toEqual([
       { address: "127.0.0.1", family: 4 },
       { address: "::1", family: 6 },
     ]);
+    expect((await resolve("http://localhost:1234/", "*.localhost,hooks.example.com")).ok).toBe(false);
+    expect(await resolve("http://localhost:1234/", "127.0.0.1/32")).toEqual({ ok: true, address: "127.0.0.1", family: 4, addresses: [{ address: "127.0.0.1", family: 4 }] });
+    expect(reasonOf(await resolve("http://localhost:1234/", "*"))).toContain("localhost resolves to 127.0.0.1, a loopback address");
+    // Only a localhost name: another name that resolves to loopback is refused, however the list names it.
+    expect(reasonOf(await resolve("http://mapped.example.com/", "mapped.example.com"))).toContain("a loopback address");
   });
 
   test("a range allows private addresses, by name or IPv4-mapped; the name needs no host entry then", async () => {

@@ -139,12 +139,14 @@ describe("sendWebhook: one signed attempt", () => {
 });
 
 describe("sendWebhook: only where --webhook-allow says, to the address that was checked", () => {
-  test("localhost allowed by name only is refused (it is loopback) and nothing reaches the receiver", async () => {
+  test("localhost allowed by name is delivered (RFC 6761 keeps it on loopback); allowed through * only, it is refused and nothing reaches the receiver", async () => {
     const { port, received } = receiver(() => new Response("ok"));
-    const attempt = await send(`http://localhost:${port}/`, { allow: parseWebhookAllow("localhost") });
+    expect(await send(`http://localhost:${port}/`, { allow: parseWebhookAllow("localhost") })).toMatchObject({ delivered: true, status: 200 });
+    expect(received).toHaveLength(1);
+    const attempt = await send(`http://localhost:${port}/`, { allow: parseWebhookAllow("*") });
     expect(attempt.delivered).toBe(false);
     expect(attempt.error).toMatch(new RegExp(`^http://localhost:${port} is not allowed: localhost resolves to (127\\.0\\.0\\.1|::1), a loopback address, which is not in --webhook-allow`));
-    expect(received).toHaveLength(0);
+    expect(received).toHaveLength(1);
   });
 
   test("localhost allowed by its addresses' ranges is delivered", async () => {

@@ -75,14 +75,26 @@ describe("subscriptions", () => {
     expect(await problem({ url: "not a url" })).toMatchObject({ status: 422 });
     expect(await list()).toEqual([]);
 
-    // A server that allows the name localhost, but no range it resolves into: refused too, after resolving it.
+    // A server that allows the name localhost delivers to it (RFC 6761 keeps it on loopback); one that allows any
+    // name (*) does not let a subscriber reach the appliance's loopback by that name.
     const byName = await startTestServer({ webhookAllow: parseWebhookAllow("localhost") });
     try {
-      const response = await fetch(`${byName.base}/v2/webhooks`, { method: "POST", headers: { "api-key": byName.key, "content-type": "application/json" }, body: JSON.stringify({ url: `http://localhost:${receiver.port}/` }) });
-      expect(response.status).toBe(422);
-      expect(JSON.stringify(await response.json())).toMatch(/127\.0\.0\.1|::1/);
+      const subscribe = { method: "POST", headers: { "api-key": byName.key, "content-type": "application/json" }, body: JSON.stringify({ url: `http://localhost:${receiver.port}/by-name` }) };
+      const response = await fetch(`${byName.base}/v2/webhooks`, subscribe);
+      expect(response.status).toBe(201);
+      const hook = (await response.json()) as { id: number };
+      const ping = await fetch(`${byName.base}/v2/webhooks/${hook.id}/test`, { method: "POST", headers: { "api-key": byName.key } });
+      expect(await ping.json()).toMatchObject({ delivered: true, status: 200 });
     } finally {
       await byName.close();
+    }
+    const anyName = await startTestServer({ webhookAllow: parseWebhookAllow("*") });
+    try {
+      const response = await fetch(`${anyName.base}/v2/webhooks`, { method: "POST", headers: { "api-key": anyName.key, "content-type": "application/json" }, body: JSON.stringify({ url: `http://localhost:${receiver.port}/` }) });
+      expect(response.status).toBe(422);
+      expect(JSON.stringify(await response.json())).toMatch(/a loopback address/);
+    } finally {
+      await anyName.close();
     }
     // And one that allows nothing: webhooks are off.
     const off = await startTestServer();
