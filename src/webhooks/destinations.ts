@@ -58,7 +58,7 @@ export type Destination =
       /** The address to connect to: the first of `addresses`. */
       address: string;
       family: 4 | 6;
-      /** Every address the host resolved to, all of them allowed, in the resolver's order (to try the next one if a connection is refused). */
+      /** The addresses the host resolved to that are allowed, in the resolver's order (to try the next one if a connection is refused). */
       addresses: ReadonlyArray<{ address: string; family: 4 | 6 }>;
     }
   | { ok: false; reason: string };
