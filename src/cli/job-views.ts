@@ -1,12 +1,7 @@
 // How `importd jobs` shows jobs and rejected records: for a person (a table, a summary) and for a script (CSV, NDJSON).
 // Pure functions from the API's documents to lines, so that the command itself is only about asking the server.
 import type { JobDocument, RejectedRecord } from "../client";
-
-const count = (n: number) => n.toLocaleString("en-US");
-function duration(from: string, to: string): string {
-  const ms = Date.parse(to) - Date.parse(from);
-  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
-}
+import { count, elapsed } from "../jobs/figures";
 
 type Column = { header: string; right?: boolean; cell: (job: JobDocument) => string };
 
@@ -52,8 +47,8 @@ export function jobSummary(job: JobDocument): string[] {
   }
   lines.push(
     row("created at", job.createdAt),
-    row("started at", job.startedAt ? `${job.startedAt} (after ${duration(job.createdAt, job.startedAt)} in the queue)` : "not yet"),
-    row("completed at", job.completedAt ? `${job.completedAt}${job.startedAt ? ` (ran ${duration(job.startedAt, job.completedAt)})` : ""}` : "not yet"),
+    row("started at", job.startedAt ? `${job.startedAt} (after ${elapsed(job.createdAt, job.startedAt)} in the queue)` : "not yet"),
+    row("completed at", job.completedAt ? `${job.completedAt}${job.startedAt ? ` (ran ${elapsed(job.startedAt, job.completedAt)})` : ""}` : "not yet"),
   );
   if (output) lines.push(row("message", output.message));
   if (output && output.rejected > 0) lines.push("", `The rejected records, as sent, each with why: importd jobs rejected ${job.id}`);
