@@ -27,8 +27,8 @@ when the job runs, against the records that exist in the environment at that tim
 What the schemas cannot say alone is said beside them: a required text field must not be blank, and no text may hold
 the NUL character (U+0000), both in each field's \`pattern\`; a number pair that must be in order (\`startPoint\` ≤
 \`endPoint\`) is in its object's description and in the vendor extension \`x-importd-ordered\`, a list of
-\`{start, end}\` field names. A method a path does not answer is a 405 with \`Allow\` (with a good key: the key is checked first); a query
-parameter sent empty is a 400 naming it.`;
+\`{start, end}\` field names. A method a path does not answer is a 405 with \`Allow\` (with a good key: the key is
+checked first); a query parameter sent empty is a 400 naming it.`;
 
 function toProblem(code: string | number, error: unknown, request: Request, methodsOf: (path: string) => string[] | undefined): Problem | undefined {
   if (error instanceof Problem) return error;

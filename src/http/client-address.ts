@@ -10,7 +10,7 @@ import { BlockList, isIP } from "node:net";
 export type ProxyTrust = (address: string) => boolean;
 
 /** Whether an address falls in one of the CIDRs (a bare address is a /32 or /128). Throws on a bad one. */
-export function trustedProxies(cidrs: readonly string[]): ProxyTrust {
+export function addressesIn(cidrs: readonly string[]): (address: string) => boolean {
   if (cidrs.length === 0) return () => false;
   const list = new BlockList();
   for (const cidr of cidrs) {
@@ -23,6 +23,9 @@ export function trustedProxies(cidrs: readonly string[]): ProxyTrust {
     return family !== 0 && list.check(address, family === 4 ? "ipv4" : "ipv6");
   };
 }
+
+/** The reverse proxies (--trusted-proxies) whose X-Forwarded-For is read. */
+export const trustedProxies = (cidrs: readonly string[]): ProxyTrust => addressesIn(cidrs);
 
 export function parseCidr(text: string): { address: string; prefix: number; family: "ipv4" | "ipv6" } {
   const [address = "", prefixText, extra] = text.trim().split("/");
@@ -64,7 +67,7 @@ export const rememberClientAddress = (request: Request, peer: string, resolve: (
 
 export const clientAddress = (request: Request) => origins.get(request)?.client() ?? "unknown";
 
-const loopback = trustedProxies(["127.0.0.0/8", "::1"]);
+const loopback = addressesIn(["127.0.0.0/8", "::1"]);
 
 /**
  * Whether the request comes from this machine itself: a loopback peer that no trusted proxy forwarded for (a client

@@ -35,7 +35,9 @@ export const jobDocumentSchema = t.Object({
   statusUrl: t.String({ examples: ["/v2/status/17"], description: "Relative to the environment's base URL." }),
   output: t.Union([jobOutputSchema, t.Null()]),
   createdAt: t.String({ format: "date-time" }),
-  startedAt: timestamp("When the worker last started it; null while Pending."),
+  startedAt: timestamp(
+    "When the worker last started it; null while Pending, and while Processing in a run of small jobs behind the jobs before it (it starts when the one before it ends).",
+  ),
   completedAt: timestamp("When it reached a terminal state."),
   recordCount: Type.Integer(),
   dryRun: t.Boolean({ description: "A dry run (?dryRun=true): applied nothing; its output says what applying would have done." }),

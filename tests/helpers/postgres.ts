@@ -157,12 +157,12 @@ let databases = 0;
 
 /**
  * A fresh, empty database on the test process's server, named for nothing in particular; `template` copies
- * another database (a migrated one, say) instead of starting empty.
+ * another database (a migrated one, say) instead of starting empty; `options` are CREATE DATABASE's (a locale, say).
  */
-export async function createTestDatabase(template = "template0"): Promise<{ name: string; url: string; drop(): Promise<void> }> {
+export async function createTestDatabase(template = "template0", options = ""): Promise<{ name: string; url: string; drop(): Promise<void> }> {
   const server = await postgresServer();
   const name = `importd_test_${process.pid}_${++databases}`;
-  await server.admin((sql) => sql.unsafe(`CREATE DATABASE "${name}" TEMPLATE "${template}"`));
+  await server.admin((sql) => sql.unsafe(`CREATE DATABASE "${name}" TEMPLATE "${template}" ${options}`));
   return {
     name,
     url: server.url(name),

@@ -12,6 +12,22 @@ import { asset } from "../helpers/records";
 const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 const subAreas = (...names: string[]) => names.map((name) => ({ id: name.toLowerCase(), name }));
 
+/** Records of ids that sort differently by bytes and by language, read back a page of 3 at a time: in byte order. */
+export async function expectIdsPagedInByteOrder(store: Store) {
+  const environmentId = (await new Access(store.access).createEnvironment("paged")).id;
+  const ids = ["b", "B", "a-2", "a1", "A", "Z", "é", "e", "_x", "10", "9"];
+  await store.queue.enqueue([{ environmentId, type: "SubArea", recordCount: ids.length, body: encode(ids.map((id) => ({ id, name: id }))) }]);
+  await runNext(store.queue, environmentId, { token: crypto.randomUUID() });
+  const paged: string[] = [];
+  for (let after: string | undefined; ; after = paged.at(-1)) {
+    const page = await store.records.page(resourceByPath("subareas")!, environmentId, 3, after);
+    paged.push(...page.map((record) => record.id as string));
+    if (page.length < 3) break;
+  }
+  // JavaScript's sort compares UTF-16 code units: for these, the order of their UTF-8 bytes.
+  expect(paged).toEqual([...ids].sort());
+}
+
 export function storeContract(backend: string, freshStore: () => Promise<Store>) {
   describe(`the store contract (${backend})`, () => {
     let store: Store;
@@ -327,6 +343,11 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       expect(await ids({ type: "SubArea", status: "Pending" })).toEqual([dryId]);
       expect(await ids({ type: "AssetType", status: "Succeeded" })).toEqual([assetType.id]);
       expect(await ids({ type: "SubArea", limit: 1, after: dryId })).toEqual([subArea.id]);
+    });
+
+    test("records page in the byte order of their ids (as SQLite compares them, whatever PostgreSQL's locale)", async () => {
+      store = await freshStore();
+      await expectIdsPagedInByteOrder(store);
     });
 
     test("environments are isolated: jobs, records and reads of one are invisible to the other", async () => {

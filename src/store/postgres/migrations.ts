@@ -6,6 +6,7 @@ import authFailures from "../../../drizzle-pg/0001_auth_failures.sql" with { typ
 import dryRun from "../../../drizzle-pg/0002_dry_run.sql" with { type: "text" };
 import instances from "../../../drizzle-pg/0003_instances.sql" with { type: "text" };
 import webhooks from "../../../drizzle-pg/0004_webhooks.sql" with { type: "text" };
+import idsInByteOrder from "../../../drizzle-pg/0005_ids_in_byte_order.sql" with { type: "text" };
 import { embeddedMigrations as embed, type EmbeddedMigration } from "../embedded-migrations";
 
 const sqlByTag: Record<string, string> = {
@@ -14,6 +15,7 @@ const sqlByTag: Record<string, string> = {
   "0002_dry_run": dryRun,
   "0003_instances": instances,
   "0004_webhooks": webhooks,
+  "0005_ids_in_byte_order": idsInByteOrder,
 };
 
 export const embeddedMigrations = (): EmbeddedMigration[] => embed(journal, sqlByTag, "src/store/postgres/migrations.ts");

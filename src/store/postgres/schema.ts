@@ -201,6 +201,7 @@ export const webhookAttempts = pgTable(
 
 const recordKey = {
   environmentId: integer("environment_id").notNull(),
+  // COLLATE "C" (migration 0005, by hand: Drizzle cannot say it): ids sort byte by byte, as on SQLite.
   id: text("id").notNull(),
 };
 const recordMeta = {
