@@ -127,13 +127,14 @@ const embeddingIPv4 = [range("::ffff:0:0/96"), range("64:ff9b::/96")];
 const embeddedIPv4 = (address: Address): Address | undefined =>
   address.family === 6 && embeddingIPv4.some((r) => contains(r, address)) ? { family: 4, value: address.value & 0xffffffffn } : undefined;
 
+const loopback = "a loopback address";
 /** The ranges no webhook goes to unless the operator allows them by range, each with what it is, for messages. */
 const specialRanges: ReadonlyArray<[Range, string]> = (
   [
     ["0.0.0.0/8", "a 'this network' address"],
     ["10.0.0.0/8", "a private address"],
     ["100.64.0.0/10", "a shared (carrier-grade NAT) address"],
-    ["127.0.0.0/8", "a loopback address"],
+    ["127.0.0.0/8", loopback],
     ["169.254.0.0/16", "a link-local address (where cloud metadata services answer)"],
     ["172.16.0.0/12", "a private address"],
     ["192.0.0.0/24", "an IETF protocol address"],
@@ -144,15 +145,13 @@ const specialRanges: ReadonlyArray<[Range, string]> = (
     ["255.255.255.255", "the broadcast address"],
     ["240.0.0.0/4", "a reserved address"],
     ["::/128", "the unspecified address"],
-    ["::1/128", "a loopback address"],
+    ["::1/128", loopback],
     ["fc00::/7", "a private (unique local) address"],
     ["fe80::/10", "a link-local address"],
     ["ff00::/8", "a multicast address"],
   ] as const
 ).map(([text, kind]) => [range(text), kind]);
 
-const loopbackRanges = [range("127.0.0.0/8"), range("::1/128")];
-const isLoopback = (address: Address): boolean => loopbackRanges.some((r) => contains(r, embeddedIPv4(address) ?? address));
 /** `localhost` and the names below it, which RFC 6761 keeps on loopback. */
 const isLocalhostName = (name: string) => name === "localhost" || name.endsWith(".localhost");
 
@@ -298,8 +297,8 @@ export async function resolveDestination(url: URL, allow: AllowList, lookup: Loo
   /** Why the request must not go to this address, or undefined when it may. */
   const refusal = (text: string, address: Address | undefined): string | undefined => {
     if (!address) return `resolves to '${text}', which is not an IP address`;
-    if (inAllowedRange(address, allow) || (localhost && isLoopback(address))) return undefined;
     const kind = specialKind(address);
+    if (inAllowedRange(address, allow) || (localhost && kind === loopback)) return undefined;
     if (kind !== undefined) return `resolves to ${text}, ${kind}, which is not in ${listName}`;
     return matched ? undefined : `resolves to ${text}, and neither the name nor the address is in ${listName}`;
   };
