@@ -3,7 +3,7 @@ import type { JobOutput } from "../../jobs/outcome";
 import { JobStatus } from "../../jobs/states";
 import { StaleClaim } from "../errors";
 import { idempotencyWindowStart } from "../idempotency";
-import { endedJobs, isRetained, toJob } from "../job-row";
+import { endedJobs, isRetained, toJob, type JobRow } from "../job-row";
 import type {
   ClaimedRun,
   ClaimRequest,
@@ -22,7 +22,7 @@ import type {
 import { checkpointPassively, unsyncedWriteTransaction, writeTransaction, writeTransactionAsync, type Db } from "./database";
 import { answer, translateFault } from "./faults";
 import { RecordTables } from "./records";
-import { environments, idempotencyKeys, jobPayloads, jobRejections, jobs, jobSequences } from "./schema";
+import { environments, idempotencyKeys, jobPayloads, jobRejections, jobs } from "./schema";
 import { SqliteWebhooks } from "./webhooks";
 
 
@@ -58,14 +58,13 @@ export class SqliteJobQueue implements JobQueue {
   private readonly nextSequence;
   private readonly insertPayload;
   private readonly payloadById;
-  private readonly oldestPending;
-  private readonly pendingAfter;
+  private readonly pendingJobs;
   private readonly runInProgress;
-  private readonly claimJob;
+  private readonly claimJobs;
   private readonly releaseRun;
   private readonly heldByRun;
   private readonly storeOutcome;
-  private readonly deletePayload;
+  private readonly deletePayloads;
   private readonly queueHeads;
   private readonly tables: RecordTables;
   // Writes a job's webhook deliveries in the transaction that ends it (the outbox).
@@ -75,66 +74,42 @@ export class SqliteJobQueue implements JobQueue {
   constructor(private readonly db: Db) {
     this.tables = new RecordTables(db);
     this.outbox = new SqliteWebhooks(db);
-    this.insertJob = db
-      .insert(jobs)
-      .values({
-        environmentId: sql.placeholder("environmentId"),
-        type: sql.placeholder("type"),
-        status: sql.placeholder("status"),
-        recordCount: sql.placeholder("recordCount"),
-        createdAt: sql.placeholder("createdAt"),
-        sequence: sql.placeholder("sequence"),
-        dryRun: sql.placeholder("dryRun"),
-      })
-      .returning()
-      .prepare();
-    this.nextSequence = db
-      .insert(jobSequences)
-      .values({ environmentId: sql.placeholder("environmentId"), lastSequence: 1 })
-      .onConflictDoUpdate({ target: jobSequences.environmentId, set: { lastSequence: sql`${jobSequences.lastSequence} + 1` } })
-      .returning({ sequence: jobSequences.lastSequence })
-      .prepare();
-    this.insertPayload = db
-      .insert(jobPayloads)
-      .values({ jobId: sql.placeholder("jobId"), body: sql.placeholder("body") })
-      .prepare();
+    // The statements on every small job's path (its intake, its run's claim and end) are written out in SQL: they
+    // run inside the write lock every small job waits on, and there Drizzle's mapping of rows and parameters cost
+    // more than the statements themselves (docs/performance.md, "Round three, third part"). The intake's job row
+    // is known but for its id.
+    this.insertJob = db.$client.query<never, [number, string, number, string, number, number]>(
+      "INSERT INTO jobs (environment_id, type, status, record_count, created_at, sequence, dry_run) " +
+        `VALUES (?1, ?2, '${JobStatus.Pending}', ?3, ?4, ?5, ?6)`,
+    );
+    this.nextSequence = db.$client.query<{ sequence: number }, [number]>(
+      "INSERT INTO job_sequences (environment_id, last_sequence) VALUES (?1, 1) " +
+        "ON CONFLICT (environment_id) DO UPDATE SET last_sequence = last_sequence + 1 RETURNING last_sequence AS sequence",
+    );
+    this.insertPayload = db.$client.query<never, [number, Uint8Array]>("INSERT INTO job_payloads (job_id, body) VALUES (?1, ?2)");
     this.payloadById = db
       .select({ body: jobPayloads.body })
       .from(jobPayloads)
       .where(eq(jobPayloads.jobId, sql.placeholder("id")))
       .prepare();
-    // Each of these is one seek on jobs_environment_status_idx.
-    this.oldestPending = db
-      .select()
-      .from(jobs)
-      .where(and(eq(jobs.environmentId, sql.placeholder("environmentId")), eq(jobs.status, JobStatus.Pending)))
-      .orderBy(asc(jobs.sequence))
-      .limit(1)
-      .prepare();
-    this.pendingAfter = db
-      .select()
-      .from(jobs)
-      .where(and(eq(jobs.environmentId, sql.placeholder("environmentId")), eq(jobs.status, JobStatus.Pending), gt(jobs.sequence, sql.placeholder("after"))))
-      .orderBy(asc(jobs.sequence))
-      .limit(sql.placeholder("limit"))
-      .prepare();
+    // Each of these is one seek on jobs_environment_status_idx. The first pending job, and those that may go along.
+    this.pendingJobs = db.$client.query<JobRow & { sequence: number }, [number, number]>(
+      "SELECT id, environment_id AS environmentId, type, status, record_count AS recordCount, created_at AS createdAt, " +
+        "started_at AS startedAt, completed_at AS completedAt, output, attempts, sequence, dry_run AS dryRun " +
+        `FROM jobs WHERE environment_id = ?1 AND status = '${JobStatus.Pending}' ORDER BY sequence LIMIT ?2`,
+    );
     this.runInProgress = db
       .select({ id: jobs.id })
       .from(jobs)
       .where(and(eq(jobs.environmentId, sql.placeholder("environmentId")), eq(jobs.status, JobStatus.Processing)))
       .limit(1)
       .prepare();
-    this.claimJob = db
-      .update(jobs)
-      .set({
-        status: JobStatus.Processing,
-        claimToken: sql.placeholder("token") as never,
-        startedAt: sql.placeholder("startedAt") as never,
-        attempts: sql`${jobs.attempts} + 1`,
-      })
-      .where(and(eq(jobs.id, sql.placeholder("id")), eq(jobs.status, JobStatus.Pending)))
-      .returning()
-      .prepare();
+    // A run's jobs in one statement: the environment's pending ones from its first to its last sequence, read just
+    // before in the same transaction. Only the first starts now.
+    this.claimJobs = db.$client.query<never, [string, number, string, number, number, number]>(
+      `UPDATE jobs SET status = '${JobStatus.Processing}', claim_token = ?1, attempts = attempts + 1, started_at = CASE WHEN id = ?2 THEN ?3 END ` +
+        `WHERE environment_id = ?4 AND status = '${JobStatus.Pending}' AND sequence BETWEEN ?5 AND ?6`,
+    );
     this.releaseRun = db
       .update(jobs)
       .set({ status: JobStatus.Pending, claimToken: null, startedAt: null, attempts: sql`${jobs.attempts} - ${sql.placeholder("uncount")}` })
@@ -145,21 +120,14 @@ export class SqliteJobQueue implements JobQueue {
       .from(jobs)
       .where(and(eq(jobs.claimToken, sql.placeholder("token")), eq(jobs.status, JobStatus.Processing)))
       .prepare();
-    this.storeOutcome = db
-      .update(jobs)
-      .set({
-        status: sql.placeholder("status") as never,
-        output: sql.placeholder("output") as never,
-        startedAt: sql`coalesce(${jobs.startedAt}, ${sql.placeholder("completedAt")})`,
-        completedAt: sql.placeholder("completedAt") as never,
-        claimToken: null,
-      })
-      .where(and(eq(jobs.id, sql.placeholder("id")), eq(jobs.claimToken, sql.placeholder("token"))))
-      .prepare();
-    this.deletePayload = db
-      .delete(jobPayloads)
-      .where(eq(jobPayloads.jobId, sql.placeholder("id")))
-      .prepare();
+    // A run's end: one update a job, and the payloads of all its jobs dropped in one statement.
+    this.storeOutcome = db.$client.query<never, [string, string, string, number, string]>(
+      "UPDATE jobs SET status = ?1, output = ?2, started_at = coalesce(started_at, ?3), completed_at = ?3, claim_token = NULL " +
+        "WHERE id = ?4 AND claim_token = ?5",
+    );
+    this.deletePayloads = db.$client.query<never, [string]>(
+      `DELETE FROM job_payloads WHERE job_id IN (SELECT id FROM jobs WHERE claim_token = ?1 AND status = '${JobStatus.Processing}')`,
+    );
     // Written out: Drizzle leaves the table names off the columns, and the correlated subqueries need them.
     this.queueHeads = db.$client.query<QueueHead, [string, string]>(queueHeadsSql);
   }
@@ -181,13 +149,15 @@ export class SqliteJobQueue implements JobQueue {
       }
       if (earlier) tx.delete(idempotencyKeys).where(where).run();
     }
-    const { sequence } = this.nextSequence.get({ environmentId })!;
-    const job = this.insertJob.get({ environmentId, type, status: JobStatus.Pending, recordCount, createdAt: now(), sequence, dryRun: dryRun ? 1 : 0 })!;
-    this.insertPayload.run({ jobId: job.id, body });
+    const { sequence } = this.nextSequence.get(environmentId)!;
+    const createdAt = now();
+    const id = Number(this.insertJob.run(environmentId, type, recordCount, createdAt, sequence, dryRun ? 1 : 0).lastInsertRowid);
+    this.insertPayload.run(id, body);
     if (idempotency) {
-      tx.insert(idempotencyKeys).values({ environmentId, key: idempotency.key, requestHash: idempotency.requestHash, jobId: job.id, createdAt: job.createdAt }).run();
+      tx.insert(idempotencyKeys).values({ environmentId, key: idempotency.key, requestHash: idempotency.requestHash, jobId: id, createdAt }).run();
     }
-    return { job: toJob(job), replayed: false };
+    const job: Job = { id, environmentId, type, status: JobStatus.Pending, recordCount, createdAt, startedAt: null, completedAt: null, output: null, attempts: 0, dryRun };
+    return { job, replayed: false };
   }
 
   heads(): Promise<QueueHead[]> {
@@ -211,19 +181,22 @@ export class SqliteJobQueue implements JobQueue {
         const { takeOver } = request;
         if (takeOver) this.releaseRun.run({ token: takeOver.token, uncount: takeOver.countsAsAttempt ? 0 : 1 });
         if (this.runInProgress.get({ environmentId })) return undefined;
-        const first = this.oldestPending.get({ environmentId });
+        const [first, ...after] = this.pendingJobs.all(environmentId, limits.maxJobs);
         if (!first) return undefined;
         const group = [first];
         if (!request.alone && first.attempts === 0 && !first.dryRun && first.recordCount <= limits.maxRecords) {
           let records = first.recordCount;
-          for (const job of this.pendingAfter.all({ environmentId, after: first.sequence, limit: limits.maxJobs - 1 })) {
+          for (const job of after) {
             records += job.recordCount;
             if (records > limits.maxRecords || job.attempts > 0 || job.dryRun) break;
             group.push(job);
           }
         }
         // A job taken along starts, as its document tells, when the one before it ends: at completion (storeOutcome).
-        const claimed = group.map((job, index) => toJob(this.claimJob.get({ id: job.id, token, startedAt: index === 0 ? now() : null })!));
+        const startedAt = now();
+        const { changes } = this.claimJobs.run(token, first.id, startedAt, environmentId, first.sequence, group.at(-1)!.sequence);
+        if (changes !== group.length) throw new Error(`claimed ${changes} jobs for a run of ${group.length}`);
+        const claimed = group.map((job, index) => toJob({ ...job, status: JobStatus.Processing, attempts: job.attempts + 1, startedAt: index === 0 ? startedAt : null }));
         return { token, environmentId, jobs: claimed };
       }),
     );
@@ -242,10 +215,11 @@ export class SqliteJobQueue implements JobQueue {
         }
         const completions = await apply(this.tables.forRun(run.environmentId));
         const completedAt = now();
+        // Before the outcomes, while the run's token still marks its jobs.
+        this.deletePayloads.run(run.token);
         for (const { jobId, status, output, rejected } of completions) {
-          this.storeOutcome.run({ id: jobId, token: run.token, status, output: JSON.stringify(output), completedAt });
+          this.storeOutcome.run(status, JSON.stringify(output), completedAt, jobId, run.token);
           this.insertRejections(jobId, rejected);
-          this.deletePayload.run({ id: jobId });
           records += output.total;
         }
         this.outbox.writeOutbox(run.environmentId, endedJobs(run, completions, completedAt));
