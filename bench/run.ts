@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { asset, assetsBody, assetsBodyOfSize } from "./lib/data";
 import { backendsCpuMs, postgresAvailable, stopPostgres, withFreshDatabase, withInstances } from "./lib/postgres";
 import { importAndTime, importAndWait, startBenchServer, type BenchServer, type ImportPhases } from "./lib/server";
-import { cpuMsOf, median, peakRssOf, percentile } from "./lib/stats";
+import { cpuMsOf, median, peakRssOf, percentile, threadCpuMsOf } from "./lib/stats";
 import { holdPolls, parkJob, waitHeld } from "./lib/held-polls";
 import { runtimeEnv } from "./lib/runtime";
 
@@ -343,8 +343,10 @@ async function manySmallJobs() {
   // Redis + BullMQ cannot be installed from the lockfile here (this registry lacks msgpackr-extract's platform
   // packages, so `npm ci` fails): the baseline is the issue's fallback, a minimal durable bun:sqlite queue loop.
   const baselineName = "bun:sqlite queue loop";
-  // Jobs of an environment run in id order: once the last is terminal, all are.
-  const measure = () => withServer((server) => smallJobRates([server], (lasts) => server.waitSucceeded(Math.max(...lasts), 2)));
+  // Jobs of an environment run in id order: once the last is terminal, all are. Where the CPU goes, by thread of
+  // the server and for this script (the 20 clients): docs/performance.md, "Round three, third part".
+  const cpuOf = (server: BenchServer) => () => ({ ...threadCpuMsOf(server.pid), "bench (the clients)": ownCpuMs() });
+  const measure = () => withServer((server) => smallJobRates([server], (lasts) => server.waitSucceeded(Math.max(...lasts), 2), cpuOf(server)));
   // Each run is short (a second or two), so a slow moment weighs a lot: baseline and importd runs alternate.
   const baselineRuns: Rates[] = [];
   const importdRuns: Rates[] = [];
@@ -352,10 +354,14 @@ async function manySmallJobs() {
     baselineRuns.push(await runScript<Rates>("baselines/sqlite-queue.ts", [mkdtempSync(join(work, "queue-")), jobs, smallWarmUpJobs]));
     importdRuns.push(await measure());
   }
+  // µs of CPU a job, by thread name, in each run: ticks of 10 ms, so about ±5 µs over 2,000 jobs.
+  const cpuUsPerJob = importdRuns.map((run) => Object.fromEntries(Object.entries(run.cpuMs ?? {}).filter(([, ms]) => ms > 0).map(([name, ms]) => [name, Math.round((ms * 1000) / jobs)])));
+  log(`row 7: CPU per job (µs), by thread: ${cpuUsPerJob.map((run) => JSON.stringify(run)).join(" ")}`);
   for (const kind of ["accepted", "completed"] as const) {
     const importd = median(importdRuns.map((run) => run[`${kind}PerSecond`]));
     const base = median(baselineRuns.map((run) => run[`${kind}PerSecond`]));
-    rows.push({ row: `7 ${kind}`, what: `${jobs} one-record jobs from ${clients} clients: ${kind}/s (baseline: ${baselineName})`, importd, baseline: base, unit: "jobs/s", ratio: importd / base, target: "≥ 1×", ok: importd / base >= 1, details: { runs: importdRuns.map((run) => run[`${kind}PerSecond`]), baselineRuns: baselineRuns.map((run) => run[`${kind}PerSecond`]) } });
+    const details = { runs: importdRuns.map((run) => run[`${kind}PerSecond`]), baselineRuns: baselineRuns.map((run) => run[`${kind}PerSecond`]), cpuUsPerJob };
+    rows.push({ row: `7 ${kind}`, what: `${jobs} one-record jobs from ${clients} clients: ${kind}/s (baseline: ${baselineName})`, importd, baseline: base, unit: "jobs/s", ratio: importd / base, target: "≥ 1×", ok: importd / base >= 1, details });
   }
 }
 

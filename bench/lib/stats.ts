@@ -1,5 +1,5 @@
 /** Small statistics for benchmark samples. */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 export function percentile(samples: number[], p: number): number {
   if (samples.length === 0) return NaN;
@@ -36,4 +36,30 @@ export function cpuMsOf(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/**
+ * CPU time (ms) each of a process's threads has used so far, added up by thread name: Bun names its main thread
+ * after the executable, each worker thread `Worker`, the JIT's compiler threads `JITWorker`, and so on. Empty once
+ * the process is gone.
+ */
+export function threadCpuMsOf(pid: number): Record<string, number> {
+  const byName: Record<string, number> = {};
+  let threads: string[];
+  try {
+    threads = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return byName;
+  }
+  for (const thread of threads) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${thread}/comm`, "utf8").trim();
+      const stat = readFileSync(`/proc/${pid}/task/${thread}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      byName[name] = (byName[name] ?? 0) + (Number(fields[11]) + Number(fields[12])) * msPerTick;
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return byName;
 }
