@@ -26,13 +26,18 @@ export async function peakRssOf(pid: number): Promise<number> {
 // Linux counts a process's CPU time in clock ticks of 1/100 s (USER_HZ, 100 on every mainstream architecture).
 const msPerTick = 10;
 
+/** User + system CPU time, in ms, from a `/proc/…/stat` file (a process's or one thread's). */
+function cpuMsOfStat(path: string): number {
+  const stat = readFileSync(path, "utf8");
+  // The command name, in parentheses, may hold spaces: count fields after its closing one.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * msPerTick;
+}
+
 /** CPU time (user + system, all its threads) a process has used so far, in ms; 0 once it is gone. */
 export function cpuMsOf(pid: number): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // The command name, in parentheses, may hold spaces: count fields after its closing one.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) * msPerTick;
+    return cpuMsOfStat(`/proc/${pid}/stat`);
   } catch {
     return 0;
   }
@@ -54,9 +59,7 @@ export function threadCpuMsOf(pid: number): Record<string, number> {
   for (const thread of threads) {
     try {
       const name = readFileSync(`/proc/${pid}/task/${thread}/comm`, "utf8").trim();
-      const stat = readFileSync(`/proc/${pid}/task/${thread}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      byName[name] = (byName[name] ?? 0) + (Number(fields[11]) + Number(fields[12])) * msPerTick;
+      byName[name] = (byName[name] ?? 0) + cpuMsOfStat(`/proc/${pid}/task/${thread}/stat`);
     } catch {
       // The thread ended meanwhile.
     }
