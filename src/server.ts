@@ -109,6 +109,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
     entry: new URL("./worker/thread.ts", import.meta.url),
     size: config.workers,
     stores: store,
+    lightLane: store.writesOneAtATime,
     testHooks: config.testHooks,
     onCrash: (error) => log({ level: "warn", msg: "worker thread crashed; replaced", error: String(error) }),
   });

@@ -15,6 +15,12 @@ export type IntakeRequest = {
 };
 
 /**
+ * A body under this size is parsed, validated and stored in well under a millisecond: its job's tasks are light
+ * (they go to the worker pool's light lane, see WorkerPool). Bodies this small are stored uncompressed too.
+ */
+const lightBodyBytes = 64 * 1024;
+
+/**
  * Accepting an import batch, from the HTTP thread's side: the bytes go to a worker thread (transferred, not
  * copied) that parses, validates and stores them (jobs/intake.ts), because a large body must never block
  * this thread; a new job wakes the scheduler, with the worker slot that holds its batch parsed, and is
@@ -27,11 +33,13 @@ export class IntakeService {
   async accept({ environmentId, environment, resource, body, idempotencyKey, dryRun }: IntakeRequest): Promise<IntakeResult> {
     const buffer = (body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? body.buffer : body.slice().buffer) as ArrayBuffer;
     let acceptedOn: number | undefined;
+    const light = buffer.byteLength < lightBodyBytes;
     const result = await this.deps.pool.run("accept", { environmentId, resource: resource.path, body: buffer, idempotencyKey, dryRun }, [buffer], {
+      light,
       onSlot: (slot) => (acceptedOn = slot),
     });
     if (result.ok && !result.replayed) {
-      this.deps.scheduler.accepted(result.job.id, environmentId, acceptedOn);
+      this.deps.scheduler.accepted(result.job.id, environmentId, acceptedOn, light);
       this.deps.log({ msg: "job accepted", jobId: result.job.id, type: result.job.type, records: result.job.recordCount, environment, ...(dryRun ? { dryRun } : {}) });
     }
     return result;

@@ -292,6 +292,11 @@ export interface Store {
    * across them; absent where one process owns the store (it counts them in memory).
    */
   readonly failures?: FailureLog;
+  /**
+   * Whether the store takes one write at a time, from whichever thread (SQLite): then one worker thread does the
+   * small jobs' work (WorkerPool's light lane), since more would only take turns.
+   */
+  readonly writesOneAtATime: boolean;
   /** Where the store can tell cheaply that nothing changed (SQLite: its count of write transactions); absent elsewhere, and then nothing is cached. */
   readonly commits?: CommitWatch;
   /**

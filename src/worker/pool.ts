@@ -15,9 +15,10 @@ export type ThreadStores = Pick<Store, "handleFor" | "threadDied">;
 
 /**
  * Where a task runs. `prefer`: the slot to run on if it is free, because it holds something the task can
- * use (a batch it has already parsed). `onSlot`: told the slot the task was given to.
+ * use (a batch it has already parsed). `light`: a task of a small job (see WorkerPool's `lightLane`).
+ * `onSlot`: told the slot the task was given to.
  */
-export type Placement = { prefer?: number; onSlot?: (slot: number) => void };
+export type Placement = { prefer?: number; light?: boolean; onSlot?: (slot: number) => void };
 
 type Pending = {
   task: TaskType;
@@ -39,6 +40,12 @@ type Slot = { worker: Worker; threadNumber: number; ready: boolean; dead?: boole
  * A fixed set of Bun Worker threads fed from one FIFO queue. A worker that dies is replaced at once;
  * the tasks it was running are rejected with WorkerCrashed so that their owners can decide to retry.
  * Queued tasks of a type in `grouping` go to a thread together, in one message.
+ *
+ * With `lightLane`, the first thread is the lane of small jobs: their tasks (`light`) wait for it rather than
+ * go to another free thread, unless it is busy with a task that is not light (or not there at all), and the
+ * other tasks take it last. On a store that takes one write at a time (SQLite), spreading a stream of small
+ * jobs over threads bought nothing but their hand-offs: one thread doing all of their intakes and runs holds
+ * every batch parsed, and used a third less CPU a job (docs/performance.md, "Round three, fifth part").
  */
 export class WorkerPool {
   private readonly slots: Slot[] = [];
@@ -56,8 +63,11 @@ export class WorkerPool {
   private readonly testHooks?: ThreadTestHooks;
   private readonly onCrash: (error: unknown) => void;
 
-  constructor(options: { entry: URL; size: number; stores: ThreadStores; testHooks?: ThreadTestHooks; onCrash?: (error: unknown) => void }) {
+  private readonly lightLane: boolean;
+
+  constructor(options: { entry: URL; size: number; stores: ThreadStores; lightLane?: boolean; testHooks?: ThreadTestHooks; onCrash?: (error: unknown) => void }) {
     this.entry = options.entry;
+    this.lightLane = options.lightLane ?? false;
     this.stores = options.stores;
     this.testHooks = options.testHooks;
     this.onCrash = options.onCrash ?? (() => {});
@@ -164,21 +174,40 @@ export class WorkerPool {
     for (const pending of running) pending.reject(new WorkerCrashed(`worker thread crashed: ${reason}`));
   }
 
-  // A task goes to the slot it prefers when that one is free; every other task, in FIFO order, to any free slot.
-  // Never waiting for a busy preferred slot: re-parsing a batch costs less than waiting out another intake.
+  private isLight(pending: Pending): boolean {
+    return this.lightLane && pending.placement?.light === true;
+  }
+
+  // A light task goes to the light lane when it is free, and waits for it while it runs light tasks. Any other task
+  // goes to the slot it prefers when that one is free, then, in FIFO order, to any free slot (the light lane's
+  // last). Never waiting for a busy preferred slot: re-parsing a batch costs less than waiting out another intake.
   private dispatch(): void {
     const free = (slot: Slot | undefined) => slot !== undefined && slot.ready && slot.running.length === 0;
+    const lane = this.slots[0];
+    const laneTaken = () => !lane || lane.dead || !lane.ready || lane.running.some((pending) => !this.isLight(pending));
+    // The light lane last: it stays free for light tasks while another thread can take the rest.
+    const order = this.lightLane ? [...this.slots.keys()].slice(1).concat(0) : [...this.slots.keys()];
     for (let i = 0; i < this.queue.length; ) {
-      const prefer = this.queue[i]!.placement?.prefer;
+      const pending = this.queue[i]!;
+      if (this.isLight(pending)) {
+        const slot = free(lane) ? 0 : laneTaken() ? order.find((index) => free(this.slots[index])) : undefined;
+        if (slot !== undefined) this.start(slot, this.takeGroup(i));
+        else i++;
+        continue;
+      }
+      const prefer = pending.placement?.prefer;
       if (prefer !== undefined && free(this.slots[prefer])) this.start(prefer, this.takeGroup(i));
       else i++;
     }
-    this.slots.forEach((slot, index) => {
-      if (this.queue.length > 0 && free(slot)) this.start(index, this.takeGroup(0));
-    });
+    for (const index of order) {
+      if (!free(this.slots[index])) continue;
+      const next = this.queue.findIndex((pending) => !this.isLight(pending));
+      if (next === -1) break;
+      this.start(index, this.takeGroup(next));
+    }
   }
 
-  // Takes the queued task at `index` out of the queue, with the later queued tasks of its type that may go
+  // Takes the queued task at `index` out of the queue, with the later queued tasks of its type (and lane) that may go
   // along (see grouping), in queue order; stops at the first that would take the group past its byte limit.
   private takeGroup(index: number): Pending[] {
     const group = this.queue.splice(index, 1);
@@ -187,7 +216,7 @@ export class WorkerPool {
     let bytes = rule.bytes(group[0]!.input);
     for (let i = index; i < this.queue.length && group.length < rule.maxTasks; ) {
       const next = this.queue[i]!;
-      if (next.task !== group[0]!.task || next.placement?.prefer !== undefined) {
+      if (next.task !== group[0]!.task || next.placement?.prefer !== undefined || this.isLight(next) !== this.isLight(group[0]!)) {
         i++;
         continue;
       }

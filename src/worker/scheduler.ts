@@ -35,8 +35,9 @@ export class JobScheduler {
   // in progress, so a stop ends them at once.
   private readonly backingOff = new Set<number>();
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
-  // The worker slot that accepted a job and holds its batch parsed (see ParsedBatches): a run starting at it goes there.
-  private readonly acceptedOn = new Map<number, number>();
+  // Where a run starting at a job goes: the worker slot that accepted the job and holds its batch parsed (see
+  // ParsedBatches), and whether the job is small (the pool's light lane).
+  private readonly acceptedOn = new Map<number, { slot?: number; light: boolean }>();
   private asking = false;
   private wokenWhileAsking = false;
   private stopped = false;
@@ -48,10 +49,13 @@ export class JobScheduler {
     private readonly options: SchedulerOptions,
   ) {}
 
-  /** A job of `environmentId` was just accepted by the worker in `slot`; starts it if its environment is free. */
-  accepted(jobId: number, environmentId: number, slot: number | undefined): void {
-    if (slot !== undefined) {
-      this.acceptedOn.set(jobId, slot);
+  /**
+   * A job of `environmentId` was just accepted by the worker in `slot` (`light`: a small one); starts it if its
+   * environment is free.
+   */
+  accepted(jobId: number, environmentId: number, slot: number | undefined, light = false): void {
+    if (slot !== undefined || light) {
+      this.acceptedOn.set(jobId, { slot, light });
       // Only a hint: a long backlog forgets the oldest (their workers have dropped those batches by then anyway).
       if (this.acceptedOn.size > maxRememberedSlots) this.acceptedOn.delete(this.acceptedOn.keys().next().value!);
     }
@@ -136,10 +140,10 @@ export class JobScheduler {
     const run: Run = { token: after?.run.token ?? crypto.randomUUID(), jobId, attempt, startedAt: after?.run.startedAt ?? performance.now(), storageWaits: after?.run.storageWaits ?? 0 };
     this.running.set(environmentId, run);
     this.options.onStarted?.(jobId, attempt);
-    const prefer = this.acceptedOn.get(jobId);
+    const accepted = this.acceptedOn.get(jobId);
     this.acceptedOn.delete(jobId);
     const takeOver = after && { token: after.run.token, countsAsAttempt: after.countsAsAttempt };
-    this.pool.run("apply", { environmentId, token: run.token, takeOver }, [], { prefer }).then(
+    this.pool.run("apply", { environmentId, token: run.token, takeOver }, [], { prefer: accepted?.slot, light: accepted?.light }).then(
       ({ ran, jobs }) => this.done(environmentId, run, ran, jobs),
       (error) => this.retry(environmentId, run, error),
     );

@@ -40,6 +40,69 @@ describe("WorkerPool", () => {
     await slow;
   });
 
+  describe("a light lane (on a store that takes one write at a time): the first thread does the small jobs", () => {
+    // Each task tells the slot it ran on and when it ended.
+    const ends: Array<{ name: string; slot: number }> = [];
+    const run = (name: string, before: string, light?: boolean) => {
+      let slot = -1;
+      return pool!.run("purge", { before }, [], { light, onSlot: (given) => (slot = given) }).then(() => void ends.push({ name, slot }));
+    };
+    afterEach(() => void ends.splice(0));
+
+    test("a light task waits for the first thread rather than take another free one; other tasks take it last", async () => {
+      pool = new WorkerPool({ entry: flaky, size: 2, stores: noStore, lightLane: true });
+      await pool.ready();
+      await Promise.all([run("light, alone", "slow", true), Bun.sleep(20).then(() => run("light, queued behind it", "ok", true)), run("other", "ok")]);
+      expect(ends).toEqual([
+        { name: "other", slot: 1 },
+        { name: "light, alone", slot: 0 },
+        { name: "light, queued behind it", slot: 0 },
+      ]);
+      ends.splice(0);
+      // With the other thread busy, a task that is not light takes the first.
+      await Promise.all([run("other, slow", "slow"), Bun.sleep(20).then(() => run("other, while the first is busy", "ok"))]);
+      expect(ends).toEqual([
+        { name: "other, while the first is busy", slot: 0 },
+        { name: "other, slow", slot: 1 },
+      ]);
+    });
+
+    test("while the first thread runs a task that is not light, light tasks go to any free thread", async () => {
+      pool = new WorkerPool({ entry: flaky, size: 2, stores: noStore, lightLane: true });
+      await pool.ready();
+      const slow = run("other, slow", "slow 150");
+      const slower = Bun.sleep(10).then(() => run("other, slower, on the first thread", "slow 600"));
+      await Bun.sleep(30);
+      await run("light, queued while both are busy", "ok", true);
+      expect(ends).toEqual([
+        { name: "other, slow", slot: 1 },
+        { name: "light, queued while both are busy", slot: 1 },
+      ]);
+      await Promise.all([slow, slower]);
+      expect(ends.at(-1)).toEqual({ name: "other, slower, on the first thread", slot: 0 });
+    });
+
+    test("light intakes and others are not sent in one message", async () => {
+      pool = new WorkerPool({ entry: flaky, size: 1, stores: noStore, lightLane: true });
+      await pool.ready();
+      const accept = (bytes: number, light: boolean) => pool!.run("accept", { environmentId: 1, resource: "assets", body: new ArrayBuffer(bytes) }, [], { light }) as unknown as Promise<{ groupSize: number }>;
+      const busy = pool.run("purge", { before: "slow" });
+      const answers = Promise.all([accept(1, true), accept(2, false), accept(3, true), accept(4, false)]);
+      await busy;
+      expect((await answers).map((answer) => answer.groupSize)).toEqual([2, 2, 2, 2]);
+    });
+
+    test("without a light lane, light tasks go to any free thread like the others", async () => {
+      pool = new WorkerPool({ entry: flaky, size: 2, stores: noStore });
+      await pool.ready();
+      await Promise.all([run("light, slow", "slow", true), Bun.sleep(20).then(() => run("light, meanwhile", "ok", true))]);
+      expect(ends).toEqual([
+        { name: "light, meanwhile", slot: 1 },
+        { name: "light, slow", slot: 0 },
+      ]);
+    });
+  });
+
   describe("intakes queued together go to a thread in one message (one transaction there)", () => {
     const accept = (bytes: number, resource = "assets") =>
       pool!.run("accept", { environmentId: 1, resource, body: new ArrayBuffer(bytes) }) as unknown as Promise<{ groupSize: number; bytes: number }>;

@@ -3,7 +3,7 @@ import { maxAttempts, runNext } from "../../src/jobs/apply";
 import { StorageFull } from "../../src/store/errors";
 import type { ClaimedRun, JobQueue } from "../../src/store/ports";
 import type { SqliteStore } from "../../src/store/sqlite/store";
-import { WorkerCrashed, type WorkerPool } from "../../src/worker/pool";
+import { WorkerCrashed, type Placement, type WorkerPool } from "../../src/worker/pool";
 import { JobScheduler } from "../../src/worker/scheduler";
 import { sqliteStoreWith } from "../helpers/store";
 
@@ -118,6 +118,31 @@ describe("JobScheduler", () => {
     expect(calls).toEqual([["apply", 1], ["apply", 3]]);
     release();
     await settle(scheduler);
+  });
+
+  test("a run starting at a job goes where the job was accepted: to the slot that holds its batch, in the light lane when it is small", async () => {
+    store = await sqliteStoreWith("one", "two", "three");
+    const body = new TextEncoder().encode('[{"id":"x","name":"X"}]');
+    // The first run of each environment (the stub claims nothing, so later wakes start its job again, with no hint left).
+    const placements = new Map<number, Placement | undefined>();
+    const pool = {
+      run: async (_task: string, input: { environmentId: number }, _transfer: unknown, placement?: Placement) => {
+        if (!placements.has(input.environmentId)) placements.set(input.environmentId, placement);
+        return { ran: false, jobs: [] };
+      },
+    } as unknown as WorkerPool;
+    const scheduler = new JobScheduler(store.queue, pool, { maxConcurrentRuns: 3, retryDelayMs: 1 });
+    for (const [environmentId, slot, light] of [[1, 0, true], [2, 1, false], [3, undefined, undefined]] as const) {
+      const [enqueued] = await store.queue.enqueue([{ environmentId, type: "SubArea", recordCount: 1, body }]);
+      scheduler.accepted((enqueued as { job: { id: number } }).job.id, environmentId, slot, light);
+      await Bun.sleep(20);
+    }
+    await settle(scheduler);
+    expect([...placements].map(([environmentId, placement]) => [environmentId, placement?.prefer, placement?.light])).toEqual([
+      [1, 0, true],
+      [2, 1, false],
+      [3, undefined, undefined],
+    ]);
   });
 
   test("respects the cap on runs in progress at once", async () => {

@@ -39,6 +39,7 @@ export class PostgresStore implements Store {
   readonly access: PostgresAccessStore;
   readonly webhooks: PostgresWebhooks;
   readonly failures: PostgresFailureLog;
+  readonly writesOneAtATime = false;
   private wakeUps?: WakeUps;
   private closed?: Promise<void>;
 

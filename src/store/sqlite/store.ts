@@ -24,6 +24,7 @@ export class SqliteStore implements Store {
   readonly access: SqliteAccessStore;
   readonly webhooks: SqliteWebhooks;
   readonly commits?: CommitWatch;
+  readonly writesOneAtATime = true;
   private readonly writeLock = WriteLock.sharedBuffer();
 
   private constructor(
