@@ -60,15 +60,14 @@ export class WorkerPool {
   private lastStartFailure = "";
   private readonly entry: URL;
   private readonly stores: ThreadStores;
+  private readonly lightLane: boolean;
   private readonly testHooks?: ThreadTestHooks;
   private readonly onCrash: (error: unknown) => void;
 
-  private readonly lightLane: boolean;
-
   constructor(options: { entry: URL; size: number; stores: ThreadStores; lightLane?: boolean; testHooks?: ThreadTestHooks; onCrash?: (error: unknown) => void }) {
     this.entry = options.entry;
-    this.lightLane = options.lightLane ?? false;
     this.stores = options.stores;
+    this.lightLane = options.lightLane ?? false;
     this.testHooks = options.testHooks;
     this.onCrash = options.onCrash ?? (() => {});
     for (let i = 0; i < options.size; i++) this.slots.push(this.spawn());

@@ -52,7 +52,8 @@ describe("WorkerPool", () => {
     test("a light task waits for the first thread rather than take another free one; other tasks take it last", async () => {
       pool = new WorkerPool({ entry: flaky, size: 2, stores: noStore, lightLane: true });
       await pool.ready();
-      await Promise.all([run("light, alone", "slow", true), Bun.sleep(20).then(() => run("light, queued behind it", "ok", true)), run("other", "ok")]);
+      // Each task is given its thread (or queued) as it is run, in this order.
+      await Promise.all([run("light, alone", "slow", true), run("light, queued behind it", "ok", true), run("other", "ok")]);
       expect(ends).toEqual([
         { name: "other", slot: 1 },
         { name: "light, alone", slot: 0 },
@@ -60,7 +61,7 @@ describe("WorkerPool", () => {
       ]);
       ends.splice(0);
       // With the other thread busy, a task that is not light takes the first.
-      await Promise.all([run("other, slow", "slow"), Bun.sleep(20).then(() => run("other, while the first is busy", "ok"))]);
+      await Promise.all([run("other, slow", "slow"), run("other, while the first is busy", "ok")]);
       expect(ends).toEqual([
         { name: "other, while the first is busy", slot: 0 },
         { name: "other, slow", slot: 1 },
@@ -71,8 +72,7 @@ describe("WorkerPool", () => {
       pool = new WorkerPool({ entry: flaky, size: 2, stores: noStore, lightLane: true });
       await pool.ready();
       const slow = run("other, slow", "slow 150");
-      const slower = Bun.sleep(10).then(() => run("other, slower, on the first thread", "slow 600"));
-      await Bun.sleep(30);
+      const slower = run("other, slower, on the first thread", "slow 600");
       await run("light, queued while both are busy", "ok", true);
       expect(ends).toEqual([
         { name: "other, slow", slot: 1 },
@@ -95,7 +95,7 @@ describe("WorkerPool", () => {
     test("without a light lane, light tasks go to any free thread like the others", async () => {
       pool = new WorkerPool({ entry: flaky, size: 2, stores: noStore });
       await pool.ready();
-      await Promise.all([run("light, slow", "slow", true), Bun.sleep(20).then(() => run("light, meanwhile", "ok", true))]);
+      await Promise.all([run("light, slow", "slow", true), run("light, meanwhile", "ok", true)]);
       expect(ends).toEqual([
         { name: "light, meanwhile", slot: 1 },
         { name: "light, slow", slot: 0 },
