@@ -16,7 +16,7 @@ export type IntakeRequest = {
 
 /**
  * A body under this size is parsed, validated and stored in well under a millisecond: its job's tasks are light
- * (they go to the worker pool's light lane, see WorkerPool). Bodies this small are stored uncompressed too.
+ * (they go to the worker pool's light lane, see WorkerPool).
  */
 const lightBodyBytes = 64 * 1024;
 

@@ -183,7 +183,8 @@ export class WorkerPool {
   private dispatch(): void {
     const free = (slot: Slot | undefined) => slot !== undefined && slot.ready && slot.running.length === 0;
     const lane = this.slots[0];
-    const laneTaken = () => !lane || lane.dead || !lane.ready || lane.running.some((pending) => !this.isLight(pending));
+    // A dead thread is replaced by one not ready yet (see replace): not ready covers both.
+    const laneTaken = () => !lane?.ready || lane.running.some((pending) => !this.isLight(pending));
     // The light lane last: it stays free for light tasks while another thread can take the rest.
     const order = this.lightLane ? [...this.slots.keys()].slice(1).concat(0) : [...this.slots.keys()];
     for (let i = 0; i < this.queue.length; ) {
