@@ -1,7 +1,7 @@
 import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { availableParallelism, userInfo } from "node:os";
 import { dirname, resolve } from "node:path";
-import { parseCidr } from "./http/client-address";
+import { parseCidr } from "./net/cidr";
 import { parseWebhookAllow, type AllowList } from "./webhooks/destinations";
 
 /**

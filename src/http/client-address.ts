@@ -1,4 +1,5 @@
-import { BlockList, isIP } from "node:net";
+import { isIP } from "node:net";
+import { addressesIn } from "../net/cidr";
 
 /**
  * Who sent a request: the TCP peer, unless the peer is a trusted proxy (--trusted-proxies). Then the
@@ -9,34 +10,8 @@ import { BlockList, isIP } from "node:net";
 
 export type ProxyTrust = (address: string) => boolean;
 
-/** Whether an address falls in one of the CIDRs (a bare address is a /32 or /128). Throws on a bad one. */
-export function addressesIn(cidrs: readonly string[]): (address: string) => boolean {
-  if (cidrs.length === 0) return () => false;
-  const list = new BlockList();
-  for (const cidr of cidrs) {
-    const { address, prefix, family } = parseCidr(cidr);
-    list.addSubnet(address, prefix, family);
-  }
-  // BlockList matches an IPv4-mapped IPv6 address (::ffff:10.0.0.1, what a dual-stack socket reports) against IPv4 ranges too.
-  return (address) => {
-    const family = isIP(address);
-    return family !== 0 && list.check(address, family === 4 ? "ipv4" : "ipv6");
-  };
-}
-
 /** The reverse proxies (--trusted-proxies) whose X-Forwarded-For is read. */
 export const trustedProxies = (cidrs: readonly string[]): ProxyTrust => addressesIn(cidrs);
-
-export function parseCidr(text: string): { address: string; prefix: number; family: "ipv4" | "ipv6" } {
-  const [address = "", prefixText, extra] = text.trim().split("/");
-  const version = isIP(address);
-  const bits = version === 4 ? 32 : 128;
-  const prefix = prefixText === undefined ? bits : /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : Number.NaN;
-  if (version === 0 || extra !== undefined || !(prefix >= 0 && prefix <= bits)) {
-    throw new Error(`'${text.trim()}' is not an address or CIDR range (such as 10.0.0.0/8, 192.168.1.10 or fd00::/8)`);
-  }
-  return { address, prefix, family: version === 4 ? "ipv4" : "ipv6" };
-}
 
 /** The client's address given the TCP peer's and the X-Forwarded-For header (see the module comment). */
 export function clientAddressOf(peer: string, forwardedFor: string | null, trusted: ProxyTrust): string {

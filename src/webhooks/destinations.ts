@@ -1,5 +1,7 @@
 import { lookup as systemLookup } from "node:dns/promises";
 import { isIP } from "node:net";
+import { addressesIn, parseCidr, withoutZone, type Cidr } from "../net/cidr";
+import { ipv4In, ipv6Groups } from "../net/ipv6";
 
 /**
  * Where webhooks may go: the operator's `--webhook-allow`, so that a subscriber cannot make importd send requests
@@ -31,12 +33,11 @@ import { isIP } from "node:net";
  * 127.0.0.0/8, 169.254.0.0/16, 172.16.0.0/12, 192.0.0.0/24, 192.168.0.0/16, 198.18.0.0/15, 224.0.0.0/4, 240.0.0.0/4,
  * 255.255.255.255; ::/128, ::1/128, fc00::/7, fe80::/10, ff00::/8. An IPv4-mapped IPv6 address (::ffff:0:0/96) and
  * a NAT64 one (64:ff9b::/96) lead to the IPv4 address inside them and are judged as that address, by the special
- * ranges and by the allowed ones.
+ * ranges and by the allowed ones. Ranges are matched by node:net's BlockList (net/cidr.ts).
  */
 
-/** An address as a number: 32 bits for IPv4, 128 for IPv6. */
-type Address = { family: 4 | 6; value: bigint };
-type Range = Address & { prefix: number };
+/** An IP address, without a zone. */
+type Address = { text: string; family: 4 | 6 };
 type NamePattern = { kind: "exactly"; name: string } | { kind: "below"; suffix: string } | { kind: "any" };
 
 export type AllowList = {
@@ -45,7 +46,7 @@ export type AllowList = {
   /** The entries, normalised (lower case, IDN names in their ASCII form), for the listening line and messages. */
   readonly entries: readonly string[];
   readonly names: readonly NamePattern[];
-  readonly ranges: readonly Range[];
+  readonly ranges: readonly Cidr[];
 };
 
 /** Answers every address of a name, as node:dns/promises `lookup(name, { all: true })` does. Injectable for tests. */
@@ -68,68 +69,30 @@ const webhooksOff = "webhooks are off on this server: the operator has not allow
 
 // ---- addresses ------------------------------------------------------------------------------------------------
 
-const ipv4Value = (text: string) => text.split(".").reduce((value, octet) => (value << 8n) | BigInt(Number(octet)), 0n);
-
-function ipv6Value(text: string): bigint {
-  // A dotted IPv4 tail (::ffff:10.0.0.1) is the last two groups written differently.
-  const lastColon = text.lastIndexOf(":");
-  const tail = text.slice(lastColon + 1);
-  if (tail.includes(".")) {
-    const v4 = ipv4Value(tail);
-    text = `${text.slice(0, lastColon + 1)}${(v4 >> 16n).toString(16)}:${(v4 & 0xffffn).toString(16)}`;
-  }
-  const [left = "", right] = text.split("::");
-  const groups = (part: string) => (part === "" ? [] : part.split(":"));
-  const head = groups(left);
-  const rest = right === undefined ? [] : groups(right);
-  const all = [...head, ...Array<string>(8 - head.length - rest.length).fill("0"), ...rest];
-  return all.reduce((value, group) => (value << 16n) | BigInt(Number.parseInt(group, 16)), 0n);
-}
-
 /** Parses an IPv4 or IPv6 address (a zone, fe80::1%eth0, is left out); undefined for anything else. */
 function parseAddress(text: string): Address | undefined {
-  const bare = text.replace(/%.*$/, "");
-  switch (isIP(bare)) {
-    case 4:
-      return { family: 4, value: ipv4Value(bare) };
-    case 6:
-      return { family: 6, value: ipv6Value(bare) };
-    default:
-      return undefined;
-  }
+  const bare = withoutZone(text);
+  const family = isIP(bare);
+  return family === 0 ? undefined : { text: bare, family: family as 4 | 6 };
 }
 
-const bitsOf = (family: 4 | 6) => (family === 4 ? 32 : 128);
-
-function contains(range: Range, address: Address): boolean {
-  if (range.family !== address.family) return false;
-  const shift = BigInt(bitsOf(range.family) - range.prefix);
-  return range.value >> shift === address.value >> shift;
+// IPv4-mapped addresses are how a dual-stack resolver or socket writes an IPv4 address; NAT64 ones (the well-known
+// prefix) are translated to the IPv4 address by a gateway. Either way the request ends at the IPv4 address, so that
+// is the one judged, by the special ranges and by the allowed ones.
+const leadsToIPv4 = addressesIn(["::ffff:0:0/96", "64:ff9b::/96"]);
+/** The IPv4 address inside an IPv6 one that the request would go to (IPv4-mapped, NAT64), if any. */
+function ipv4LeadingTo(address: Address): Address | undefined {
+  if (address.family !== 6 || !leadsToIPv4(address.text)) return undefined;
+  const groups = ipv6Groups(address.text)!;
+  return { text: ipv4In(groups[6]!, groups[7]!), family: 4 };
 }
-
-/** An address (a /32 or /128) or a CIDR range; undefined for anything else. Host bits set in a range are ignored. */
-function parseRange(text: string): Range | undefined {
-  const [address = "", prefixText, extra] = text.split("/");
-  if (extra !== undefined || address.includes("%")) return undefined;
-  const parsed = parseAddress(address);
-  if (!parsed) return undefined;
-  const bits = bitsOf(parsed.family);
-  if (prefixText === undefined) return { ...parsed, prefix: bits };
-  if (!/^\d{1,3}$/.test(prefixText) || Number(prefixText) > bits) return undefined;
-  return { ...parsed, prefix: Number(prefixText) };
-}
-
-const range = (text: string) => parseRange(text)!;
-
-// IPv4-mapped addresses are how a dual-stack resolver or socket writes an IPv4 address; NAT64 ones are translated to
-// the IPv4 address by a gateway. Either way the request ends at the IPv4 address, so that is the one judged.
-const embeddingIPv4 = [range("::ffff:0:0/96"), range("64:ff9b::/96")];
-const embeddedIPv4 = (address: Address): Address | undefined =>
-  address.family === 6 && embeddingIPv4.some((r) => contains(r, address)) ? { family: 4, value: address.value & 0xffffffffn } : undefined;
 
 const loopback = "a loopback address";
-/** The ranges no webhook goes to unless the operator allows them by range, each with what it is, for messages. */
-const specialRanges: ReadonlyArray<[Range, string]> = (
+/**
+ * The ranges no webhook goes to unless the operator allows them by range, each with what it is, for messages. The
+ * first that holds an address names it.
+ */
+const specialRanges: ReadonlyArray<[(address: string) => boolean, string]> = (
   [
     ["0.0.0.0/8", "a 'this network' address"],
     ["10.0.0.0/8", "a private address"],
@@ -141,7 +104,7 @@ const specialRanges: ReadonlyArray<[Range, string]> = (
     ["192.168.0.0/16", "a private address"],
     ["198.18.0.0/15", "a benchmarking address"],
     ["224.0.0.0/4", "a multicast address"],
-    // Before 240.0.0.0/4, which includes it: the first match names the address.
+    // Before 240.0.0.0/4, which includes it.
     ["255.255.255.255", "the broadcast address"],
     ["240.0.0.0/4", "a reserved address"],
     ["::/128", "the unspecified address"],
@@ -150,24 +113,37 @@ const specialRanges: ReadonlyArray<[Range, string]> = (
     ["fe80::/10", "a link-local address"],
     ["ff00::/8", "a multicast address"],
   ] as const
-).map(([text, kind]) => [range(text), kind]);
+).map(([cidr, kind]) => [addressesIn([cidr]), kind]);
 
 /** `localhost` and the names below it, which RFC 6761 keeps on loopback. */
 const isLocalhostName = (name: string) => name === "localhost" || name.endsWith(".localhost");
 
 /** What kind of special address this is, or undefined for a public one. */
 function specialKind(address: Address): string | undefined {
-  const inner = embeddedIPv4(address);
+  const inner = ipv4LeadingTo(address);
   if (inner) return specialKind(inner);
-  return specialRanges.find(([r]) => contains(r, address))?.[1];
+  return specialRanges.find(([inRange]) => inRange(address.text))?.[1];
 }
 
+// Built once per list; the list itself stays plain data (it is compared and shown).
+const allowedRanges = new WeakMap<AllowList, (address: string) => boolean>();
 function inAllowedRange(address: Address, allow: AllowList): boolean {
-  const inner = embeddedIPv4(address);
-  return allow.ranges.some((r) => contains(r, address) || (inner !== undefined && contains(r, inner)));
+  let inRanges = allowedRanges.get(allow);
+  if (!inRanges) allowedRanges.set(allow, (inRanges = addressesIn(allow.ranges)));
+  const inner = ipv4LeadingTo(address);
+  return inRanges(address.text) || (inner !== undefined && inRanges(inner.text));
 }
 
 // ---- the list -------------------------------------------------------------------------------------------------
+
+/** An address (a /32 or /128) or a CIDR range, or undefined if the entry is not one. */
+function rangeOf(entry: string): Cidr | undefined {
+  try {
+    return parseCidr(entry);
+  } catch {
+    return undefined;
+  }
+}
 
 const label = /^(?!-)[a-z0-9_-]{1,63}(?<!-)$/;
 
@@ -192,7 +168,7 @@ function hostName(text: string): string | undefined {
  */
 export function parseWebhookAllow(text: string): AllowList {
   const names: NamePattern[] = [];
-  const ranges: Range[] = [];
+  const ranges: Cidr[] = [];
   const entries: string[] = [];
   for (const raw of text.split(",")) {
     const entry = raw.trim().toLowerCase();
@@ -202,7 +178,7 @@ export function parseWebhookAllow(text: string): AllowList {
       entries.push(entry);
       continue;
     }
-    const cidr = parseRange(entry);
+    const cidr = rangeOf(entry);
     if (cidr) {
       ranges.push(cidr);
       entries.push(entry);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { clientAddressOf, fromThisMachine, parseCidr, rememberClientAddress, trustedProxies } from "../../src/http/client-address";
+import { clientAddressOf, fromThisMachine, rememberClientAddress, trustedProxies } from "../../src/http/client-address";
 
 describe("trustedProxies: which peers are reverse proxies", () => {
   const trusted = trustedProxies(["10.0.0.0/8", "192.168.1.7", "fd00::/8", "::1"]);
@@ -29,14 +29,6 @@ describe("trustedProxies: which peers are reverse proxies", () => {
 
   test("no ranges: nobody is trusted", () => {
     expect(trustedProxies([])("127.0.0.1")).toBe(false);
-  });
-
-  test("parseCidr refuses what is not an address or a range", () => {
-    for (const text of ["proxy.local", "10.0.0.0/33", "10.0.0.0/-1", "10.0.0.0/8/8", "fd00::/129", "10.0.0/8", "", "10.0.0.0/"]) {
-      expect(() => parseCidr(text)).toThrow("is not an address or CIDR range");
-    }
-    expect(parseCidr(" 10.0.0.0/8 ")).toEqual({ address: "10.0.0.0", prefix: 8, family: "ipv4" });
-    expect(parseCidr("fd00::1")).toEqual({ address: "fd00::1", prefix: 128, family: "ipv6" });
   });
 });
 
