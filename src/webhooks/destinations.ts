@@ -31,9 +31,12 @@ import { ipv4In, ipv6Groups } from "../net/ipv6";
  *
  * Special ranges, refused unless a range in `--webhook-allow` includes them: 0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10,
  * 127.0.0.0/8, 169.254.0.0/16, 172.16.0.0/12, 192.0.0.0/24, 192.168.0.0/16, 198.18.0.0/15, 224.0.0.0/4, 240.0.0.0/4,
- * 255.255.255.255; ::/128, ::1/128, fc00::/7, fe80::/10, ff00::/8. An IPv4-mapped IPv6 address (::ffff:0:0/96) and
- * a NAT64 one (64:ff9b::/96) lead to the IPv4 address inside them and are judged as that address, by the special
- * ranges and by the allowed ones. Ranges are matched by node:net's BlockList (net/cidr.ts).
+ * 255.255.255.255; ::/128, ::1/128, ::/96 (IPv4-compatible), 64:ff9b:1::/48 (local-use NAT64), 2001::/32 (Teredo),
+ * fc00::/7, fe80::/10, fec0::/10 (site-local), ff00::/8. An IPv4-mapped IPv6 address (::ffff:0:0/96) and a NAT64 one
+ * (64:ff9b::/96) lead to the IPv4 address inside them and are judged as that address, by the special ranges and by
+ * the allowed ones. A 6to4 address (2002::/16) is special when the IPv4 address inside it is (2002:0a00:0001::
+ * holds 10.0.0.1, a private address): it is reached through that address. Ranges are matched by node:net's BlockList
+ * (net/cidr.ts).
  */
 
 /** An IP address, without a zone. */
@@ -80,11 +83,23 @@ function parseAddress(text: string): Address | undefined {
 // prefix) are translated to the IPv4 address by a gateway. Either way the request ends at the IPv4 address, so that
 // is the one judged, by the special ranges and by the allowed ones.
 const leadsToIPv4 = addressesIn(["::ffff:0:0/96", "64:ff9b::/96"]);
+// A 6to4 address is reached through the 6to4 router at the IPv4 address inside it: one inside the appliance's
+// network (2002:0a00:0001:: holds 10.0.0.1) would carry the request there. Judged by that address among the special
+// ranges; only a range that holds the 6to4 address itself allows it (the IPv4 host is not the receiver).
+const sixToFour = addressesIn(["2002::/16"]);
+
 /** The IPv4 address inside an IPv6 one that the request would go to (IPv4-mapped, NAT64), if any. */
 function ipv4LeadingTo(address: Address): Address | undefined {
   if (address.family !== 6 || !leadsToIPv4(address.text)) return undefined;
   const groups = ipv6Groups(address.text)!;
   return { text: ipv4In(groups[6]!, groups[7]!), family: 4 };
+}
+
+/** The IPv4 address of the 6to4 router a 6to4 address is reached through (2002:AABB:CCDD::/48), if it is one. */
+function sixToFourRouter(address: Address): Address | undefined {
+  if (address.family !== 6 || !sixToFour(address.text)) return undefined;
+  const groups = ipv6Groups(address.text)!;
+  return { text: ipv4In(groups[1]!, groups[2]!), family: 4 };
 }
 
 const loopback = "a loopback address";
@@ -107,10 +122,15 @@ const specialRanges: ReadonlyArray<[(address: string) => boolean, string]> = (
     // Before 240.0.0.0/4, which includes it.
     ["255.255.255.255", "the broadcast address"],
     ["240.0.0.0/4", "a reserved address"],
+    // Before ::/96, which includes both.
     ["::/128", "the unspecified address"],
     ["::1/128", loopback],
+    ["::/96", "an IPv4-compatible address (deprecated)"],
+    ["64:ff9b:1::/48", "a local-use NAT64 address"],
+    ["2001::/32", "a Teredo address"],
     ["fc00::/7", "a private (unique local) address"],
     ["fe80::/10", "a link-local address"],
+    ["fec0::/10", "a site-local address (deprecated)"],
     ["ff00::/8", "a multicast address"],
   ] as const
 ).map(([cidr, kind]) => [addressesIn([cidr]), kind]);
@@ -122,6 +142,12 @@ const isLocalhostName = (name: string) => name === "localhost" || name.endsWith(
 function specialKind(address: Address): string | undefined {
   const inner = ipv4LeadingTo(address);
   if (inner) return specialKind(inner);
+  const router = sixToFourRouter(address);
+  if (router) {
+    const kind = specialKind(router);
+    // Never the loopback kind itself: that would let a localhost name through to it.
+    return kind === undefined ? undefined : `a 6to4 address leading to ${kind}`;
+  }
   return specialRanges.find(([inRange]) => inRange(address.text))?.[1];
 }
 

@@ -209,12 +209,15 @@ describe("resolveDestination: the check at each delivery, after DNS", () => {
       ["224.0.0.1", false],
       ["255.255.255.255", false],
       ["::", false],
-      ["::2", true],
+      ["::2", false],
+      ["0:0:0:1::", true],
       ["fbff:ffff::1", true],
       ["fc00::1", false],
       ["fe80::1", false],
       ["febf:ffff::1", false],
-      ["fec0::1", true],
+      ["fec0::1", false],
+      ["feff:ffff::1", false],
+      ["ff00::", false],
       ["ff02::1", false],
       ["::ffff:10.0.0.1", false],
       ["::ffff:8.8.8.8", true],
@@ -224,5 +227,69 @@ describe("resolveDestination: the check at each delivery, after DNS", () => {
       const result = await resolveDestination(new URL("http://edge.example.com/"), parseWebhookAllow("*"), async () => [{ address, family: address.includes(":") ? 6 : 4 }]);
       expect({ address, allowed: result.ok }).toEqual({ address, allowed });
     }
+  });
+});
+
+describe("IPv6 ranges that lead into the appliance's network or nowhere public (DECISIONS 15)", () => {
+  /** Judges one address a name resolves to, with the list given. */
+  const judge = async (address: string, allow = "*") =>
+    reasonOf(await resolveDestination(new URL("http://receiver.example.com/"), parseWebhookAllow(allow), async () => [{ address, family: 6 }]));
+
+  test("6to4 is judged by the IPv4 address inside it: a private, loopback or link-local one is refused, a public one is not", async () => {
+    expect(await judge("2002:0a00:0001::")).toBe(
+      "http://receiver.example.com is not allowed: receiver.example.com resolves to 2002:0a00:0001::, a 6to4 address leading to a private address, which is not in --webhook-allow (the operator's list of webhook destinations)",
+    );
+    expect(await judge("2002:7f00:1::1")).toContain("a 6to4 address leading to a loopback address");
+    expect(await judge("2002:a9fe:a9fe::")).toContain("a 6to4 address leading to a link-local address");
+    expect(await judge("2002:c0a8:0101:1::5")).toContain("a 6to4 address leading to a private address");
+    // 8.8.8.8 inside: public, so allowed as 8.8.8.8 would be, by the name.
+    expect(await judge("2002:0808:0808::1")).toBe("ok");
+    expect(await judge("2002:0808:0808::1", "10.0.0.0/8")).toContain("neither the name nor the address is in --webhook-allow");
+  });
+
+  test("6to4 around a loopback address is not loopback: a localhost name does not reach it", async () => {
+    const dns = async () => [{ address: "2002:7f00:1::", family: 6 }];
+    expect(reasonOf(await resolveDestination(new URL("http://localhost:1234/"), parseWebhookAllow("localhost"), dns))).toContain("a 6to4 address leading to a loopback address");
+  });
+
+  test("local-use NAT64 (64:ff9b:1::/48), Teredo (2001::/32), IPv4-compatible (::/96) and site-local (fec0::/10) are refused, edges included", async () => {
+    const refused: Array<[string, string]> = [
+      ["64:ff9b:1::a00:1", "a local-use NAT64 address"],
+      ["64:ff9b:1:ffff:ffff:ffff:ffff:ffff", "a local-use NAT64 address"],
+      ["2001::1", "a Teredo address"],
+      ["2001:0:ffff:ffff:ffff:ffff:ffff:ffff", "a Teredo address"],
+      ["::8.8.8.8", "an IPv4-compatible address (deprecated)"],
+      ["::a00:1", "an IPv4-compatible address (deprecated)"],
+      ["fec0::1", "a site-local address (deprecated)"],
+      ["feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "a site-local address (deprecated)"],
+    ];
+    for (const [address, kind] of refused) expect({ address, reason: await judge(address) }).toEqual({ address, reason: expect.stringContaining(`resolves to ${address}, ${kind}, which is not in`) });
+    // Just outside them: public.
+    for (const address of ["64:ff9b:2::1", "64:ff9b:0:1::1", "2001:1::1", "2003::1", "::1:0:0:0", "fbff::1"]) expect({ address, reason: await judge(address) }).toEqual({ address, reason: "ok" });
+  });
+
+  test("the well-known NAT64 prefix (64:ff9b::/96) still leads to the IPv4 address inside it, by the special ranges and the allowed ones", async () => {
+    expect(await judge("64:ff9b::10.0.0.1")).toContain("a private address");
+    expect(await judge("64:ff9b::8.8.8.8")).toBe("ok");
+    expect(await judge("64:ff9b::10.0.0.1", "10.0.0.0/8")).toBe("ok");
+  });
+
+  test("each is allowed where a range in --webhook-allow holds it", async () => {
+    const named: Array<[string, string]> = [
+      ["2002:0a00:0001::", "2002::/16"],
+      ["2002:0a00:0001::", "2002:a00:1::/48"],
+      ["64:ff9b:1::a00:1", "64:ff9b:1::/48"],
+      ["2001::1", "2001::/32"],
+      ["::a00:1", "::/96"],
+      ["fec0::1", "fec0::/10"],
+    ];
+    for (const [address, range] of named) expect({ address, range, reason: await judge(address, range) }).toEqual({ address, range, reason: "ok" });
+    // A range of the IPv4 address inside a 6to4 one does not allow it: the receiver is not that IPv4 host.
+    expect(await judge("2002:0a00:0001::", "10.0.0.0/8")).toContain("a 6to4 address leading to a private address");
+  });
+
+  test("at subscription, an address in the URL needs an allowed range, as before", () => {
+    expect(checkUrl("http://[2002:a00:1::]/x", parseWebhookAllow("*")).ok).toBe(false);
+    expect(checkUrl("http://[2002:a00:1::]/x", parseWebhookAllow("2002::/16")).ok).toBe(true);
   });
 });

@@ -176,6 +176,18 @@ describe("sendWebhook: only where --webhook-allow says, to the address that was 
     expect(received[0]!.host).toBe(`receiver.test:${port}`);
   });
 
+  test("an IPv6 address that leads into the appliance's network is skipped for the name's next, allowed address; alone, nothing is sent", async () => {
+    const { port, received } = receiver(() => new Response("ok"));
+    // 2002:7f00:1:: is 6to4 around 127.0.0.1; fec0::1 site-local; 2001::1 Teredo; 64:ff9b:1::1 local-use NAT64.
+    const forbidden = ["2002:7f00:1::", "fec0::1", "2001::1", "64:ff9b:1::1"].map((address) => ({ address, family: 6 }));
+    const lookup = async () => [...forbidden, { address: "127.0.0.1", family: 4 }];
+    expect(await send(`http://receiver.test:${port}/`, { lookup })).toMatchObject({ delivered: true, status: 200 });
+    expect(received).toHaveLength(1);
+    const alone = await send(`http://receiver.test:${port}/`, { lookup: async () => forbidden, allow: parseWebhookAllow("*") });
+    expect(alone).toMatchObject({ delivered: false, error: expect.stringContaining("receiver.test resolves to 2002:7f00:1::, a 6to4 address leading to a loopback address") });
+    expect(received).toHaveLength(1);
+  });
+
   test("an address that refuses the connection gives way to the name's next address", async () => {
     const { port, received } = receiver(() => new Response("ok"));
     const lookup = async () => [
