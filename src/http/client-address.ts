@@ -13,15 +13,30 @@ export type ProxyTrust = (address: string) => boolean;
 /** The reverse proxies (--trusted-proxies) whose X-Forwarded-For is read. */
 export const trustedProxies = (cidrs: readonly string[]): ProxyTrust => addressesIn(cidrs);
 
+/**
+ * The address in one X-Forwarded-For entry, or undefined if it holds none. Some proxies write the client's port too
+ * (`1.2.3.4:5678`, `[2001:db8::1]:443`), or an IPv6 address in brackets without one (`[2001:db8::1]`); a bare IPv6
+ * address has colons of its own, so only brackets set a port apart from it. Nothing else is read as an address
+ * (no host names, no `0x7f000001`).
+ */
+export function forwardedAddress(entry: string): string | undefined {
+  const text = entry.trim();
+  if (isIP(text) !== 0) return text;
+  const bracketed = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(text);
+  if (bracketed) return isIP(bracketed[1]!) === 6 ? bracketed[1] : undefined;
+  const withPort = /^([\d.]+):\d{1,5}$/.exec(text);
+  return withPort && isIP(withPort[1]!) === 4 ? withPort[1] : undefined;
+}
+
 /** The client's address given the TCP peer's and the X-Forwarded-For header (see the module comment). */
 export function clientAddressOf(peer: string, forwardedFor: string | null, trusted: ProxyTrust): string {
   if (forwardedFor === null || !trusted(peer)) return peer;
   const hops = forwardedFor.split(",");
   let client = peer;
   for (let i = hops.length - 1; i >= 0; i--) {
-    const hop = hops[i]!.trim();
+    const hop = forwardedAddress(hops[i]!);
     // Not an address: the chain is broken here, and the last hop that was vouched for is as far as it goes.
-    if (isIP(hop) === 0) return client;
+    if (hop === undefined) return client;
     client = hop;
     if (!trusted(hop)) return client;
   }

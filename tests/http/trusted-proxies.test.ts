@@ -30,6 +30,17 @@ describe("behind a trusted reverse proxy (--trusted-proxies 127.0.0.1/32)", () =
     // Nor is a client that puts the throttled address further left in its own header.
     expect((await get(server, server.key, "198.51.100.1, 198.51.100.3")).status).toBe(200);
   });
+
+  test("an entry with a port, or an IPv6 one in brackets, is the client's address: logged as it, and counted with it", async () => {
+    const before = loggedClients(server).length;
+    expect((await get(server, wrongKey, "198.51.100.30:5678")).status).toBe(401);
+    expect((await get(server, wrongKey, "198.51.100.30:443")).status).toBe(401);
+    expect((await get(server, wrongKey, "198.51.100.30")).status).toBe(401);
+    expect((await get(server, server.key, "198.51.100.30:80")).status).toBe(429);
+    expect((await get(server, wrongKey, "[2001:db8:30::1]:443")).status).toBe(401);
+    expect((await get(server, server.key, "[2001:db8:30::1]")).status).toBe(200);
+    expect(loggedClients(server).slice(before)).toEqual(["198.51.100.30", "198.51.100.30", "198.51.100.30", "198.51.100.30", "2001:db8:30::1", "2001:db8:30::1"]);
+  });
 });
 
 describe("without --trusted-proxies (the default)", () => {

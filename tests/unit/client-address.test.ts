@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { clientAddressOf, fromThisMachine, rememberClientAddress, trustedProxies } from "../../src/http/client-address";
+import { clientAddressOf, forwardedAddress, fromThisMachine, rememberClientAddress, trustedProxies } from "../../src/http/client-address";
 
 describe("trustedProxies: which peers are reverse proxies", () => {
   const trusted = trustedProxies(["10.0.0.0/8", "192.168.1.7", "fd00::/8", "::1"]);
@@ -67,6 +67,14 @@ describe("clientAddressOf: the rightmost X-Forwarded-For address that is not a t
     expect(clientAddressOf("10.0.0.2", "", trusted)).toBe("10.0.0.2");
   });
 
+  test("a hop with a port, or an IPv6 one in brackets, is read as its address", () => {
+    expect(clientAddressOf("10.0.0.2", "198.51.100.1:5678", trusted)).toBe("198.51.100.1");
+    expect(clientAddressOf("10.0.0.2", "[2001:db8::1]:443", trusted)).toBe("2001:db8::1");
+    expect(clientAddressOf("10.0.0.2", "[2001:db8::1]", trusted)).toBe("2001:db8::1");
+    // A trusted proxy written with its port is still trusted: the client is left of it.
+    expect(clientAddressOf("10.0.0.2", "198.51.100.1, 10.0.0.3:443", trusted)).toBe("198.51.100.1");
+  });
+
   test("IPv6 hops", () => {
     const v6 = trustedProxies(["fd00::/8"]);
     expect(clientAddressOf("fd00::2", "2001:db8::7, fd00::3", v6)).toBe("2001:db8::7");
@@ -95,5 +103,24 @@ describe("fromThisMachine: the clients the failed-key limit leaves alone", () =>
 
   test("a request the server did not see arrive (no peer known) is not", () => {
     expect(fromThisMachine(new Request("http://localhost/"))).toBe(false);
+  });
+});
+
+describe("forwardedAddress: the address in one X-Forwarded-For entry", () => {
+  test("a bare address, IPv4 or IPv6, as it is (spaces around dropped)", () => {
+    expect([forwardedAddress(" 203.0.113.7 "), forwardedAddress("2001:db8::1"), forwardedAddress("::ffff:203.0.113.7")]).toEqual(["203.0.113.7", "2001:db8::1", "::ffff:203.0.113.7"]);
+  });
+
+  test("an IPv4 address with a port, an IPv6 one in brackets with or without a port", () => {
+    expect(forwardedAddress("1.2.3.4:5678")).toBe("1.2.3.4");
+    expect(forwardedAddress("[2001:db8::1]:443")).toBe("2001:db8::1");
+    expect(forwardedAddress("[2001:db8::1]")).toBe("2001:db8::1");
+    expect(forwardedAddress("[::ffff:1.2.3.4]:80")).toBe("::ffff:1.2.3.4");
+  });
+
+  test("anything else holds no address", () => {
+    for (const entry of ["", "unknown", "proxy.example:80", "[1.2.3.4]:80", "[2001:db8::1]:", "[2001:db8::1]:123456", "1.2.3.4:", "1.2.3.4:80:80", "1.2.3:80", "0x7f000001:80", "[2001:db8::1", "2001:db8::1]:443", "_hidden", "<script>"]) {
+      expect({ entry, address: forwardedAddress(entry) }).toEqual({ entry, address: undefined });
+    }
   });
 });
