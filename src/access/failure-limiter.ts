@@ -1,10 +1,13 @@
+import { addressesIn } from "../net/cidr";
+import { ipv4In, ipv6Groups } from "../net/ipv6";
+
 /**
- * Slows down guessing: counts failed authentications per client address over a sliding minute. Once a
+ * Slows down guessing: counts failed authentications per client (see failureKey) over a sliding minute. Once a
  * client has failed `perMinute` times, it is refused (429) until its oldest counted failure leaves the
  * window, whatever key it sends then; a correct guess would otherwise still get through.
  *
- * The failures are kept in a FailureLog: this process's memory when it alone serves the store (SQLite), the
- * database when several instances share it (PostgreSQL), so that the limit holds across them.
+ * The failures are kept in a FailureLog, under each client's failureKey: this process's memory when it alone serves
+ * the store (SQLite), the database when several instances share it (PostgreSQL), so that the limit holds across them.
  */
 export interface FailureLog {
   /** No failure within the last minute anywhere: nobody needs to be looked up (a hint; false when unsure). */
@@ -15,6 +18,23 @@ export interface FailureLog {
 }
 
 export const failureWindowMs = 60_000;
+
+// An IPv4 client written as IPv6: by a dual-stack socket (::ffff:a.b.c.d), or by a translator that gives IPv4
+// clients to an IPv6-only server in the well-known NAT64 prefix (64:ff9b::a.b.c.d).
+const writtenAsIPv6 = addressesIn(["::ffff:0:0/96", "64:ff9b::/96"]);
+
+/**
+ * Whom a failure is counted against, from the client's address: an IPv4 address as it is, an IPv4 address written
+ * as IPv6 as that IPv4 address, and an IPv6 address by its /64. A /64 is the least one subscriber or site is given
+ * (RFC 6177), and inside it a client picks addresses at will (privacy addresses, or any of 2^64 on a host that
+ * answers them all): counted per address, it would never be limited. Anything else (`unknown`) as it is.
+ */
+export function failureKey(client: string): string {
+  const groups = ipv6Groups(client);
+  if (groups === undefined) return client;
+  if (writtenAsIPv6(client)) return ipv4In(groups[6]!, groups[7]!);
+  return `${groups.slice(0, 4).map((group) => group.toString(16)).join(":")}::/64`;
+}
 
 export class FailureLimiter {
   constructor(
@@ -28,18 +48,18 @@ export class FailureLimiter {
     return this.perMinute === 0 || this.log.empty;
   }
 
-  /** Seconds the client must wait before its next attempt, or undefined when it may try now. */
+  /** Seconds the client (its address) must wait before its next attempt, or undefined when it may try now. */
   async retryAfter(client: string): Promise<number | undefined> {
     if (this.quiet) return undefined;
     const now = this.now();
-    const recent = await this.log.recent(client, now - failureWindowMs, this.perMinute);
+    const recent = await this.log.recent(failureKey(client), now - failureWindowMs, this.perMinute);
     if (recent.length < this.perMinute) return undefined;
     return Math.max(1, Math.ceil((recent[0]! + failureWindowMs - now) / 1000));
   }
 
   async recordFailure(client: string): Promise<void> {
     if (this.perMinute === 0) return;
-    await this.log.add(client, this.now());
+    await this.log.add(failureKey(client), this.now());
   }
 }
 

@@ -41,6 +41,20 @@ describe("behind a trusted reverse proxy (--trusted-proxies 127.0.0.1/32)", () =
     expect((await get(server, server.key, "[2001:db8:30::1]")).status).toBe(200);
     expect(loggedClients(server).slice(before)).toEqual(["198.51.100.30", "198.51.100.30", "198.51.100.30", "198.51.100.30", "2001:db8:30::1", "2001:db8:30::1"]);
   });
+
+  test("IPv6 clients count per /64: another address of the same /64 is refused, another /64 is not; the log has each full address", async () => {
+    const before = loggedClients(server).length;
+    for (const address of ["2001:db8:40:1::1", "2001:db8:40:1::2", "2001:db8:40:1:aaaa:bbbb:cccc:dddd"]) expect((await get(server, wrongKey, address)).status).toBe(401);
+    expect((await get(server, server.key, "2001:db8:40:1:ffff::9")).status).toBe(429);
+    expect((await get(server, server.key, "2001:db8:40:2::1")).status).toBe(200);
+    expect(loggedClients(server).slice(before)).toEqual(["2001:db8:40:1::1", "2001:db8:40:1::2", "2001:db8:40:1:aaaa:bbbb:cccc:dddd", "2001:db8:40:1:ffff::9", "2001:db8:40:2::1"]);
+  });
+
+  test("an IPv4 client counts the same whether the proxy writes its address as IPv4 or as IPv6 (::ffff:a.b.c.d)", async () => {
+    for (const address of ["198.51.100.50", "::ffff:198.51.100.50", "198.51.100.50"]) expect((await get(server, wrongKey, address)).status).toBe(401);
+    expect((await get(server, server.key, "::ffff:198.51.100.50")).status).toBe(429);
+    expect((await get(server, server.key, "::ffff:198.51.100.51")).status).toBe(200);
+  });
 });
 
 describe("without --trusted-proxies (the default)", () => {

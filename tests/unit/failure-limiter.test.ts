@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { FailureLimiter, MemoryFailureLog } from "../../src/access/failure-limiter";
+import { FailureLimiter, failureKey, MemoryFailureLog } from "../../src/access/failure-limiter";
 
 function limiter(perMinute: number, maxClients?: number) {
   const clock = { now: 1_000_000 };
@@ -67,5 +67,45 @@ describe("FailureLimiter on a MemoryFailureLog", () => {
     expect(await l.retryAfter("a")).toBeUndefined();
     expect(await l.retryAfter("b")).toBe(60);
     expect(await l.retryAfter("c")).toBe(60);
+  });
+});
+
+describe("failureKey: whom a failure is counted against", () => {
+  test("an IPv4 address as it is; an IPv4 address written as IPv6 (mapped, or in the NAT64 well-known prefix) as that address", () => {
+    expect(failureKey("203.0.113.7")).toBe("203.0.113.7");
+    expect(failureKey("::ffff:203.0.113.7")).toBe("203.0.113.7");
+    expect(failureKey("::ffff:cb00:7107")).toBe("203.0.113.7");
+    expect(failureKey("64:ff9b::203.0.113.7")).toBe("203.0.113.7");
+  });
+
+  test("an IPv6 address by its /64, however it is written", () => {
+    expect(failureKey("2001:db8:1:2::1")).toBe("2001:db8:1:2::/64");
+    expect(failureKey("2001:DB8:1:2:ffff:ffff:ffff:ffff")).toBe("2001:db8:1:2::/64");
+    expect(failureKey("2001:0db8:0001:0002:0:0:0:9")).toBe("2001:db8:1:2::/64");
+    expect(failureKey("2001:db8::1")).toBe("2001:db8:0:0::/64");
+    expect(failureKey("::1")).toBe("0:0:0:0::/64");
+    expect(failureKey("2001:db8:1:3::1")).not.toBe(failureKey("2001:db8:1:2::1"));
+  });
+
+  test("what is not an address as it is", () => {
+    expect(failureKey("unknown")).toBe("unknown");
+  });
+});
+
+describe("FailureLimiter counts an IPv6 client per /64", () => {
+  test("wrong keys from addresses of one /64 add up; another /64 is not held up; the log holds the /64", async () => {
+    const { log, limiter: l } = limiter(3);
+    for (const address of ["2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:a:b:c:d"]) await l.recordFailure(address);
+    expect(await l.retryAfter("2001:db8:1:2:ffff::9")).toBe(60);
+    expect(await l.retryAfter("2001:db8:1:3::1")).toBeUndefined();
+    expect(await log.recent("2001:db8:1:2::/64", 0, 10)).toHaveLength(3);
+  });
+
+  test("an IPv4 client counts the same whether its address comes written as IPv4 or as IPv6", async () => {
+    const { limiter: l } = limiter(2);
+    await l.recordFailure("203.0.113.7");
+    await l.recordFailure("::ffff:203.0.113.7");
+    expect(await l.retryAfter("203.0.113.7")).toBe(60);
+    expect(await l.retryAfter("203.0.113.8")).toBeUndefined();
   });
 });
