@@ -77,6 +77,22 @@ const cidrList = (text: string, name: string): readonly string[] => {
   return Object.freeze(cidrs);
 };
 
+/** What `loopback` stands for in --trusted-proxies, and its default: a proxy on this machine, as gunicorn and uvicorn trust. */
+const loopbackProxies: readonly string[] = Object.freeze(["127.0.0.0/8", "::1"]);
+
+// `none` trusts no one and goes alone; `loopback` may stand beside ranges. An empty value says neither, so it is refused
+// rather than guessed.
+const trustedProxyList = (text: string, name: string): readonly string[] => {
+  const entries = text.split(",").map((part) => part.trim()).filter((part) => part !== "");
+  if (entries.length === 0) throw new ConfigError(`${name} is empty: give none to trust no proxy, or the proxies' addresses or ranges (loopback, 10.0.0.0/8, ...)`);
+  const words = entries.map((entry) => entry.toLowerCase());
+  if (words.includes("none")) {
+    if (entries.length > 1) throw new ConfigError(`${name}: none trusts no proxy, and goes alone, not beside '${entries.find((_, i) => words[i] !== "none")}'`);
+    return Object.freeze([]);
+  }
+  return cidrList(words.flatMap((word, i) => (word === "loopback" ? loopbackProxies : [entries[i]!])).join(","), name);
+};
+
 // Checked here, so that a mistyped URL is one clear line; the password is never repeated back.
 const databaseUrl = (text: string, name: string): string | undefined => {
   if (text.trim() === "") return undefined;
@@ -140,15 +156,16 @@ export const options = {
   workers: { flag: "workers", env: "IMPORTD_WORKERS", description: "worker threads for parsing, validation and upserts", default: Math.max(2, availableParallelism()), parse: integer(1, 64) },
   maxBodyBytes: { flag: "max-body-bytes", env: "IMPORTD_MAX_BODY_BYTES", description: "request body hard limit in bytes (larger: 413)", default: 100 * megabyte, parse: integer(1, 1024 * megabyte) },
   jobRetentionDays: { flag: "job-retention-days", env: "IMPORTD_JOB_RETENTION_DAYS", description: "days a finished job's document is kept", default: 30, parse: integer(1, 3650) },
-  authFailuresPerMinute: { flag: "auth-failures-per-minute", env: "IMPORTD_AUTH_FAILURES_PER_MINUTE", description: "wrong API keys one client address may send per minute before it gets 429 (0: no limit; clients on this machine itself, over loopback, are never limited)", default: 30, parse: integer(0, 1_000_000) },
+  authFailuresPerMinute: { flag: "auth-failures-per-minute", env: "IMPORTD_AUTH_FAILURES_PER_MINUTE", description: "wrong API keys one client may send per minute before it gets 429, counted per address (an IPv6 client per /64), this machine's own included (0: no limit)", default: 30, parse: integer(0, 1_000_000) },
   shutdownTimeout: { flag: "shutdown-timeout", env: "IMPORTD_SHUTDOWN_TIMEOUT", description: "seconds a stop waits for running requests and jobs; then their transactions are rolled back and the jobs rerun at the next start", default: 30, parse: integer(0, 3600) },
   trustedProxies: {
     flag: "trusted-proxies",
     env: "IMPORTD_TRUSTED_PROXIES",
-    description: "comma-separated addresses or CIDR ranges of reverse proxies whose X-Forwarded-For is believed, for the client address in the log and the failed-key limit",
-    default: Object.freeze([]) as readonly string[],
-    shownDefault: "none",
-    parse: cidrList,
+    description:
+      "comma-separated addresses or CIDR ranges of reverse proxies whose X-Forwarded-For is believed, for the client address in the log and the failed-key limit; loopback stands for 127.0.0.0/8 and ::1 (a proxy on this machine), none trusts no one",
+    default: loopbackProxies,
+    shownDefault: "loopback: 127.0.0.0/8 and ::1",
+    parse: trustedProxyList,
   },
   webhookAllow: {
     flag: "webhook-allow",

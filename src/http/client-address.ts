@@ -6,6 +6,9 @@ import { addressesIn } from "../net/cidr";
  * X-Forwarded-For chain is read from the right, each hop having been appended by the proxy before it, and
  * the client is the first address that is not a trusted proxy. Anything left of that was written by the
  * client itself and may be a lie; an untrusted peer's X-Forwarded-For is never read at all.
+ *
+ * The default trusts loopback (a proxy on this machine, as gunicorn and uvicorn do): then any process on this
+ * machine may also name whatever client it likes. An appliance with no proxy on it is better off with `none`.
  */
 
 export type ProxyTrust = (address: string) => boolean;
@@ -56,14 +59,3 @@ export const rememberClientAddress = (request: Request, peer: string, resolve: (
 };
 
 export const clientAddress = (request: Request) => origins.get(request)?.client() ?? "unknown";
-
-const loopback = addressesIn(["127.0.0.0/8", "::1"]);
-
-/**
- * Whether the request comes from this machine itself: a loopback peer that no trusted proxy forwarded for (a client
- * that a proxy on this machine forwarded for is that client, wherever it is).
- */
-export function fromThisMachine(request: Request): boolean {
-  const origin = origins.get(request);
-  return origin !== undefined && loopback(origin.peer) && origin.client() === origin.peer;
-}

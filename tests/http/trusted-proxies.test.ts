@@ -57,17 +57,42 @@ describe("behind a trusted reverse proxy (--trusted-proxies 127.0.0.1/32)", () =
   });
 });
 
-describe("without --trusted-proxies (the default)", () => {
+describe("by default (--trusted-proxies loopback): a proxy on this machine is believed", () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer({ authFailuresPerMinute: 3 });
   });
   afterAll(() => server.close());
 
-  test("a spoofed X-Forwarded-For changes nothing: the log has the TCP peer, this machine, which the limit leaves alone whatever it claims", async () => {
-    for (const spoofed of ["198.51.100.1", "198.51.100.2", "198.51.100.3", "198.51.100.4"]) expect((await get(server, wrongKey, spoofed)).status).toBe(401);
-    expect(loggedClients(server)).toEqual(["127.0.0.1", "127.0.0.1", "127.0.0.1", "127.0.0.1"]);
-    // Past the limit of 3: a peer on this machine is not limited, and claiming another address did not make it one.
-    expect((await get(server, server.key, "198.51.100.4")).status).toBe(200);
+  test("each client the proxy forwards for is logged and limited on its own; this machine's own requests too", async () => {
+    for (let i = 0; i < 3; i++) expect((await get(server, wrongKey, "198.51.100.1")).status).toBe(401);
+    expect((await get(server, server.key, "198.51.100.1")).status).toBe(429);
+    expect((await get(server, server.key, "198.51.100.2")).status).toBe(200);
+    expect((await get(server, server.key)).status).toBe(200);
+    // This machine's own (no X-Forwarded-For) is a client like any other: limited, without holding up the others.
+    for (let i = 0; i < 3; i++) expect((await get(server, wrongKey)).status).toBe(401);
+    expect((await get(server, server.key)).status).toBe(429);
+    expect((await get(server, server.key, "198.51.100.3")).status).toBe(200);
+    expect(loggedClients(server)).toEqual([
+      ...Array(4).fill("198.51.100.1"),
+      "198.51.100.2",
+      ...Array(5).fill("127.0.0.1"),
+      "198.51.100.3",
+    ]);
+  });
+});
+
+describe("--trusted-proxies none", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ trustedProxies: [], authFailuresPerMinute: 3 });
+  });
+  afterAll(() => server.close());
+
+  test("a spoofed X-Forwarded-For changes nothing: the log has the TCP peer, and the limit counts the peer, this machine included", async () => {
+    for (const spoofed of ["198.51.100.1", "198.51.100.2", "198.51.100.3"]) expect((await get(server, wrongKey, spoofed)).status).toBe(401);
+    expect(loggedClients(server)).toEqual(["127.0.0.1", "127.0.0.1", "127.0.0.1"]);
+    // A fourth "client" is the same peer: refused, whatever it claims.
+    expect((await get(server, server.key, "198.51.100.4")).status).toBe(429);
   });
 });

@@ -64,20 +64,22 @@ if (requirePostgres("importd serve on PostgreSQL")) {
     }
   }, 60_000);
 
-  test("the failed-key limit holds across instances: wrong keys sent to one count on the other", async () => {
+  test("the failed-key limit holds across instances: wrong keys sent to one count on the other, per address or per IPv6 /64", async () => {
     const database = await freshPostgresDatabase();
     cleanups.push(database.drop);
     const start = async () => {
-      // Behind a proxy on this machine (the test), for a client elsewhere: this machine's own clients are not limited.
-      const server = await spawnServer(dataDir(), ["--database-url", database.url, "--auth-failures-per-minute", "3", "--trusted-proxies", "127.0.0.1/32"]);
+      // --trusted-proxies as by default (loopback): the test is a proxy on this machine when it sends X-Forwarded-For.
+      const server = await spawnServer(dataDir(), ["--database-url", database.url, "--auth-failures-per-minute", "3"]);
       servers.push(server);
       return server;
     };
     const a = await start();
     const b = await start();
     const key = a.firstRunKey!;
-    const jobs = (server: ServerProcess, apiKey: string) => fetch(`${server.url}/default/v2/jobs`, { headers: { "api-key": apiKey, "x-forwarded-for": "203.0.113.7" } });
+    const jobs = (server: ServerProcess, apiKey: string, forwardedFor?: string) =>
+      fetch(`${server.url}/default/v2/jobs`, { headers: { "api-key": apiKey, ...(forwardedFor ? { "x-forwarded-for": forwardedFor } : {}) } });
     const wrong = `${"0".repeat(64)}_1`;
+    // This machine's own requests (127.0.0.1, nothing forwarded).
     expect((await jobs(a, wrong)).status).toBe(401);
     expect((await jobs(b, wrong)).status).toBe(401);
     expect((await jobs(a, key)).status).toBe(200);
@@ -88,6 +90,12 @@ if (requirePostgres("importd serve on PostgreSQL")) {
       expect(refused.status).toBe(429);
       expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
     }
+    // A forwarded IPv6 client, from three addresses of one /64 over both instances: the /64 is refused on either.
+    expect((await jobs(a, wrong, "2001:db8:7:7::1")).status).toBe(401);
+    expect((await jobs(b, wrong, "2001:db8:7:7::2")).status).toBe(401);
+    expect((await jobs(a, wrong, "[2001:db8:7:7::3]:443")).status).toBe(401);
+    for (const server of [b, a]) expect((await jobs(server, key, "2001:db8:7:7:ffff::1")).status).toBe(429);
+    expect((await jobs(b, key, "2001:db8:7:8::1")).status).toBe(200);
   }, 60_000);
 
   test("a database that cannot be reached, or refuses the password, is one line without the password, exit 1", async () => {

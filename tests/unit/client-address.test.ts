@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { clientAddressOf, forwardedAddress, fromThisMachine, rememberClientAddress, trustedProxies } from "../../src/http/client-address";
+import { clientAddress, clientAddressOf, forwardedAddress, rememberClientAddress, trustedProxies } from "../../src/http/client-address";
 
 describe("trustedProxies: which peers are reverse proxies", () => {
   const trusted = trustedProxies(["10.0.0.0/8", "192.168.1.7", "fd00::/8", "::1"]);
@@ -81,28 +81,21 @@ describe("clientAddressOf: the rightmost X-Forwarded-For address that is not a t
   });
 });
 
-describe("fromThisMachine: the clients the failed-key limit leaves alone", () => {
-  const trusted = trustedProxies(["127.0.0.1"]);
-  const from = (peer: string, forwardedFor: string | null = null) => {
+describe("clientAddress: worked out once per request, from the peer the server saw", () => {
+  const trusted = trustedProxies(["127.0.0.0/8", "::1"]);
+  const of = (peer: string, forwardedFor: string | null = null) => {
     const request = new Request("http://localhost/default/v2/jobs");
     rememberClientAddress(request, peer, () => clientAddressOf(peer, forwardedFor, trusted));
-    return fromThisMachine(request);
+    return clientAddress(request);
   };
 
-  test("a loopback peer, IPv4 (any of 127.0.0.0/8), IPv6, or IPv4 written as IPv6, that no proxy forwarded for", () => {
-    expect([from("127.0.0.1"), from("127.0.0.5"), from("::1"), from("::ffff:127.0.0.1")]).toEqual([true, true, true, true]);
-    // Not trusted as a proxy: its X-Forwarded-For is not read, and it is still this machine.
-    expect(from("127.0.0.5", "203.0.113.7")).toBe(true);
+  test("a loopback peer is the client itself, unless it forwards for another: this machine is a client like any other", () => {
+    expect([of("127.0.0.1"), of("::1"), of("::ffff:127.0.0.1")]).toEqual(["127.0.0.1", "::1", "::ffff:127.0.0.1"]);
+    expect([of("127.0.0.1", "203.0.113.7"), of("::1", "[2001:db8::7]:443")]).toEqual(["203.0.113.7", "2001:db8::7"]);
   });
 
-  test("not a peer elsewhere, whatever it claims, nor a client a proxy on this machine forwarded for", () => {
-    expect([from("192.0.2.2"), from("203.0.113.7", "127.0.0.1"), from("fd00::2"), from("::ffff:10.0.0.1")]).toEqual([false, false, false, false]);
-    expect(from("127.0.0.1", "203.0.113.7")).toBe(false);
-    expect(from("127.0.0.1", "127.0.0.2")).toBe(false);
-  });
-
-  test("a request the server did not see arrive (no peer known) is not", () => {
-    expect(fromThisMachine(new Request("http://localhost/"))).toBe(false);
+  test("a request the server did not see arrive (no peer known) is 'unknown'", () => {
+    expect(clientAddress(new Request("http://localhost/"))).toBe("unknown");
   });
 });
 

@@ -91,6 +91,16 @@ describe("precedence: flag > IMPORTD_* > default, for every option", () => {
     expect(loadConfig({ "log-format": "json" }, {}, { logFormat: "pretty" }).logFormat).toBe("json");
   });
 
+  test("--trusted-proxies trusts loopback unless told otherwise: the word loopback is 127.0.0.0/8 and ::1, none trusts no one", () => {
+    expect(loadConfig({}, {}).trustedProxies).toEqual(["127.0.0.0/8", "::1"]);
+    expect(loadConfig({}, { IMPORTD_TRUSTED_PROXIES: "" }).trustedProxies).toEqual(["127.0.0.0/8", "::1"]);
+    expect(loadConfig({ "trusted-proxies": "none" }, {}).trustedProxies).toEqual([]);
+    expect(loadConfig({}, { IMPORTD_TRUSTED_PROXIES: " NONE " }).trustedProxies).toEqual([]);
+    expect(loadConfig({ "trusted-proxies": "loopback, 10.0.0.0/8" }, {}).trustedProxies).toEqual(["127.0.0.0/8", "::1", "10.0.0.0/8"]);
+    expect(options.trustedProxies.shownDefault).toContain("loopback");
+    expect(options.trustedProxies.description).toContain("none trusts no one");
+  });
+
   test("an empty variable counts as unset", () => {
     expect(loadConfig({}, { IMPORTD_PORT: "" }).port).toBe(8080);
   });
@@ -111,6 +121,8 @@ describe("bad values are a ConfigError that names the option and the value", () 
     ["a trusted proxy that is not an address", { "trusted-proxies": "10.0.0.0/8,proxy.local" }, {}, "--trusted-proxies: 'proxy.local' is not an address or CIDR range"],
     ["an IPv4 prefix over 32", {}, { IMPORTD_TRUSTED_PROXIES: "10.0.0.0/33" }, "IMPORTD_TRUSTED_PROXIES: '10.0.0.0/33' is not an address or CIDR range"],
     ["an IPv6 prefix over 128", { "trusted-proxies": "fd00::/129" }, {}, "--trusted-proxies: 'fd00::/129' is not an address or CIDR range"],
+    ["none beside a range", { "trusted-proxies": "none, 10.0.0.0/8" }, {}, "--trusted-proxies: none trusts no proxy, and goes alone, not beside '10.0.0.0/8'"],
+    ["an empty list of trusted proxies", { "trusted-proxies": " , " }, {}, "--trusted-proxies is empty: give none to trust no proxy"],
   ];
   for (const [name, flags, env, message] of cases) {
     test(name, () => {
