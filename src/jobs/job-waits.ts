@@ -61,13 +61,15 @@ export const maxWaitSeconds = 60;
 
 /**
  * The `wait` preference of a Prefer header (RFC 7240), capped at maxWaitSeconds; undefined without one (or with
- * one that is not a whole number of seconds, which RFC 7240 says to ignore).
+ * one that is not a whole number of seconds, which RFC 7240 says to ignore). Any run of digits is a number of
+ * seconds, however long: a wish beyond the cap gets the cap, never "no wait" (Number() of 20 digits is 1e20, still
+ * above it).
  */
 export function preferredWait(prefer: string | null | undefined): number | undefined {
   if (!prefer) return undefined;
   for (const preference of prefer.split(",")) {
-    const match = /^\s*wait\s*=\s*"?(\d{1,9})"?\s*(;.*)?$/i.exec(preference);
-    if (match) return Math.min(Number(match[1]), maxWaitSeconds);
+    const match = /^\s*wait\s*=\s*(?:(\d+)|"(\d+)")\s*(;.*)?$/i.exec(preference);
+    if (match) return Math.min(Number(match[1] ?? match[2]), maxWaitSeconds);
   }
   return undefined;
 }
