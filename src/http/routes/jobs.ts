@@ -112,11 +112,13 @@ export const jobRoutes = (services: Services) => {
     .get(
       "/status/:id/rejected",
       async ({ params, query, environmentId }) => {
-        const job = await findJob(environmentId, params.id);
-        if (!isTerminal(job.status)) throw jobNotFinished(job.status, retryAfterSeconds(job));
+        // The request is checked before the job is looked at: a bad query is a 400 whatever the job's state (it was a
+        // 409 while the job ran, then a 400), or whether the job exists.
         const limit = pageLimit(query.limit);
         const after = query.after === undefined ? undefined : parseIndex(query.after);
         if (query.after !== undefined && after === undefined) throw validationProblem({ after: [`'After' must be a record index (a whole number from 0). ${youSent(query.after)}`] });
+        const job = await findJob(environmentId, params.id);
+        if (!isTerminal(job.status)) throw jobNotFinished(job.status, retryAfterSeconds(job));
         const rows = await services.jobs.rejections(job.id, limit, after);
         const items = rows.map(({ position, field, message, record }) => {
           const sent = JSON.parse(record) as { id?: unknown };
