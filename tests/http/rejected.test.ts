@@ -94,11 +94,11 @@ describe("GET /{env}/v2/status/{id}/rejected", () => {
   test("a bad query is a 400 whatever the job's state, checked before the job is: Pending, finished, unknown or another environment's alike", async () => {
     const parked = await server.parkJob("default");
     const answers = async (id: number) =>
-      Promise.all(["?limit=0", "?after=-1"].map(async (query) => {
+      Promise.all(["?limit=0", "?after=-1", "?limit=1&limit=2"].map(async (query) => {
         const response = await rejected(id, query);
         return { query, status: response.status, keys: Object.keys(((await response.json()) as { errors?: object }).errors ?? {}) };
       }));
-    const expected = [{ query: "?limit=0", status: 400, keys: ["limit"] }, { query: "?after=-1", status: 400, keys: ["after"] }];
+    const expected = [{ query: "?limit=0", status: 400, keys: ["limit"] }, { query: "?after=-1", status: 400, keys: ["after"] }, { query: "?limit=1&limit=2", status: 400, keys: ["limit"] }];
     // Pending: it used to be a 409 now and a 400 once the job had ended.
     expect((await rejected(parked.id)).status).toBe(409);
     expect(await answers(parked.id)).toEqual(expected);
