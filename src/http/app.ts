@@ -1,6 +1,6 @@
 import { swagger } from "@elysiajs/swagger";
 import { componentSchemas } from "./schemas";
-import { environmentAsServer } from "./openapi";
+import { environmentAsServer, withMethodNotAllowed } from "./openapi";
 import { Elysia, ValidationError } from "elysia";
 import pkg from "../../package.json" with { type: "json" };
 import { allowedMethods } from "./allowed-methods";
@@ -66,11 +66,12 @@ async function refusedCaller(request: Request, services: Services): Promise<unkn
 
 /**
  * The OpenAPI document at /swagger/json (the UI is swagger-ui.ts). The plugin writes it from the routes; the hook,
- * local to this plugin so that no other route pays for it, moves `{env}` into the server URL.
+ * local to this plugin so that no other route pays for it, declares the 405 on every operation and moves `{env}`
+ * into the server URL.
  */
 const apiDocument = () =>
   new Elysia({ name: "importd-openapi" })
-    .onAfterHandle(({ path, response }) => (path === "/swagger/json" ? environmentAsServer(response as Parameters<typeof environmentAsServer>[0]) : undefined))
+    .onAfterHandle(({ path, response }) => (path === "/swagger/json" ? environmentAsServer(withMethodNotAllowed(response as Parameters<typeof environmentAsServer>[0])) : undefined))
     .use(
       swagger({
         path: "/swagger",

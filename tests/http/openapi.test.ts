@@ -183,6 +183,21 @@ describe("the OpenAPI document", () => {
     }
   });
 
+  test("the 405 is declared on every operation, with Allow listing the path's methods as the server answers them", async () => {
+    type Declared = { headers?: Record<string, { schema?: { example?: string } }>; content?: Record<string, { example?: { status?: number } }> };
+    const job = await importAndWait(server.base, "subareas", server.key, [{ id: "m", name: "M" }]);
+    for (const [path, methods] of Object.entries(document.paths)) {
+      const allowed = [...new Set(Object.keys(methods).flatMap((method) => (method === "get" ? ["GET", "HEAD"] : [method.toUpperCase()])))].sort().join(", ");
+      for (const [method, operation] of Object.entries(methods)) {
+        const declared = operation.responses["405"] as Declared | undefined;
+        expect({ path, method, allow: declared?.headers?.Allow?.schema?.example, status: declared?.content?.["application/problem+json"]?.example?.status }).toEqual({ path, method, allow: allowed, status: 405 });
+      }
+      const refused = ["DELETE", "PUT", "PATCH", "POST"].find((method) => !allowed.split(", ").includes(method))!;
+      const answer = await fetch(`${server.base}${path.replace("{id}", String(job.id))}`, { method: refused, headers: { "api-key": server.key } });
+      expect({ path, refused, status: answer.status, allow: answer.headers.get("allow") }).toEqual({ path, refused, status: 405, allow: allowed });
+    }
+  });
+
   test("an import body's optional fields may be null, as the server accepts them; required ones may not", () => {
     type Schema = { properties: Record<string, { anyOf?: Array<{ type?: string; properties?: Record<string, { anyOf?: unknown[] }> }> }>; required: string[] };
     const body = resolved(document.paths["/v2/assets"]!.post!.requestBody!.content["application/json"]!.schema) as { items: Schema };
@@ -249,7 +264,7 @@ describe("the OpenAPI document", () => {
     const post = document.paths["/v2/assets"]!.post!;
     expect(post.parameters?.find((parameter) => parameter.name === "Idempotency-Key")).toMatchObject({ in: "header", required: false });
     expect(JSON.stringify(post.responses["202"])).toContain("Idempotent-Replayed");
-    expect(Object.keys(post.responses).sort()).toEqual(["202", "400", "401", "413", "415", "422", "429", "503", "507"]);
+    expect(Object.keys(post.responses).sort()).toEqual(["202", "400", "401", "405", "413", "415", "422", "429", "503", "507"]);
     expect(JSON.stringify(resolved(post.responses["202"]))).toContain("importJobStatus");
     expect(JSON.stringify(resolved(document.paths["/v2/status/{id}"]!.get!.responses["200"]))).toContain("recordCount");
     for (const resource of resources) {
