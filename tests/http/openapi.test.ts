@@ -198,6 +198,20 @@ describe("the OpenAPI document", () => {
     }
   });
 
+  test("WebhookRequest.url: minLength 1, not blank, no NUL, maxLength in characters, as the route enforces them: outside, a 400 naming url; inside, none", async () => {
+    const url = (resolved(document.components.schemas.WebhookRequest) as { properties: { url: { minLength?: number; maxLength?: number; pattern?: string } } }).properties.url;
+    expect({ minLength: url.minLength, maxLength: url.maxLength, pattern: typeof url.pattern }).toEqual({ minLength: 1, maxLength: 2048, pattern: "string" });
+    // JSON Schema counts characters (code points), as a regular expression with the u flag reads them.
+    const allows = (value: string) => [...value].length >= url.minLength! && [...value].length <= url.maxLength! && new RegExp(url.pattern!, "u").test(value);
+    const emoji = "\u{1F600}";
+    for (const value of ["", " ", "\t\n ", "a\u0000b", "\u0000", "x", "http://127.0.0.1/hook", "a".repeat(2048), "a".repeat(2049), emoji.repeat(1500), emoji.repeat(2048), emoji.repeat(2049)]) {
+      const response = await fetch(`${server.base}/v2/webhooks`, { method: "POST", headers: { "api-key": server.key, "content-type": "application/json" }, body: JSON.stringify({ url: value }) });
+      const errors = response.status === 400 ? ((await response.json()) as { errors?: Record<string, unknown> }).errors : undefined;
+      const shown = value.length > 20 ? `${[...value][0]} × ${[...value].length}` : JSON.stringify(value);
+      expect({ value: shown, status: response.status === 400 ? 400 : "not 400", rejectedForUrl: errors?.url !== undefined }).toEqual({ value: shown, status: allows(value) ? "not 400" : 400, rejectedForUrl: !allows(value) });
+    }
+  });
+
   test("an import body's optional fields may be null, as the server accepts them; required ones may not", () => {
     type Schema = { properties: Record<string, { anyOf?: Array<{ type?: string; properties?: Record<string, { anyOf?: unknown[] }> }> }>; required: string[] };
     const body = resolved(document.paths["/v2/assets"]!.post!.requestBody!.content["application/json"]!.schema) as { items: Schema };
