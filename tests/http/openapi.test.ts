@@ -212,6 +212,43 @@ describe("the OpenAPI document", () => {
     }
   });
 
+  test("Prefer has a pattern (RFC 7240's grammar): each form the server reads a wait from is in it, and the server applies that wait; none is refused", async () => {
+    const prefer = document.paths["/v2/status/{id}"]!.get!.parameters!.find((parameter) => parameter.name === "Prefer")!.schema!;
+    expect({ type: prefer.type, pattern: typeof prefer.pattern }).toEqual({ type: "string", pattern: "string" });
+    const pattern = new RegExp(prefer.pattern!, "u");
+    const job = await importAndWait(server.base, "subareas", server.key, [{ id: "w", name: "W" }]);
+    const applied = async (value: string) => {
+      const response = await fetch(`${server.base}/v2/status/${job.id}`, { headers: { "api-key": server.key, prefer: value } });
+      expect(response.status).toBe(200);
+      return response.headers.get("preference-applied");
+    };
+    const waits: Array<[string, string]> = [
+      ["wait=5", "wait=5"],
+      ["WAIT=5", "wait=5"],
+      ["wait = 5", "wait=5"],
+      ["wait\t=\t5", "wait=5"],
+      ['wait="5"', "wait=5"],
+      ["wait=5; foo=bar", "wait=5"],
+      ["wait=5;", "wait=5"],
+      ["respond-async, wait=5", "wait=5"],
+      ["return=minimal,wait=5, wait=9", "wait=5"],
+      [', , wait=5 ,', "wait=5"],
+      ['handling="a,b\\"c", wait=5', "wait=5"],
+      ["wait=0", "wait=0"],
+      ["wait=007", "wait=7"],
+      [`wait=${"9".repeat(30)}`, "wait=60"],
+    ];
+    for (const [value, expected] of waits) expect({ value, inPattern: pattern.test(value), applied: await applied(value) }).toEqual({ value, inPattern: true, applied: expected });
+    // In the pattern without a wait the server can read: answered at once, no wait applied.
+    for (const value of ["respond-async", "return=minimal", "wait=soon", "wait=1.5", "wait=-1", "wait", "foo; wait=5"]) {
+      expect({ value, inPattern: pattern.test(value), applied: await applied(value) }).toEqual({ value, inPattern: true, applied: null });
+    }
+    // Outside it: not RFC 7240, and no wait read either (and no 400: a preference is never an error).
+    for (const value of ['wait="5', "wait=5 5", "wait==5", "=5", "; wait=5", "wait=\u00e9"]) {
+      expect({ value, inPattern: pattern.test(value), applied: await applied(value) }).toEqual({ value, inPattern: false, applied: null });
+    }
+  });
+
   test("an import body's optional fields may be null, as the server accepts them; required ones may not", () => {
     type Schema = { properties: Record<string, { anyOf?: Array<{ type?: string; properties?: Record<string, { anyOf?: unknown[] }> }> }>; required: string[] };
     const body = resolved(document.paths["/v2/assets"]!.post!.requestBody!.content["application/json"]!.schema) as { items: Schema };

@@ -4,7 +4,7 @@ import { jobDocument, jobDocumentSchema, retryAfterSeconds } from "../../jobs/do
 import { canceledOutput } from "../../jobs/outcome";
 import { readDryRun } from "./imports";
 import { jobPageSchema, rejectedRecordPageSchema } from "../schemas";
-import { maxWaitSeconds, preferredWait } from "../../jobs/job-waits";
+import { maxWaitSeconds, preferPattern, preferredWait } from "../../jobs/job-waits";
 import { isTerminal, jobStatuses, type JobStatus } from "../../jobs/states";
 import { jobTypes } from "../../resources/registry";
 import { authentication } from "../auth";
@@ -41,8 +41,11 @@ const preferParameter: OpenAPIV3.ParameterObject = {
   name: "Prefer",
   in: "header",
   required: false,
-  description: `\`wait=<seconds>\` (RFC 7240): hold the answer until the job is terminal or the wait is over (at most ${maxWaitSeconds} s; a larger wish gets ${maxWaitSeconds}), then answer as usual. Without it the answer is immediate.`,
-  schema: { type: "string", example: "wait=30" },
+  description:
+    `\`wait=<seconds>\` (RFC 7240): hold the answer until the job is terminal or the wait is over (at most ${maxWaitSeconds} s; a larger wish, however many digits, gets ${maxWaitSeconds}), then answer as usual. ` +
+    "Without it the answer is immediate. Other preferences may stand beside it (`respond-async, wait=10`); the first wait counts. " +
+    "A wait that is not a whole number of seconds is not an error: it is ignored, as RFC 7240 says, and the answer is immediate.",
+  schema: { type: "string", pattern: preferPattern, example: "wait=30" },
 };
 
 const recordIndex = /^(0|[1-9][0-9]{0,14})$/;
