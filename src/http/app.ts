@@ -1,11 +1,12 @@
 import { swagger } from "@elysiajs/swagger";
 import { componentSchemas } from "./schemas";
-import { environmentAsServer } from "./openapi";
+import { environmentAsServer, withMethodNotAllowed } from "./openapi";
 import { Elysia, ValidationError } from "elysia";
 import pkg from "../../package.json" with { type: "json" };
 import { allowedMethods } from "./allowed-methods";
 import { authenticate } from "./auth";
 import { internalError, methodNotAllowed, notFound, Problem, storageProblem, validationProblem } from "./problem";
+import { queryNamesOf, repeatedParameters } from "./query-once";
 import { pathOf } from "./request-target";
 import { importRoutes } from "./routes/imports";
 import { webhookRoutes } from "./routes/webhooks";
@@ -28,7 +29,7 @@ What the schemas cannot say alone is said beside them: a required text field mus
 the NUL character (U+0000), both in each field's \`pattern\`; a number pair that must be in order (\`startPoint\` ≤
 \`endPoint\`) is in its object's description and in the vendor extension \`x-importd-ordered\`, a list of
 \`{start, end}\` field names. A method a path does not answer is a 405 with \`Allow\` (with a good key: the key is
-checked first); a query parameter sent empty is a 400 naming it.`;
+checked first); a query parameter sent empty, or given more than once, is a 400 naming it.`;
 
 function toProblem(code: string | number, error: unknown, request: Request, methodsOf: (path: string) => string[] | undefined): Problem | undefined {
   if (error instanceof Problem) return error;
@@ -65,11 +66,12 @@ async function refusedCaller(request: Request, services: Services): Promise<unkn
 
 /**
  * The OpenAPI document at /swagger/json (the UI is swagger-ui.ts). The plugin writes it from the routes; the hook,
- * local to this plugin so that no other route pays for it, moves `{env}` into the server URL.
+ * local to this plugin so that no other route pays for it, declares the 405 on every operation and moves `{env}`
+ * into the server URL.
  */
 const apiDocument = () =>
   new Elysia({ name: "importd-openapi" })
-    .onAfterHandle(({ path, response }) => (path === "/swagger/json" ? environmentAsServer(response as Parameters<typeof environmentAsServer>[0]) : undefined))
+    .onAfterHandle(({ path, response }) => (path === "/swagger/json" ? environmentAsServer(withMethodNotAllowed(response as Parameters<typeof environmentAsServer>[0])) : undefined))
     .use(
       swagger({
         path: "/swagger",
@@ -96,6 +98,7 @@ export function buildApp(services: Services) {
   const { log } = services;
   // Read from the app's own routes when first needed, once they are all registered.
   let methodsOf: ((path: string) => string[] | undefined) | undefined;
+  let queryNames: Map<string, ReadonlySet<string>> | undefined;
   // Elysia finds the path from the URL's 12th character on: routable() (request-target.ts) gives a host too short
   // for that (`Host: a`) a longer one.
   const app = new Elysia()
@@ -109,6 +112,17 @@ export function buildApp(services: Services) {
       // Unknown errors are logged with context and answered with a generic 500 that leaks nothing.
       log({ level: "error", msg: "unhandled error", method: request.method, path: pathOf(request.url), error: String((reported as Error)?.stack ?? reported) });
       return internalError().toResponse();
+    })
+    // A query parameter given twice is a 400 (query-once.ts): after authentication (a derive, which runs before
+    // this) and before any handler reads the query or the body. The common request, a status poll, has no `?`, and a
+    // query without `&` holds one parameter at most: a search or two of the URL (about 0.1 µs), nothing parsed.
+    .onBeforeHandle(({ request, route }) => {
+      const url = request.url;
+      const queryStart = url.indexOf("?") + 1;
+      if (queryStart === 0 || url.indexOf("&", queryStart) === -1) return;
+      const names = (queryNames ??= queryNamesOf(app.routes)).get(`${request.method === "HEAD" ? "GET" : request.method} ${route}`);
+      const problem = names && repeatedParameters(url, queryStart, names);
+      if (problem) throw problem;
     })
     .use(swaggerUi("importd API"))
     .use(apiDocument())

@@ -5,6 +5,7 @@ import {
   conflict,
   idempotencyKeyReused,
   insufficientStorage,
+  methodNotAllowed,
   notFound,
   payloadTooLarge,
   serviceUnavailable,
@@ -24,6 +25,7 @@ const problemDescriptions: Record<number, string> = {
   400: "The request is invalid; `errors` says where and why.",
   401: "The Api-Key header is missing or not a valid key for this environment.",
   404: "Not found (or it belongs to another environment).",
+  405: "The path does not answer the method sent (never one the document lists for it); `Allow` lists those it does.",
   409: "The request conflicts with the state of the job (not finished yet, or no longer cancelable).",
   413: "The body is larger than the hard limit; split it into several requests.",
   415: "The body is not sent as application/json.",
@@ -81,6 +83,38 @@ export function environmentAsServer<T extends Document>(document: T): T {
     variables: { env: { default: "default", description: environmentDescription } },
   };
   return { ...document, servers: [server], paths };
+}
+
+const httpMethods = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+
+/**
+ * Every operation of the document with the 405 a path answers to a method it does not list (app.ts), its Allow
+ * header and an example with the path's own methods (a GET path answers HEAD too). OpenAPI has no responses per path,
+ * only per operation: each operation of the path carries it, so that a tool that sends another method to the path
+ * (Schemathesis does) finds the answer documented. The plugin's objects are left as they are.
+ */
+export function withMethodNotAllowed<T extends Document>(document: T): T {
+  const paths = Object.fromEntries(
+    Object.entries(document.paths).map(([path, operations]) => {
+      const documented = Object.keys(operations).filter((key) => httpMethods.includes(key)).map((method) => method.toUpperCase());
+      const allowed = [...new Set(documented.flatMap((method) => (method === "GET" ? ["GET", "HEAD"] : [method])))].sort();
+      const refused = ["DELETE", "PUT", "PATCH", "POST"].find((method) => !allowed.includes(method)) ?? "TRACE";
+      const response: OpenAPIV3.ResponseObject = {
+        description: problemDescriptions[405]!,
+        headers: { Allow: { schema: { type: "string", example: allowed.join(", ") }, description: "The methods this path answers (RFC 9110 10.2.1)." } },
+        content: { "application/problem+json": { schema: asSchema(problemSchema), example: methodNotAllowed(refused, allowed).body() } },
+      };
+      const withIt = Object.fromEntries(
+        Object.entries(operations).map(([key, operation]) => {
+          if (!httpMethods.includes(key)) return [key, operation];
+          const { responses } = operation as { responses?: Record<string, unknown> };
+          return [key, { ...(operation as object), responses: { ...responses, 405: response } }];
+        }),
+      );
+      return [path, withIt];
+    }),
+  );
+  return { ...document, paths };
 }
 
 /**

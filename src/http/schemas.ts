@@ -6,6 +6,7 @@ import { t, type TSchema } from "elysia";
 import { jobDocumentSchema, jobOutputSchema, recordErrorSchema } from "../jobs/document";
 import type { ResourceDefinition } from "../resources/definition";
 import { resources } from "../resources/registry";
+import { requiredText } from "../resources/validate";
 import { webhookEvents } from "../webhooks/events";
 
 /**
@@ -95,7 +96,8 @@ export const webhookSchema = t.Object(
 );
 export const createdWebhookSchema = t.Composite([webhookSchema, t.Object({ secret: t.String({ description: "The signing secret (Standard Webhooks, whsec_…). Shown only in this answer: keep it." }) })]);
 export const webhookRequestSchema = t.Object({
-  url: t.String({ maxLength: maxUrlLength, description: "Where events are POSTed: an http or https URL the operator allows (--webhook-allow)." }),
+  // Not blank, no NUL, at most maxUrlLength characters: a text field as every other the API takes, which the route checks.
+  url: t.String(requiredText(maxUrlLength, "Where events are POSTed: an http or https URL the operator allows (--webhook-allow).")),
   events: t.Optional(eventsSchema),
 });
 export const attemptSchema = t.Object({

@@ -59,15 +59,33 @@ export class JobWaits {
 /** Longest wait a poll may ask for, in seconds (a larger wish gets this). */
 export const maxWaitSeconds = 60;
 
+// RFC 7240's grammar, for the document: a token (RFC 9110's tchar), a word (a token or a quoted string), a
+// preference with its `;` parameters. White space is written only before what it may precede, never on both sides
+// of an optional part: a validator that backtracks finds one way to match, not 2^n (`, , , …` took seconds).
+const token = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
+const word = String.raw`(?:${token}|"(?:[\t !#-\[\]-~]|\\[\t -~])*")`;
+const parameter = String.raw`${token}(?:[ \t]*=[ \t]*${word})?`;
+const preference = String.raw`${parameter}(?:[ \t]*;(?:[ \t]*${parameter})?)*`;
+
+/**
+ * A Prefer header as RFC 7240 writes it: preferences separated by commas (empty elements allowed, as RFC 9110's
+ * lists allow them), each `token [= word]` with `;` parameters; `wait=5`, `respond-async, wait=5`, `WAIT = "5"`.
+ * preferredWait reads a wait from every such header that has one; a header outside it is not refused (RFC 7240: a
+ * preference the server does not understand is ignored).
+ */
+export const preferPattern = String.raw`^(?:[ \t]*${preference})?(?:[ \t]*,(?:[ \t]*${preference})?)*[ \t]*$`;
+
 /**
  * The `wait` preference of a Prefer header (RFC 7240), capped at maxWaitSeconds; undefined without one (or with
- * one that is not a whole number of seconds, which RFC 7240 says to ignore).
+ * one that is not a whole number of seconds, which RFC 7240 says to ignore). Any run of digits is a number of
+ * seconds, however long: a wish beyond the cap gets the cap, never "no wait" (Number() of 20 digits is 1e20, still
+ * above it).
  */
 export function preferredWait(prefer: string | null | undefined): number | undefined {
   if (!prefer) return undefined;
   for (const preference of prefer.split(",")) {
-    const match = /^\s*wait\s*=\s*"?(\d{1,9})"?\s*(;.*)?$/i.exec(preference);
-    if (match) return Math.min(Number(match[1]), maxWaitSeconds);
+    const match = /^\s*wait\s*=\s*(?:(\d+)|"(\d+)")\s*(;.*)?$/i.exec(preference);
+    if (match) return Math.min(Number(match[1] ?? match[2]), maxWaitSeconds);
   }
   return undefined;
 }

@@ -58,7 +58,7 @@ describe("405 Method Not Allowed", () => {
   });
 });
 
-type Operation = { operationId: string; parameters?: Array<{ name: string; in: string }> };
+type Operation = { operationId: string; parameters?: Array<{ name: string; in: string; schema?: { type?: string; enum?: string[] } }> };
 
 describe("a query parameter sent empty", () => {
   test("is a 400 naming it, for every query parameter of every operation in the document, with = and without", async () => {
@@ -88,5 +88,57 @@ describe("a query parameter sent empty", () => {
     expect(answer.status).toBe(400);
     const after = (await (await fetch(`${server.base}/v2/jobs?limit=1000`, { headers: { "api-key": server.key } })).json()) as { items: unknown[] };
     expect(after.items).toHaveLength(before.items.length);
+  });
+});
+
+type QueryParameter = { name: string; in: string; schema?: { type?: string; enum?: string[] } };
+
+/** Two values a parameter's schema allows, each of which alone would be taken. */
+const twoValues = ({ schema = {} }: QueryParameter): [string, string] =>
+  schema.enum ? [schema.enum[0]!, schema.enum[1] ?? schema.enum[0]!] : schema.type === "boolean" ? ["true", "false"] : ["1", "2"];
+
+describe("a query parameter given more than once", () => {
+  test("is a 400 naming it, for every query parameter of every operation in the document, even when each value alone is good", async () => {
+    const document = (await (await fetch(`${server.url}/swagger/json`)).json()) as { paths: Record<string, Record<string, Operation>> };
+    const seen: string[] = [];
+    for (const [path, operations] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        for (const parameter of (operation.parameters ?? []).filter(({ in: where }) => where === "query")) {
+          const [first, second] = twoValues(parameter);
+          const url = `${server.base}${path.replace("{id}", String(jobId))}?${parameter.name}=${first}&${parameter.name}=${second}`;
+          const body = method === "post" ? JSON.stringify([{ id: "south", name: "South" }]) : undefined;
+          const answer = await problemOf(await fetch(url, { method: method.toUpperCase(), body, headers: { "api-key": server.key, "content-type": "application/json" } }));
+          expect({ url, status: answer.status, errors: answer.body.errors }).toEqual({ url, status: 400, errors: { [parameter.name]: [`'${parameter.name}' was given 2 times; give it once.`] } });
+          seen.push(`${operation.operationId} ${parameter.name}`);
+        }
+      }
+    }
+    expect(seen).toEqual(expect.arrayContaining(["importSubAreas dryRun", "listJobs status", "listJobs type", "listJobs dryRun", "listJobs limit", "listJobs after", "listAssets limit", "listAssets after", "listRejectedRecords limit", "listRejectedRecords after"]));
+  });
+
+  test("POST ?dryRun=true&dryRun=false queues no job at all (it used to run a real import, the last value winning)", async () => {
+    const count = async () => ((await (await fetch(`${server.base}/v2/jobs?limit=1000`, { headers: { "api-key": server.key } })).json()) as { items: unknown[] }).items.length;
+    const before = await count();
+    for (const query of ["dryRun=true&dryRun=false", "dryRun=true&dry%52un=false&dryRun=true"]) {
+      const answer = await problemOf(await fetch(`${server.base}/v2/subareas?${query}`, { method: "POST", body: JSON.stringify([{ id: "east", name: "East" }]), headers: { "api-key": server.key, "content-type": "application/json" } }));
+      expect({ query, status: answer.status, errors: answer.body.errors }).toEqual({ query, status: 400, errors: { dryRun: [`'dryRun' was given ${query.split("&").length} times; give it once.`] } });
+    }
+    expect(await count()).toBe(before);
+  });
+
+  test("names every parameter given twice; a name no route reads is ignored however often, as it is once; HEAD is checked as GET", async () => {
+    const answer = await problemOf(await fetch(`${server.base}/v2/jobs?limit=5&status=Failed&limit=6&after=1&status=Failed`, { headers: { "api-key": server.key } }));
+    expect(answer).toMatchObject({ status: 400, body: { errors: { limit: ["'limit' was given 2 times; give it once."], status: ["'status' was given 2 times; give it once."] } } });
+    expect((await fetch(`${server.base}/v2/jobs?utm=a&utm=b&limit=5`, { headers: { "api-key": server.key } })).status).toBe(200);
+    expect((await fetch(`${server.base}/v2/status/${jobId}?limit=1&limit=2`, { headers: { "api-key": server.key } })).status).toBe(200);
+    expect((await fetch(`${server.base}/v2/jobs?limit=1&limit=2`, { method: "HEAD", headers: { "api-key": server.key } })).status).toBe(400);
+  });
+
+  test("the key comes first (DECISIONS 1): without a good one, a 401", async () => {
+    for (const headers of [{}, { "api-key": `${"0".repeat(64)}_1` }] as Array<Record<string, string>>) {
+      const answer = await fetch(`${server.base}/v2/subareas?dryRun=true&dryRun=false`, { method: "POST", body: "[]", headers: { ...headers, "content-type": "application/json" } });
+      expect(answer.status).toBe(401);
+      expect((await fetch(`${server.base}/v2/jobs?limit=1&limit=2`, { headers })).status).toBe(401);
+    }
   });
 });

@@ -183,6 +183,72 @@ describe("the OpenAPI document", () => {
     }
   });
 
+  test("the 405 is declared on every operation, with Allow listing the path's methods as the server answers them", async () => {
+    type Declared = { headers?: Record<string, { schema?: { example?: string } }>; content?: Record<string, { example?: { status?: number } }> };
+    const job = await importAndWait(server.base, "subareas", server.key, [{ id: "m", name: "M" }]);
+    for (const [path, methods] of Object.entries(document.paths)) {
+      const allowed = [...new Set(Object.keys(methods).flatMap((method) => (method === "get" ? ["GET", "HEAD"] : [method.toUpperCase()])))].sort().join(", ");
+      for (const [method, operation] of Object.entries(methods)) {
+        const declared = operation.responses["405"] as Declared | undefined;
+        expect({ path, method, allow: declared?.headers?.Allow?.schema?.example, status: declared?.content?.["application/problem+json"]?.example?.status }).toEqual({ path, method, allow: allowed, status: 405 });
+      }
+      const refused = ["DELETE", "PUT", "PATCH", "POST"].find((method) => !allowed.split(", ").includes(method))!;
+      const answer = await fetch(`${server.base}${path.replace("{id}", String(job.id))}`, { method: refused, headers: { "api-key": server.key } });
+      expect({ path, refused, status: answer.status, allow: answer.headers.get("allow") }).toEqual({ path, refused, status: 405, allow: allowed });
+    }
+  });
+
+  test("WebhookRequest.url: minLength 1, not blank, no NUL, maxLength in characters, as the route enforces them: outside, a 400 naming url; inside, none", async () => {
+    const url = (resolved(document.components.schemas.WebhookRequest) as { properties: { url: { minLength?: number; maxLength?: number; pattern?: string } } }).properties.url;
+    expect({ minLength: url.minLength, maxLength: url.maxLength, pattern: typeof url.pattern }).toEqual({ minLength: 1, maxLength: 2048, pattern: "string" });
+    // JSON Schema counts characters (code points), as a regular expression with the u flag reads them.
+    const allows = (value: string) => [...value].length >= url.minLength! && [...value].length <= url.maxLength! && new RegExp(url.pattern!, "u").test(value);
+    const emoji = "\u{1F600}";
+    for (const value of ["", " ", "\t\n ", "a\u0000b", "\u0000", "x", "http://127.0.0.1/hook", "a".repeat(2048), "a".repeat(2049), emoji.repeat(1500), emoji.repeat(2048), emoji.repeat(2049)]) {
+      const response = await fetch(`${server.base}/v2/webhooks`, { method: "POST", headers: { "api-key": server.key, "content-type": "application/json" }, body: JSON.stringify({ url: value }) });
+      const errors = response.status === 400 ? ((await response.json()) as { errors?: Record<string, unknown> }).errors : undefined;
+      const shown = value.length > 20 ? `${[...value][0]} × ${[...value].length}` : JSON.stringify(value);
+      expect({ value: shown, status: response.status === 400 ? 400 : "not 400", rejectedForUrl: errors?.url !== undefined }).toEqual({ value: shown, status: allows(value) ? "not 400" : 400, rejectedForUrl: !allows(value) });
+    }
+  });
+
+  test("Prefer has a pattern (RFC 7240's grammar): each form the server reads a wait from is in it, and the server applies that wait; none is refused", async () => {
+    const prefer = document.paths["/v2/status/{id}"]!.get!.parameters!.find((parameter) => parameter.name === "Prefer")!.schema!;
+    expect({ type: prefer.type, pattern: typeof prefer.pattern }).toEqual({ type: "string", pattern: "string" });
+    const pattern = new RegExp(prefer.pattern!, "u");
+    const job = await importAndWait(server.base, "subareas", server.key, [{ id: "w", name: "W" }]);
+    const applied = async (value: string) => {
+      const response = await fetch(`${server.base}/v2/status/${job.id}`, { headers: { "api-key": server.key, prefer: value } });
+      expect(response.status).toBe(200);
+      return response.headers.get("preference-applied");
+    };
+    const waits: Array<[string, string]> = [
+      ["wait=5", "wait=5"],
+      ["WAIT=5", "wait=5"],
+      ["wait = 5", "wait=5"],
+      ["wait\t=\t5", "wait=5"],
+      ['wait="5"', "wait=5"],
+      ["wait=5; foo=bar", "wait=5"],
+      ["wait=5;", "wait=5"],
+      ["respond-async, wait=5", "wait=5"],
+      ["return=minimal,wait=5, wait=9", "wait=5"],
+      [', , wait=5 ,', "wait=5"],
+      ['handling="a,b\\"c", wait=5', "wait=5"],
+      ["wait=0", "wait=0"],
+      ["wait=007", "wait=7"],
+      [`wait=${"9".repeat(30)}`, "wait=60"],
+    ];
+    for (const [value, expected] of waits) expect({ value, inPattern: pattern.test(value), applied: await applied(value) }).toEqual({ value, inPattern: true, applied: expected });
+    // In the pattern without a wait the server can read: answered at once, no wait applied.
+    for (const value of ["respond-async", "return=minimal", "wait=soon", "wait=1.5", "wait=-1", "wait", "foo; wait=5"]) {
+      expect({ value, inPattern: pattern.test(value), applied: await applied(value) }).toEqual({ value, inPattern: true, applied: null });
+    }
+    // Outside it: not RFC 7240, and no wait read either (and no 400: a preference is never an error).
+    for (const value of ['wait="5', "wait=5 5", "wait==5", "=5", "; wait=5", "wait=\u00e9"]) {
+      expect({ value, inPattern: pattern.test(value), applied: await applied(value) }).toEqual({ value, inPattern: false, applied: null });
+    }
+  });
+
   test("an import body's optional fields may be null, as the server accepts them; required ones may not", () => {
     type Schema = { properties: Record<string, { anyOf?: Array<{ type?: string; properties?: Record<string, { anyOf?: unknown[] }> }> }>; required: string[] };
     const body = resolved(document.paths["/v2/assets"]!.post!.requestBody!.content["application/json"]!.schema) as { items: Schema };
@@ -249,7 +315,7 @@ describe("the OpenAPI document", () => {
     const post = document.paths["/v2/assets"]!.post!;
     expect(post.parameters?.find((parameter) => parameter.name === "Idempotency-Key")).toMatchObject({ in: "header", required: false });
     expect(JSON.stringify(post.responses["202"])).toContain("Idempotent-Replayed");
-    expect(Object.keys(post.responses).sort()).toEqual(["202", "400", "401", "413", "415", "422", "429", "503", "507"]);
+    expect(Object.keys(post.responses).sort()).toEqual(["202", "400", "401", "405", "413", "415", "422", "429", "503", "507"]);
     expect(JSON.stringify(resolved(post.responses["202"]))).toContain("importJobStatus");
     expect(JSON.stringify(resolved(document.paths["/v2/status/{id}"]!.get!.responses["200"]))).toContain("recordCount");
     for (const resource of resources) {

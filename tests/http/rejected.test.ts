@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { importAndWait } from "../helpers/api";
+import { importAndWait, waitForJob } from "../helpers/api";
 import { asset, seedReferenceData } from "../helpers/records";
 import { startTestServer, type TestServer } from "../helpers/server";
 
@@ -89,6 +89,25 @@ describe("GET /{env}/v2/status/{id}/rejected", () => {
     expect(Number(response.headers.get("retry-after"))).toBeGreaterThan(0);
     expect(response.headers.get("content-type")).toBe("application/problem+json");
     expect((await response.json()).detail).toBe("The job is still Pending: which records it rejects is known once it has finished. Poll its statusUrl, then ask again.");
+  });
+
+  test("a bad query is a 400 whatever the job's state, checked before the job is: Pending, finished, unknown or another environment's alike", async () => {
+    const parked = await server.parkJob("default");
+    const answers = async (id: number) =>
+      Promise.all(["?limit=0", "?after=-1", "?limit=1&limit=2"].map(async (query) => {
+        const response = await rejected(id, query);
+        return { query, status: response.status, keys: Object.keys(((await response.json()) as { errors?: object }).errors ?? {}) };
+      }));
+    const expected = [{ query: "?limit=0", status: 400, keys: ["limit"] }, { query: "?after=-1", status: 400, keys: ["after"] }, { query: "?limit=1&limit=2", status: 400, keys: ["limit"] }];
+    // Pending: it used to be a 409 now and a 400 once the job had ended.
+    expect((await rejected(parked.id)).status).toBe(409);
+    expect(await answers(parked.id)).toEqual(expected);
+    expect(await answers(999_999)).toEqual(expected);
+    const other = await server.addEnvironment("rejected-validate-first");
+    expect(await answers((await importAndWait(other.base, "subareas", other.key, [{ id: "x", name: "X" }])).id)).toEqual(expected);
+    await importAndWait(server.base, "subareas", server.key, [{ id: "wakes-the-queue", name: "Wakes the queue" }]);
+    await waitForJob(server.base, server.key, parked.id);
+    expect(await answers(parked.id)).toEqual(expected);
   });
 
   test("404 for an unknown job and for another environment's; 400 for a bad cursor; 401 without a key", async () => {

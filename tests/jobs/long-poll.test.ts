@@ -77,6 +77,24 @@ test("a finished job is answered at once; a wish above 60 s gets 60", async () =
   expect(unknown.response.headers.get("preference-applied")).toBeNull();
 }, 30_000);
 
+test("any run of digits is a wait: 20 of them hold the poll until the job ends, capped at 60 like a million", async () => {
+  server = await startTestServer();
+  const done = await importBatch(server.base, "subareas", server.key, [{ id: "north", name: "North" }]);
+  await createClient({ baseUrl: server.base, apiKey: server.key }).waitForJob(done.id);
+  for (const prefer of ["wait=1000000", "wait=99999999999999999999", `wait="${"9".repeat(400)}"`, "wait=0000000000000000000000007"]) {
+    const { response } = await poll(server.base, server.key, done.id, prefer);
+    expect({ prefer, applied: response.headers.get("preference-applied") }).toEqual({ prefer, applied: prefer.endsWith("7") ? "wait=7" : "wait=60" });
+  }
+  // Held, not answered at once (it used to be, as if no wait had been asked for).
+  const parked = await server.parkJob("default", 1_000);
+  const held = poll(server.base, server.key, parked.id, "wait=99999999999999999999");
+  await Bun.sleep(300);
+  await wakeTheQueue(server);
+  const { response, job, ms } = await held;
+  expect({ status: job.importJobStatus, applied: response.headers.get("preference-applied") }).toEqual({ status: "Failed", applied: "wait=60" });
+  expect(ms).toBeGreaterThanOrEqual(250);
+}, 30_000);
+
 test("a server that stops answers its held polls at once, with the job as it is", async () => {
   server = await startTestServer();
   const parked = await server.parkJob("default", 3_000);
@@ -133,6 +151,8 @@ test("preferredWait reads RFC 7240's wait preference among others, caps it at 60
   expect(preferredWait("respond-async, wait=10")).toBe(10);
   expect(preferredWait('WAIT = "7"')).toBe(7);
   expect(preferredWait("wait=61")).toBe(60);
+  expect(preferredWait("wait=99999999999999999999")).toBe(60);
+  expect(preferredWait('wait="5')).toBeUndefined();
   expect(preferredWait("wait=-1")).toBeUndefined();
   expect(preferredWait("wait=1.5")).toBeUndefined();
   expect(preferredWait("return=minimal")).toBeUndefined();

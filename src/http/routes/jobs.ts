@@ -4,7 +4,7 @@ import { jobDocument, jobDocumentSchema, retryAfterSeconds } from "../../jobs/do
 import { canceledOutput } from "../../jobs/outcome";
 import { readDryRun } from "./imports";
 import { jobPageSchema, rejectedRecordPageSchema } from "../schemas";
-import { maxWaitSeconds, preferredWait } from "../../jobs/job-waits";
+import { maxWaitSeconds, preferPattern, preferredWait } from "../../jobs/job-waits";
 import { isTerminal, jobStatuses, type JobStatus } from "../../jobs/states";
 import { jobTypes } from "../../resources/registry";
 import { authentication } from "../auth";
@@ -41,8 +41,11 @@ const preferParameter: OpenAPIV3.ParameterObject = {
   name: "Prefer",
   in: "header",
   required: false,
-  description: `\`wait=<seconds>\` (RFC 7240): hold the answer until the job is terminal or the wait is over (at most ${maxWaitSeconds} s; a larger wish gets ${maxWaitSeconds}), then answer as usual. Without it the answer is immediate.`,
-  schema: { type: "string", example: "wait=30" },
+  description:
+    `\`wait=<seconds>\` (RFC 7240): hold the answer until the job is terminal or the wait is over (at most ${maxWaitSeconds} s; a larger wish, however many digits, gets ${maxWaitSeconds}), then answer as usual. ` +
+    "Without it the answer is immediate. Other preferences may stand beside it (`respond-async, wait=10`); the first wait counts. " +
+    "A wait that is not a whole number of seconds is not an error: it is ignored, as RFC 7240 says, and the answer is immediate.",
+  schema: { type: "string", pattern: preferPattern, example: "wait=30" },
 };
 
 const recordIndex = /^(0|[1-9][0-9]{0,14})$/;
@@ -112,11 +115,13 @@ export const jobRoutes = (services: Services) => {
     .get(
       "/status/:id/rejected",
       async ({ params, query, environmentId }) => {
-        const job = await findJob(environmentId, params.id);
-        if (!isTerminal(job.status)) throw jobNotFinished(job.status, retryAfterSeconds(job));
+        // The request is checked before the job is looked at: a bad query is a 400 whatever the job's state (it was a
+        // 409 while the job ran, then a 400), or whether the job exists.
         const limit = pageLimit(query.limit);
         const after = query.after === undefined ? undefined : parseIndex(query.after);
         if (query.after !== undefined && after === undefined) throw validationProblem({ after: [`'After' must be a record index (a whole number from 0). ${youSent(query.after)}`] });
+        const job = await findJob(environmentId, params.id);
+        if (!isTerminal(job.status)) throw jobNotFinished(job.status, retryAfterSeconds(job));
         const rows = await services.jobs.rejections(job.id, limit, after);
         const items = rows.map(({ position, field, message, record }) => {
           const sent = JSON.parse(record) as { id?: unknown };

@@ -42,7 +42,9 @@ function readSubscription(body: Uint8Array): { url: string; events: string[] } {
   const { url, events = [...webhookEvents] } = value as { url?: unknown; events?: unknown };
   const errors: Record<string, string[]> = {};
   if (typeof url !== "string" || url.trim() === "") errors.url = ["'Url' must be a non-empty string: where events are POSTed."];
-  else if (url.length > maxUrlLength) errors.url = [`'Url' must be ${maxUrlLength} characters or fewer.`];
+  else if (url.includes("\u0000")) errors.url = ["'Url' must not hold the NUL character (\\u0000)."];
+  // In characters, as the schema's maxLength counts them (an emoji is one), not UTF-16 units.
+  else if (url.length > maxUrlLength && [...url].length > maxUrlLength) errors.url = [`'Url' must be ${maxUrlLength} characters or fewer.`];
   if (!Array.isArray(events) || events.length === 0 || events.some((event) => !webhookEvents.includes(event as never)) || new Set(events).size !== events.length) {
     errors.events = [`'Events' must be a list of distinct events, each one of: ${webhookEvents.join(", ")}; leave it out for all of them.`];
   }
