@@ -199,8 +199,11 @@ export type WebhookSubscription = {
   disabledReason: string | null;
 };
 
-/** One attempt to deliver, and what the receiver answered (its first 1 KB), or why there was no answer. */
-export type DeliveryAttempt = { attempt: number; at: string; status: number | null; error: string | null; response: string | null; durationMs: number };
+/**
+ * One attempt to deliver: the receiver's status, or why there was no answer. Not its body: shown to the subscriber,
+ * it would make importd a way to read what services the operator allowed answer (DECISIONS 15).
+ */
+export type DeliveryAttempt = { attempt: number; at: string; status: number | null; error: string | null; durationMs: number };
 
 /** One event for one subscription, from the outbox. `status`: see webhooks/events.ts, DeliveryStatus. */
 export type WebhookDelivery = {

@@ -151,13 +151,15 @@ export class WebhookDispatcher {
     try {
       const recorded = await this.options.store.recordAttempt(
         delivery,
-        { attempt: number, at: sent.at, status: sent.status ?? null, error: sent.error ?? null, response: sent.response === "" ? null : sent.response, durationMs: sent.durationMs },
+        { attempt: number, at: sent.at, status: sent.status ?? null, error: sent.error ?? null, durationMs: sent.durationMs },
         outcome,
       );
       const entry = { jobId: delivery.jobId, webhookId: delivery.webhookId, messageId: delivery.messageId, event: delivery.event, attempt: number, status: sent.status, durationMs: Math.round(sent.durationMs) };
+      // What a refused name resolved to goes to the log only (destinations.ts, Refusal).
+      const resolved = sent.resolved === undefined ? {} : { resolved: sent.resolved };
       if (!recorded) log({ level: "warn", msg: "webhook attempt made after its claim ran out: another process has the delivery now", ...entry });
       else if (outcome.status === "delivered") log({ msg: "webhook delivered", ...entry });
-      else log({ level: "warn", msg: outcome.status === "pending" ? "webhook attempt failed; will retry" : "webhook delivery given up", ...entry, error: sent.error, ...(outcome.status === "pending" ? { retryAt: outcome.retryAt } : {}) });
+      else log({ level: "warn", msg: outcome.status === "pending" ? "webhook attempt failed; will retry" : "webhook delivery given up", ...entry, error: sent.error, ...resolved, ...(outcome.status === "pending" ? { retryAt: outcome.retryAt } : {}) });
     } catch (error) {
       // Not stored: the claim runs out and the delivery is tried again (at least once).
       log({ level: "warn", msg: "webhook attempt could not be stored; it will be made again", messageId: delivery.messageId, error: String(error) });

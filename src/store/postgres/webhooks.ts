@@ -33,7 +33,7 @@ const cancelPendingOf = statement(
 const deleteSubscription = statement(`DELETE FROM webhooks WHERE environment_id = $1 AND id = $2 RETURNING id`);
 const deliveriesOfJob = statement(
   `SELECT ${deliveryColumns},
-     CASE WHEN a.attempt IS NULL THEN NULL ELSE json_build_object('attempt', a.attempt, 'at', a.at, 'status', a.status, 'error', a.error, 'response', a.response, 'durationMs', a.duration_ms) END AS attempt
+     CASE WHEN a.attempt IS NULL THEN NULL ELSE json_build_object('attempt', a.attempt, 'at', a.at, 'status', a.status, 'error', a.error, 'durationMs', a.duration_ms) END AS attempt
    FROM webhook_deliveries d LEFT JOIN webhook_attempts a ON a.delivery_id = d.id WHERE d.job_id = $1 ORDER BY d.id, a.attempt`,
 );
 // Subscription by subscription (there are few), each with none in flight: its next due delivery, by an index seek (a
@@ -82,7 +82,7 @@ const settleDelivery = statement(
   `UPDATE webhook_deliveries SET status = $3, attempts = $4, next_attempt_at = $5, completed_at = $6, claim_token = NULL, claimed_until = NULL
    WHERE id = $1 AND claim_token = $2 AND status = '${DeliveryStatus.Pending}' RETURNING id`,
 );
-const insertAttempt = statement(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status, error, response, duration_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)`);
+const insertAttempt = statement(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status, error, duration_ms) VALUES ($1, $2, $3, $4, $5, $6)`);
 const disableSubscription = statement(`UPDATE webhooks SET disabled_at = $2, disabled_reason = $3 WHERE id = $1 AND disabled_at IS NULL`);
 const failPendingOf = statement(
   `UPDATE webhook_deliveries SET status = '${DeliveryStatus.Failed}', completed_at = $2, next_attempt_at = NULL WHERE webhook_id = $1 AND status = '${DeliveryStatus.Pending}'`,
@@ -174,7 +174,7 @@ export class PostgresWebhooks implements WebhookStore {
           settleDelivery(delivery.id, delivery.claimToken, outcome.status, attempt.attempt, outcome.status === "pending" ? outcome.retryAt : null, outcome.status === "pending" ? null : at),
         );
         if (settled.length === 0) return false;
-        await tx.query(insertAttempt(delivery.id, attempt.attempt, attempt.at, attempt.status, attempt.error, attempt.response, Math.round(attempt.durationMs)));
+        await tx.query(insertAttempt(delivery.id, attempt.attempt, attempt.at, attempt.status, attempt.error, Math.round(attempt.durationMs)));
         if (outcome.status === "failed" && outcome.disable !== undefined && delivery.webhookId !== null) {
           await tx.query(disableSubscription(delivery.webhookId, at, outcome.disable));
           await tx.query(failPendingOf(delivery.webhookId, at));

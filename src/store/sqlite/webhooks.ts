@@ -95,7 +95,7 @@ export class SqliteWebhooks implements WebhookStore {
     return answer(() => {
       const deliveries = this.client.query<WebhookDelivery, [number]>(`SELECT ${deliveryColumns} FROM webhook_deliveries d WHERE d.job_id = ?1 ORDER BY d.id`).all(jobId);
       const attempts = this.client.query<DeliveryAttempt, [number]>(
-        `SELECT attempt, at, status, error, response, duration_ms AS durationMs FROM webhook_attempts WHERE delivery_id = ?1 ORDER BY attempt`,
+        `SELECT attempt, at, status, error, duration_ms AS durationMs FROM webhook_attempts WHERE delivery_id = ?1 ORDER BY attempt`,
       );
       return deliveries.map((delivery) => ({ ...delivery, history: attempts.all(delivery.id) }));
     });
@@ -166,8 +166,8 @@ export class SqliteWebhooks implements WebhookStore {
           .run(delivery.id, delivery.claimToken, outcome.status, attempt.attempt, outcome.status === "pending" ? outcome.retryAt : null, settled).changes;
         if (updated === 0) return false;
         this.client
-          .query(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status, error, response, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)`)
-          .run(delivery.id, attempt.attempt, attempt.at, attempt.status, attempt.error, attempt.response, Math.round(attempt.durationMs));
+          .query(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status, error, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)`)
+          .run(delivery.id, attempt.attempt, attempt.at, attempt.status, attempt.error, Math.round(attempt.durationMs));
         if (outcome.status === "failed" && outcome.disable !== undefined && delivery.webhookId !== null) {
           this.client.query(`UPDATE webhooks SET disabled_at = ?2, disabled_reason = ?3 WHERE id = ?1 AND disabled_at IS NULL`).run(delivery.webhookId, at, outcome.disable);
           // Its other pending deliveries are not sent to a receiver that said it is gone.
