@@ -59,6 +59,7 @@ test(
     // The hanging environment's job ends first: its 48 deliveries are due before the other's one.
     await importAndWait(server.base, "subareas", server.key, [{ id: "hang", name: "Hang" }]);
     await until("the hanging receiver's first requests", () => hangingRequests >= maxInFlightPerEnvironment, 10_000);
+    const hungAt = Date.now();
 
     const accepted = await importBatch(other.base, "subareas", other.key, [{ id: "quick", name: "Quick" }]);
     const ended = await waitForJob(other.base, other.key, accepted.id);
@@ -66,8 +67,9 @@ test(
     const [message] = await receiver.waitFor(1, (message) => message.body.data.id === ended.id, 5_000);
     expect(message).toMatchObject({ verified: true, path: "/other", body: { type: "job.succeeded" } });
     expect(Date.now() - endedAt).toBeLessThan(5_000);
-    // The hanging environment holds its share of the slots, no more: its first attempts still hang (10 s each).
-    expect(hangingRequests).toBe(maxInFlightPerEnvironment);
+    // The hanging environment holds its share of the slots, no more, while its first attempts hang (10 s each; a
+    // machine so slow that they ended meanwhile has let the next ones go, and proves nothing here).
+    if (Date.now() - hungAt < 9_000) expect(hangingRequests).toBe(maxInFlightPerEnvironment);
   },
   60_000,
 );
