@@ -187,7 +187,7 @@ export const webhookRoutes = (services: Services) => {
             "A destination the operator does not allow (--webhook-allow, checked again after DNS) is not delivered, and `error` says so without what the name resolves to.",
           parameters: [webhookIdParameter],
           responses: {
-            200: jsonResponse(pingResultSchema, "The attempt: delivered or not, and the receiver's answer.", undefined, {
+            200: jsonResponse(pingResultSchema, "The attempt: delivered or not, the receiver's status code and the time it took.", undefined, {
               delivered: true,
               messageId: "msg_6f1c2d9a0b7e4c55a1e3f0d2b8c4a791",
               status: 204,
