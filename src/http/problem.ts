@@ -75,6 +75,15 @@ export const tooManyFailedAttempts = (retryAfterSeconds: number) =>
     { "retry-after": String(retryAfterSeconds) },
   );
 
+export const tooManyPings = (pingsPerMinute: number, retryAfterSeconds: number) =>
+  new Problem(
+    429,
+    "Too Many Requests",
+    `This environment sent ${pingsPerMinute} test pings in the last minute, the most it may. Try again in ${retryAfterSeconds} seconds; the deliveries of jobs' events are not limited by this.`,
+    undefined,
+    { "retry-after": String(retryAfterSeconds) },
+  );
+
 export const idempotencyKeyReused = () =>
   new Problem(
     422,

@@ -105,7 +105,6 @@ export const attemptSchema = t.Object({
   at: t.String({ format: "date-time" }),
   status: t.Union([Type.Integer(), t.Null()], { description: "The receiver's status code; null when there was no answer." }),
   error: t.Union([t.String(), t.Null()], { description: "Why the attempt did not deliver, when it did not." }),
-  response: t.Union([t.String(), t.Null()], { description: "The first 1 KB of the receiver's answer." }),
   durationMs: Type.Integer(),
 });
 export const deliverySchema = t.Object({
@@ -119,13 +118,14 @@ export const deliverySchema = t.Object({
   nextAttemptAt: t.Union([t.String({ format: "date-time" }), t.Null()]),
   completedAt: t.Union([t.String({ format: "date-time" }), t.Null()]),
 });
+// The receiver's status and time, never its body (DECISIONS 15): shown, it would make importd a way to read what a
+// service the operator allowed answers.
 export const pingResultSchema = t.Object({
-  delivered: t.Boolean(),
-  messageId: t.String(),
-  status: t.Union([Type.Integer(), t.Null()]),
-  error: t.Union([t.String(), t.Null()]),
-  response: t.Union([t.String(), t.Null()]),
-  durationMs: Type.Integer(),
+  delivered: t.Boolean({ description: "The receiver answered 2xx within 10 s." }),
+  messageId: t.String({ description: "The ping's webhook-id header." }),
+  status: t.Union([Type.Integer(), t.Null()], { description: "The receiver's status code; null when there was no answer." }),
+  error: t.Union([t.String(), t.Null()], { description: "Why the ping did not deliver, when it did not." }),
+  durationMs: Type.Integer({ description: "From the start of the attempt to the receiver's answer (or to its failure)." }),
 });
 
 export const webhookListSchema = t.Object({ items: t.Array(webhookSchema) });

@@ -199,8 +199,11 @@ export type WebhookSubscription = {
   disabledReason: string | null;
 };
 
-/** One attempt to deliver, and what the receiver answered (its first 1 KB), or why there was no answer. */
-export type DeliveryAttempt = { attempt: number; at: string; status: number | null; error: string | null; response: string | null; durationMs: number };
+/**
+ * One attempt to deliver: the receiver's status, or why there was no answer. Not its body: shown to the subscriber,
+ * it would make importd a way to read what services the operator allowed answer (DECISIONS 15).
+ */
+export type DeliveryAttempt = { attempt: number; at: string; status: number | null; error: string | null; durationMs: number };
 
 /** One event for one subscription, from the outbox. `status`: see webhooks/events.ts, DeliveryStatus. */
 export type WebhookDelivery = {
@@ -221,6 +224,9 @@ export type WebhookDelivery = {
 /** A delivery claimed for an attempt: its body and its subscription's secret, and the claim's token. */
 export type ClaimedDelivery = WebhookDelivery & { body: string; secret: string; claimToken: string };
 
+/** What the dispatcher asks claimDue for (see WebhookStore.claimDue). */
+export type DeliveryClaimRequest = { token: string; limit: number; perEnvironment: number; leaseMs: number; busy: readonly number[] };
+
 /** What an attempt leaves the delivery as: delivered, to be tried again at `retryAt`, or given up (`failed`); `disable` the subscription (410). */
 export type DeliveryOutcome = { status: "delivered" } | { status: "pending"; retryAt: string } | { status: "failed"; disable?: string };
 
@@ -240,8 +246,10 @@ export interface WebhookStore {
   /**
    * Claims up to `limit` deliveries that are due (pending, their time come, not claimed or their lease past), at most
    * one per subscription and none of the subscriptions in `busy`, for `leaseMs`: no other claim takes them meanwhile.
+   * Fair between environments: none has more than `perEnvironment` in flight (its claims still held, by any process,
+   * and its subscriptions in `busy`), and the environments take turns, earliest due first within and across them.
    */
-  claimDue(request: { token: string; limit: number; leaseMs: number; busy: readonly number[] }): Promise<ClaimedDelivery[]>;
+  claimDue(request: DeliveryClaimRequest): Promise<ClaimedDelivery[]>;
   /** Stores an attempt and what it leaves the delivery as, if the claim still holds it (false otherwise: another took it over). */
   recordAttempt(delivery: ClaimedDelivery, attempt: DeliveryAttempt, outcome: DeliveryOutcome): Promise<boolean>;
   /** When the next pending delivery is due, if any: how long the dispatcher may sleep. */

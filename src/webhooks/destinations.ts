@@ -65,7 +65,7 @@ export type Destination =
       /** The addresses the host resolved to that are allowed, in the resolver's order (to try the next one if a connection is refused). */
       addresses: ReadonlyArray<{ address: string; family: 4 | 6 }>;
     }
-  | { ok: false; reason: string };
+  | Refusal;
 
 const listName = "--webhook-allow (the operator's list of webhook destinations)";
 const webhooksOff = "webhooks are off on this server: the operator has not allowed any destination (--webhook-allow)";
@@ -247,8 +247,15 @@ function hostOf(url: URL): { literal: Address; text: string } | { literal?: unde
   return literal ? { literal, text: bare } : { name: url.hostname.replace(/\.$/, "") };
 }
 
+/**
+ * A destination refused. `reason` is for the subscriber (answered, stored with the attempt, shown); `resolved`, what the
+ * name resolved to and why that is refused, is for the server's log only: answered, it would tell a key holder what
+ * the appliance's DNS says about names inside its network (DECISIONS 15).
+ */
+export type Refusal = { ok: false; reason: string; resolved?: string };
+
 // The origin, not the whole URL: a path or query often holds the receiver's own token, and reasons are stored and shown.
-const refused = (url: URL, why: string) => ({ ok: false as const, reason: `${url.origin} is not allowed: ${why}` });
+const refused = (url: URL, why: string, resolved?: string): Refusal => ({ ok: false, reason: `${url.origin} is not allowed: ${why}`, ...(resolved === undefined ? {} : { resolved }) });
 
 /** The subscription-time check: the URL's form, and its host against the list (no DNS). */
 export function checkUrl(text: string, allow: AllowList): UrlCheck {
@@ -312,6 +319,12 @@ export async function resolveDestination(url: URL, allow: AllowList, lookup: Loo
     if (why === undefined) addresses.push({ address: answer.address, family: address!.family });
     else firstRefusal ??= why;
   }
-  if (addresses.length === 0) return refused(url, `${host.name} ${firstRefusal}`);
+  if (addresses.length === 0) {
+    return refused(
+      url,
+      `${host.name} resolves to an address outside ${listName}. If it should receive webhooks, the operator can allow the name or its addresses with --webhook-allow`,
+      `${host.name} ${firstRefusal}`,
+    );
+  }
   return { ok: true, address: addresses[0]!.address, family: addresses[0]!.family, addresses };
 }

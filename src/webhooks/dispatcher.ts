@@ -7,12 +7,21 @@ import { sendWebhook, type Attempt } from "./send";
 // The least time between two looks at the outbox.
 const minLookIntervalMs = 20;
 
+/**
+ * Deliveries in flight at once for one environment (over all processes on PostgreSQL): its receivers that hang hold
+ * this many slots at most, so the other environments' deliveries go on (DECISIONS 15). Four lets a tenant with a few
+ * subscriptions deliver to them all at once, and leaves most of the 16 slots to the others.
+ */
+export const maxInFlightPerEnvironment = 4;
+
 export type DispatcherOptions = {
   store: WebhookStore;
   allow: AllowList;
   log: Log;
   /** Deliveries in flight at once, over all subscriptions (one per subscription at a time). */
   maxInFlight?: number;
+  /** Deliveries in flight at once for one environment (tests; maxInFlightPerEnvironment otherwise). */
+  maxInFlightPerEnvironment?: number;
   /**
    * How long a claim keeps other processes off a delivery: twice an attempt's 10 s, to store its outcome in. It is also
    * how long a delivery claimed by an instance that was killed waits before another takes it over (PostgreSQL).
@@ -29,7 +38,8 @@ export type DispatcherOptions = {
 /**
  * Sends the outbox's deliveries, in this process, beside the queue: HTTP happens here and never inside a run's
  * transaction, so a slow or dead receiver slows only its own deliveries. It claims the due deliveries (one per
- * subscription at a time, so that a receiver that hangs holds one slot, not all), sends each (send.ts), and stores
+ * subscription at a time, so that a receiver that hangs holds one slot, not all; at most a few per environment, the
+ * environments taking turns, so that one tenant's receivers cannot hold the slots), sends each (send.ts), and stores
  * the attempt and what comes next: delivered, retried later (retries.ts), or given up; a 410 disables the
  * subscription. Woken when jobs end (here or, on PostgreSQL, anywhere); otherwise it looks again when the next
  * delivery is due, at most `idleMs` later.
@@ -37,6 +47,7 @@ export type DispatcherOptions = {
 export class WebhookDispatcher {
   private readonly inFlight = new Map<number, { webhookId: number; done: Promise<void> }>();
   private readonly maxInFlight: number;
+  private readonly perEnvironment: number;
   private readonly leaseMs: number;
   private readonly idleMs: number;
   private wakeUp: (() => void) | undefined;
@@ -46,6 +57,7 @@ export class WebhookDispatcher {
 
   constructor(private readonly options: DispatcherOptions) {
     this.maxInFlight = options.maxInFlight ?? 16;
+    this.perEnvironment = options.maxInFlightPerEnvironment ?? maxInFlightPerEnvironment;
     this.leaseMs = options.leaseMs ?? 20_000;
     this.idleMs = options.idleMs ?? 2_000;
   }
@@ -81,6 +93,7 @@ export class WebhookDispatcher {
           claimed = await this.options.store.claimDue({
             token: crypto.randomUUID(),
             limit: this.maxInFlight - this.inFlight.size,
+            perEnvironment: this.perEnvironment,
             leaseMs: this.leaseMs,
             busy: [...new Set([...this.inFlight.values()].map((flight) => flight.webhookId))],
           });
@@ -97,7 +110,8 @@ export class WebhookDispatcher {
 
   /**
    * How long nothing can be claimed: until the next delivery is due. One due already but not claimed belongs to a
-   * subscription with an attempt in flight (a receiver that hangs, say): then until that attempt ends, which wakes this.
+   * subscription with an attempt in flight (a receiver that hangs, say), or to an environment with its share in
+   * flight: then until one of those attempts ends, which wakes this.
    */
   private async untilNextDue(): Promise<number> {
     const due = await this.options.store.nextDueAt();
@@ -137,13 +151,15 @@ export class WebhookDispatcher {
     try {
       const recorded = await this.options.store.recordAttempt(
         delivery,
-        { attempt: number, at: sent.at, status: sent.status ?? null, error: sent.error ?? null, response: sent.response === "" ? null : sent.response, durationMs: sent.durationMs },
+        { attempt: number, at: sent.at, status: sent.status ?? null, error: sent.error ?? null, durationMs: sent.durationMs },
         outcome,
       );
       const entry = { jobId: delivery.jobId, webhookId: delivery.webhookId, messageId: delivery.messageId, event: delivery.event, attempt: number, status: sent.status, durationMs: Math.round(sent.durationMs) };
+      // What a refused name resolved to goes to the log only (destinations.ts, Refusal).
+      const resolved = sent.resolved === undefined ? {} : { resolved: sent.resolved };
       if (!recorded) log({ level: "warn", msg: "webhook attempt made after its claim ran out: another process has the delivery now", ...entry });
       else if (outcome.status === "delivered") log({ msg: "webhook delivered", ...entry });
-      else log({ level: "warn", msg: outcome.status === "pending" ? "webhook attempt failed; will retry" : "webhook delivery given up", ...entry, error: sent.error, ...(outcome.status === "pending" ? { retryAt: outcome.retryAt } : {}) });
+      else log({ level: "warn", msg: outcome.status === "pending" ? "webhook attempt failed; will retry" : "webhook delivery given up", ...entry, error: sent.error, ...resolved, ...(outcome.status === "pending" ? { retryAt: outcome.retryAt } : {}) });
     } catch (error) {
       // Not stored: the claim runs out and the delivery is tried again (at least once).
       log({ level: "warn", msg: "webhook attempt could not be stored; it will be made again", messageId: delivery.messageId, error: String(error) });

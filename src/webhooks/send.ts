@@ -14,10 +14,10 @@ export type Attempt = {
   /** The receiver answered 2xx within the time limit. */
   delivered: boolean;
   status?: number;
-  /** Why it was not delivered, for people (the deliveries listing). */
+  /** Why it was not delivered, for people (the deliveries listing, the ping's answer). */
   error?: string;
-  /** The start of the receiver's answer body, at most `maxResponseBytes`, as text. */
-  response: string;
+  /** A destination refused after DNS: what the name resolved to, for the server's log only (destinations.ts, Refusal). */
+  resolved?: string;
   durationMs: number;
   /** The receiver answered 410 Gone: it wants no more webhooks (the subscription is disabled). */
   gone: boolean;
@@ -42,7 +42,11 @@ export type SendOptions = {
 };
 
 export const defaultTimeoutMs = 10_000;
-/** The answer body is only shown to people, so a receiver that answers megabytes costs no more than this. */
+/**
+ * How much of the answer's body is read (to know that it ended in time), then dropped: the body is never stored nor
+ * shown, or a subscriber could read through importd what a service the operator allowed answers (DECISIONS 15). A
+ * receiver that answers megabytes costs no more than this.
+ */
 export const maxResponseBytes = 1024;
 
 // Failures that happen before anything was sent: another address of the same name may still answer.
@@ -92,31 +96,25 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
 }
 
 /**
- * Reads at most `maxResponseBytes` of a body, then cancels the rest. A body that stalls ends when the fetch's signal
- * aborts (it errors the stream); what came before is kept.
+ * Reads at most `maxResponseBytes` of a body and drops them, then cancels the rest. A body that stalls ends when the
+ * fetch's signal aborts (it errors the stream): that error is answered.
  */
-async function readStart(body: ReadableStream<Uint8Array> | null): Promise<{ text: string; error?: unknown }> {
-  if (body === null) return { text: "" };
+async function readStart(body: ReadableStream<Uint8Array> | null): Promise<{ error?: unknown }> {
+  if (body === null) return {};
   const reader = body.getReader();
-  const bytes = new Uint8Array(maxResponseBytes);
   let size = 0;
-  let failure: unknown;
   try {
     while (size < maxResponseBytes) {
       const { done, value } = await reader.read();
       if (done) break;
-      const part = value.subarray(0, maxResponseBytes - size);
-      bytes.set(part, size);
-      size += part.length;
+      size += value.length;
     }
+    return {};
   } catch (error) {
-    failure = error;
+    return { error };
   } finally {
     reader.cancel().catch(() => {});
   }
-  // stream: a character cut in half at the limit is left out rather than shown as U+FFFD.
-  const text = new TextDecoder().decode(bytes.subarray(0, size), { stream: true });
-  return failure === undefined ? { text } : { text, error: failure };
 }
 
 export async function sendWebhook(options: SendOptions): Promise<Attempt> {
@@ -125,7 +123,6 @@ export async function sendWebhook(options: SendOptions): Promise<Attempt> {
   const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
   const attempt = (fields: Partial<Attempt>): Attempt => ({
     delivered: false,
-    response: "",
     gone: false,
     ...fields,
     durationMs: Math.round(performance.now() - started),
@@ -148,7 +145,7 @@ export async function sendWebhook(options: SendOptions): Promise<Attempt> {
   let phase: "resolving" | "waiting" = "resolving";
   try {
     const destination = await untilAborted(resolveDestination(url, options.allow, options.lookup), signal);
-    if (!destination.ok) return attempt({ error: destination.reason });
+    if (!destination.ok) return attempt({ error: destination.reason, resolved: destination.resolved });
     phase = "waiting";
 
     const headers: Record<string, string> = {
@@ -184,22 +181,22 @@ export async function sendWebhook(options: SendOptions): Promise<Attempt> {
       }
     }
     const status = response!.status;
-    const { text, error: bodyError } = await readStart(response!.body);
+    const { error: bodyError } = await readStart(response!.body);
     const answered = `answered ${statusLine(status)}`;
     if (bodyError !== undefined) {
       const why = signal.aborted ? `its body did not end within ${seconds(timeoutMs)}` : `its body broke off (${describeFetchError(bodyError, host)})`;
-      return attempt({ status, response: text, error: `${answered}, but ${why}` });
+      return attempt({ status, error: `${answered}, but ${why}` });
     }
-    if (status >= 200 && status < 300) return attempt({ delivered: true, status, response: text });
+    if (status >= 200 && status < 300) return attempt({ delivered: true, status });
     const location = response!.headers.get("location");
     if (status >= 300 && status < 400 && location !== null) {
       let target = location;
       try {
         target = new URL(location, url).href;
       } catch {}
-      return attempt({ status, response: text, error: `redirected to ${target}: redirects are not followed` });
+      return attempt({ status, error: `redirected to ${target}: redirects are not followed` });
     }
-    return attempt({ status, response: text, gone: status === 410, error: answered });
+    return attempt({ status, gone: status === 410, error: answered });
   } catch (error) {
     if (signal.aborted) {
       return attempt({ error: phase === "resolving" ? `looking up ${host} took longer than ${seconds(timeoutMs)}` : `no answer within ${seconds(timeoutMs)}` });

@@ -364,9 +364,9 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
     describe("webhooks", () => {
       const all = ["job.succeeded", "job.partially_succeeded", "job.failed", "job.canceled"];
       const subscribe = (environmentId: number, url: string, events = all) => store.webhooks.create(environmentId, { url, events, secret: `whsec_${url}` });
-      const claim = (options: Partial<{ limit: number; leaseMs: number; busy: number[] }> = {}) =>
-        store.webhooks.claimDue({ token: token(), limit: 10, leaseMs: 60_000, busy: [], ...options });
-      const attempt = (n: number, status: number | null) => ({ attempt: n, at: new Date().toISOString(), status, error: status === null ? "connection refused" : null, response: "ok", durationMs: 3 });
+      const claim = (options: Partial<{ limit: number; perEnvironment: number; leaseMs: number; busy: number[] }> = {}) =>
+        store.webhooks.claimDue({ token: token(), limit: 10, perEnvironment: 10, leaseMs: 60_000, busy: [], ...options });
+      const attempt = (n: number, status: number | null) => ({ attempt: n, at: new Date().toISOString(), status, error: status === null ? "connection refused" : null, durationMs: 3 });
 
       test("subscriptions are an environment's own: created, listed without their secret, found with it, removed", async () => {
         const { e1, e2 } = await setUp();
@@ -439,9 +439,48 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
         expect(await store.webhooks.recordAttempt(second[0]!, attempt(1, 204), { status: "delivered" })).toBe(true);
         expect(await store.webhooks.recordAttempt(first[1]!, attempt(1, 200), { status: "delivered" })).toBe(true);
         const [retried] = await store.webhooks.deliveriesOf(jobs[0]!.id);
-        expect(retried).toMatchObject({ status: "pending", attempts: 1, nextAttemptAt: later, history: [expect.objectContaining({ attempt: 1, status: 500, response: "ok", durationMs: 3 })] });
+        expect(retried).toMatchObject({ status: "pending", attempts: 1, nextAttemptAt: later, history: [expect.objectContaining({ attempt: 1, status: 500, durationMs: 3 })] });
         expect((await store.webhooks.deliveriesOf(jobs[1]!.id)).find((delivery) => delivery.webhookId === hook.id)).toMatchObject({ status: "delivered", attempts: 1 });
         expect(await claim({ busy: [other.id] })).toEqual([]);
+      });
+
+      test("claims go round the environments: at most perEnvironment in flight each (held claims and busy ones count), earliest due first within and across them", async () => {
+        const { queue, e1, e2 } = await setUp();
+        const many = [await subscribe(e1, "https://a.example/1"), await subscribe(e1, "https://a.example/2"), await subscribe(e1, "https://a.example/3")];
+        const one = await subscribe(e2, "https://b.example/");
+        // e1's job ends first: its three deliveries are due before e2's one.
+        const first = await enqueue(e1, subAreas("A"));
+        await runNext(queue, e1, { token: token() });
+        await Bun.sleep(2);
+        const second = await enqueue(e2, subAreas("B"));
+        await runNext(queue, e2, { token: token() });
+        const claimed = await claim({ perEnvironment: 2 });
+        // Turn one: e1's earliest, then e2's; turn two: e1's next. e1's third waits for one of its two to end.
+        expect(claimed.map((delivery) => [delivery.environmentId, delivery.webhookId, delivery.jobId])).toEqual([
+          [e1, many[0]!.id, first.id],
+          [e2, one.id, second.id],
+          [e1, many[1]!.id, first.id],
+        ]);
+        expect(await claim({ perEnvironment: 2 })).toEqual([]);
+        expect(await store.webhooks.recordAttempt(claimed[0]!, attempt(1, 200), { status: "delivered" })).toBe(true);
+        // A subscription this process still sends to (its claim's lease past, say) counts as in flight.
+        expect(await claim({ perEnvironment: 2, busy: [many[0]!.id] })).toEqual([]);
+        expect((await claim({ perEnvironment: 2 })).map((delivery) => delivery.webhookId)).toEqual([many[2]!.id]);
+      });
+
+      test("with one slot left, the environment with nothing in flight gets it, though another's delivery is due earlier", async () => {
+        const { queue, e1, e2 } = await setUp();
+        await subscribe(e1, "https://a.example/1");
+        await subscribe(e1, "https://a.example/2");
+        const other = await subscribe(e2, "https://b.example/");
+        await enqueue(e1, subAreas("A"));
+        await runNext(queue, e1, { token: token() });
+        await Bun.sleep(2);
+        await enqueue(e2, subAreas("B"));
+        await runNext(queue, e2, { token: token() });
+        const [held] = await claim({ limit: 1 });
+        expect(held!.environmentId).toBe(e1);
+        expect((await claim({ limit: 1 })).map((delivery) => delivery.webhookId)).toEqual([other.id]);
       });
 
       test("a lease that runs out lets another claim take the delivery over; the first claim can then record nothing", async () => {

@@ -162,6 +162,31 @@ if (requirePostgres("the PostgreSQL store's multi-instance tests")) {
     expect(wakes).toBe(before + 1);
   });
 
+  test("webhook claims made at once by three instances give each environment its share in flight, no more and no fewer", async () => {
+    const { stores } = await instances(3);
+    const [a] = stores;
+    const access = new Access(a!.access);
+    const busy = (await access.createEnvironment("busy")).id;
+    const quiet = (await access.createEnvironment("quiet")).id;
+    const all = ["job.succeeded", "job.partially_succeeded", "job.failed", "job.canceled"];
+    for (let i = 0; i < 12; i++) await a!.webhooks.create(busy, { url: `https://hang.example/${i}`, events: all, secret: "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" });
+    await a!.webhooks.create(quiet, { url: "https://quick.example/", events: all, secret: "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" });
+    for (const environmentId of [busy, quiet]) {
+      await a!.queue.enqueue([{ environmentId, type: "SubArea", recordCount: 1, body: encode([{ id: "x", name: "X" }]) }]);
+      await runNext(a!.queue, environmentId, { token: crypto.randomUUID() });
+    }
+    // Connections open already, so that the looks below overlap.
+    await Promise.all(stores.flatMap((store) => Array.from({ length: 3 }, () => store.webhooks.nextDueAt())));
+    // Nine dispatchers' looks at once, one slot each: each must see the claims committed before it.
+    const claims = await Promise.all(
+      Array.from({ length: 9 }, (_, i) => stores[i % 3]!.webhooks.claimDue({ token: crypto.randomUUID(), limit: 1, perEnvironment: 3, leaseMs: 60_000, busy: [] })),
+    );
+    const claimed = claims.flat();
+    expect(claimed.filter((delivery) => delivery.environmentId === busy)).toHaveLength(3);
+    expect(claimed.filter((delivery) => delivery.environmentId === quiet)).toHaveLength(1);
+    expect(new Set(claimed.map((delivery) => delivery.id)).size).toBe(4);
+  });
+
   test("faults: an unreachable database is StorageUnavailable; a wrong password or a missing database is one line without the password", async () => {
     const server = await postgresServer();
     const nowhere = PostgresStore.openInThread({ backend: "postgres", url: "postgres://importd:pw@127.0.0.1:1/importd" });

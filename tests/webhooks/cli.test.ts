@@ -34,7 +34,7 @@ test("add prints the subscription and its secret once; list shows it; test sends
 
   const tested = await webhook("test", String(id));
   expect(tested.code).toBe(0);
-  expect(tested.stdout).toMatch(/^delivered: 200, in \d+ ms \(webhook-id msg_[0-9a-f]{32}\); it answered: thanks\n$/);
+  expect(tested.stdout).toMatch(/^delivered: 200, in \d+ ms \(webhook-id msg_[0-9a-f]{32}\)\n$/);
   const [ping] = await receiver.waitFor(1, (message) => message.body.type === "ping");
   expect(ping!.verified).toBe(true);
 

@@ -47,7 +47,7 @@ describe("sendWebhook: one signed attempt", () => {
     const at = new Date(Date.now() - 90_000);
     const attempt = await send(`http://127.0.0.1:${port}/hooks?source=importd`, { now: () => at });
 
-    expect(attempt).toMatchObject({ delivered: true, status: 202, response: "thanks", gone: false, at: at.toISOString() });
+    expect(attempt).toMatchObject({ delivered: true, status: 202, gone: false, at: at.toISOString() });
     expect(attempt.error).toBeUndefined();
     expect(attempt.durationMs).toBeGreaterThanOrEqual(0);
     expect(received).toHaveLength(1);
@@ -66,12 +66,14 @@ describe("sendWebhook: one signed attempt", () => {
 
   test("410 Gone is not delivered and says the receiver wants no more", async () => {
     const { port } = receiver(() => new Response("unsubscribed", { status: 410 }));
-    expect(await send(`http://127.0.0.1:${port}/`)).toMatchObject({ delivered: false, gone: true, status: 410, error: "answered 410 Gone", response: "unsubscribed" });
+    expect(await send(`http://127.0.0.1:${port}/`)).toMatchObject({ delivered: false, gone: true, status: 410, error: "answered 410 Gone" });
   });
 
-  test("a 500 is not delivered; the status and the start of the answer are kept", async () => {
+  test("a 500 is not delivered; its status is kept, and nothing of its body", async () => {
     const { port, received } = receiver(() => new Response("database down", { status: 500 }));
-    expect(await send(`http://127.0.0.1:${port}/`)).toMatchObject({ delivered: false, gone: false, status: 500, error: "answered 500 Internal Server Error", response: "database down" });
+    const attempt = await send(`http://127.0.0.1:${port}/`);
+    expect(attempt).toMatchObject({ delivered: false, gone: false, status: 500, error: "answered 500 Internal Server Error" });
+    expect(JSON.stringify(attempt)).not.toContain("database down");
     expect(() => verify(received[0]!)).not.toThrow();
   });
 
@@ -95,7 +97,7 @@ describe("sendWebhook: one signed attempt", () => {
     const { port, arrived } = receiver(() => new Promise<Response>(() => {}));
     const attempt = await send(`http://127.0.0.1:${port}/`, { timeoutMs: 500 });
     await arrived;
-    expect(attempt).toMatchObject({ delivered: false, error: "no answer within 500 ms", response: "" });
+    expect(attempt).toMatchObject({ delivered: false, error: "no answer within 500 ms" });
     expect(attempt.status).toBeUndefined();
     expect(attempt.durationMs).toBeGreaterThanOrEqual(450);
     expect(attempt.durationMs).toBeLessThan(5_000);
@@ -104,31 +106,27 @@ describe("sendWebhook: one signed attempt", () => {
   test("a receiver that sends its headers and then stalls ends the attempt at the time limit too", async () => {
     const { port } = receiver(() => new Response(new ReadableStream({ start: (controller) => controller.enqueue(new TextEncoder().encode("working on it")) })));
     const attempt = await send(`http://127.0.0.1:${port}/`, { timeoutMs: 500 });
-    expect(attempt).toMatchObject({ delivered: false, status: 200, response: "working on it", error: "answered 200 OK, but its body did not end within 500 ms" });
+    expect(attempt).toMatchObject({ delivered: false, status: 200, error: "answered 200 OK, but its body did not end within 500 ms" });
     expect(attempt.durationMs).toBeLessThan(5_000);
   });
 
-  test(`only the first ${maxResponseBytes} bytes of an answer are read`, async () => {
+  test(`only the first ${maxResponseBytes} bytes of an answer are read, and none is kept`, async () => {
     const long = receiver(() => new Response("x".repeat(5 * 1024)));
     const attempt = await send(`http://127.0.0.1:${long.port}/`);
     expect(attempt).toMatchObject({ delivered: true, status: 200 });
-    expect(attempt.response).toBe("x".repeat(1024));
-
-    // A character the limit cuts in half is left out, not shown as a replacement character.
-    const accented = receiver(() => new Response(`x${"é".repeat(3000)}`));
-    expect((await send(`http://127.0.0.1:${accented.port}/`)).response).toBe(`x${"é".repeat(511)}`);
+    expect(JSON.stringify(attempt)).not.toContain("xxx");
 
     // An endless answer: the rest is cancelled, not waited for.
     const endless = receiver(() => new Response(new ReadableStream({ pull: (controller) => controller.enqueue(new Uint8Array(64 * 1024).fill(0x61)) })));
     const cut = await send(`http://127.0.0.1:${endless.port}/`, { timeoutMs: 5_000 });
-    expect(cut).toMatchObject({ delivered: true, status: 200, response: "a".repeat(1024) });
+    expect(cut).toMatchObject({ delivered: true, status: 200 });
   });
 
   test("nothing listening: connection refused, as an attempt, not an exception", async () => {
     const closed = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
     const port = closed.port;
     closed.stop(true);
-    expect(await send(`http://127.0.0.1:${port}/`)).toMatchObject({ delivered: false, gone: false, response: "", error: "connection refused: nothing listens at that address and port" });
+    expect(await send(`http://127.0.0.1:${port}/`)).toMatchObject({ delivered: false, gone: false, error: "connection refused: nothing listens at that address and port" });
   });
 
   test("what cannot be sent at all is an attempt that says why", async () => {
@@ -145,7 +143,8 @@ describe("sendWebhook: only where --webhook-allow says, to the address that was 
     expect(received).toHaveLength(1);
     const attempt = await send(`http://localhost:${port}/`, { allow: parseWebhookAllow("*") });
     expect(attempt.delivered).toBe(false);
-    expect(attempt.error).toMatch(new RegExp(`^http://localhost:${port} is not allowed: localhost resolves to (127\\.0\\.0\\.1|::1), a loopback address, which is not in --webhook-allow`));
+    expect(attempt.error).toStartWith(`http://localhost:${port} is not allowed: localhost resolves to an address outside --webhook-allow`);
+    expect(attempt.resolved).toMatch(/^localhost resolves to (127\.0\.0\.1|::1), a loopback address, which is not in --webhook-allow/);
     expect(received).toHaveLength(1);
   });
 
@@ -211,7 +210,7 @@ const forOther = await authority.issue(["other.example"]);
 describe("sendWebhook over https: the certificate must name the URL's host", () => {
   test("delivered to https://localhost through its checked address, the certificate checked against the name", async () => {
     const { port, received } = receiver(() => new Response("ok"), forLocalhost);
-    expect(await send(`https://localhost:${port}/hooks`, { ca: authority.cert })).toMatchObject({ delivered: true, status: 200, response: "ok" });
+    expect(await send(`https://localhost:${port}/hooks`, { ca: authority.cert })).toMatchObject({ delivered: true, status: 200 });
     expect(received[0]!.host).toBe(`localhost:${port}`);
     expect(() => verify(received[0]!)).not.toThrow();
   });

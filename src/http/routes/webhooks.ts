@@ -5,11 +5,12 @@ import { resolveDestination } from "../../webhooks/destinations";
 import { newMessageId, newSigningSecret, webhookEvents } from "../../webhooks/events";
 import { pingBody } from "../../webhooks/outbox";
 import { retryDelaysMs } from "../../webhooks/retries";
+import { PingLimit, pingsPerMinute } from "../../webhooks/ping-limit";
 import { sendWebhook } from "../../webhooks/send";
 import { authentication } from "../auth";
 import { readBody, requireJson } from "../body";
 import { environmentParameter, jsonBody, jsonResponse, pathParameter, problemResponses } from "../openapi";
-import { notFound, Problem, validationProblem } from "../problem";
+import { notFound, Problem, tooManyPings, validationProblem } from "../problem";
 import { createdWebhookSchema, deliveryListSchema, maxUrlLength, pingResultSchema, webhookListSchema, webhookRequestSchema } from "../schemas";
 import type { Services } from "../services";
 import { findJobOf, jobIdParameter } from "./jobs";
@@ -60,7 +61,8 @@ const shown = (subscription: WebhookSubscription) => {
 /** Webhook subscriptions (DECISIONS 10) and a job's deliveries. */
 export const webhookRoutes = (services: Services) => {
   const findJob = findJobOf(services);
-  const { webhooks, config } = services;
+  const { webhooks, config, log } = services;
+  const pings = new PingLimit();
   return new Elysia()
     .use(authentication(services))
     .post(
@@ -77,7 +79,11 @@ export const webhookRoutes = (services: Services) => {
           throw unprocessable({ url: [`${wanted.url.slice(0, 100)} is not a URL: give an absolute http or https URL.`] });
         }
         const destination = await resolveDestination(url, config.webhookAllow);
-        if (!destination.ok) throw unprocessable({ url: [destination.reason] });
+        if (!destination.ok) {
+          // What the name resolved to is the operator's to know, not the key holder's (destinations.ts, Refusal).
+          if (destination.resolved !== undefined) log({ level: "warn", msg: "webhook subscription refused", environmentId, origin: url.origin, resolved: destination.resolved });
+          throw unprocessable({ url: [destination.reason] });
+        }
         if ((await webhooks.list(environmentId)).length >= maxSubscriptions) {
           throw unprocessable({ $: [`The environment has ${maxSubscriptions} webhook subscriptions, the most it may have: remove one first (DELETE /v2/webhooks/{id}).`] });
         }
@@ -163,9 +169,12 @@ export const webhookRoutes = (services: Services) => {
         const id = idOf(params.id);
         const subscription = id === undefined ? undefined : await webhooks.find(environmentId, id);
         if (!subscription) throw subscriptionNotFound();
+        const waitSeconds = pings.take(environmentId);
+        if (waitSeconds !== undefined) throw tooManyPings(pingsPerMinute, waitSeconds);
         const messageId = newMessageId();
         const sent = await sendWebhook({ url: subscription.url, messageId, body: pingBody(subscription, new Date()), secret: subscription.secret, allow: config.webhookAllow });
-        return { delivered: sent.delivered, messageId, status: sent.status ?? null, error: sent.error ?? null, response: sent.response === "" ? null : sent.response, durationMs: Math.round(sent.durationMs) };
+        if (sent.resolved !== undefined) log({ level: "warn", msg: "webhook ping refused", environmentId, webhookId: subscription.id, origin: new URL(subscription.url).origin, resolved: sent.resolved });
+        return { delivered: sent.delivered, messageId, status: sent.status ?? null, error: sent.error ?? null, durationMs: Math.round(sent.durationMs) };
       },
       {
         params: t.Object({ env: environmentParameter, id: pathParameter }),
@@ -175,18 +184,23 @@ export const webhookRoutes = (services: Services) => {
           tags: ["Webhooks"],
           description:
             "Sends a `ping` event to the subscription now, signed as every event is (`{type: \"ping\", timestamp, data: {webhookId, url}}`), and answers what the receiver did: " +
-            "`delivered` true for a 2xx within 10 s. Not retried, and not stored: a way to check a receiver and its signature check.",
+            "`delivered` true for a 2xx within 10 s, its status code and the time it took; never what it answered in its body. Not retried, and not stored: a way to check a receiver and its signature check. " +
+            `At most ${pingsPerMinute} pings per minute per environment: beyond, 429 with Retry-After. ` +
+            "A destination the operator does not allow (--webhook-allow, checked again after DNS) is not delivered, and `error` says so without what the name resolves to.",
           parameters: [webhookIdParameter],
           responses: {
-            200: jsonResponse(pingResultSchema, "The attempt: delivered or not, and the receiver's answer.", undefined, {
+            200: jsonResponse(pingResultSchema, "The attempt: delivered or not, the receiver's status code and the time it took.", undefined, {
               delivered: true,
               messageId: "msg_6f1c2d9a0b7e4c55a1e3f0d2b8c4a791",
               status: 204,
               error: null,
-              response: null,
               durationMs: 41,
             }),
             ...problemResponses(401, 429, 404, 503),
+            429: {
+              ...problemResponses(429)[429]!,
+              description: `Too many wrong API keys came from this address, or this environment sent ${pingsPerMinute} pings in the last minute: nothing was sent. Try again after Retry-After seconds.`,
+            },
           },
         },
       },
@@ -217,7 +231,7 @@ export const webhookRoutes = (services: Services) => {
           summary: "A job's webhook deliveries",
           tags: ["Webhooks"],
           description:
-            "The webhook deliveries of the job's end, one per subscription that wanted its event, each with every attempt and the receiver's answer (its first 1 KB). " +
+            "The webhook deliveries of the job's end, one per subscription that wanted its event, each with every attempt: the receiver's status code and time, or why there was none (never its body). " +
             "Empty while the job runs, and when no subscription wanted it. " +
             deliveryRules,
           parameters: [jobIdParameter],
@@ -231,8 +245,8 @@ export const webhookRoutes = (services: Services) => {
                   url: "https://hooks.example.com/importd",
                   status: "delivered",
                   attempts: [
-                    { attempt: 1, at: "2026-11-26T10:00:01.701Z", status: 503, error: "answered 503 Service Unavailable", response: "busy", durationMs: 12 },
-                    { attempt: 2, at: "2026-11-26T10:00:06.930Z", status: 204, error: null, response: null, durationMs: 9 },
+                    { attempt: 1, at: "2026-11-26T10:00:01.701Z", status: 503, error: "answered 503 Service Unavailable", durationMs: 12 },
+                    { attempt: 2, at: "2026-11-26T10:00:06.930Z", status: 204, error: null, durationMs: 9 },
                   ],
                   createdAt: "2026-11-26T10:00:01.692Z",
                   nextAttemptAt: null,

@@ -193,6 +193,7 @@ export const webhookAttempts = pgTable(
     at: text("at").notNull(),
     status: integer("status"),
     error: text("error"),
+    // No longer written, nor read (DECISIONS 15: a receiver's body is not shown); attempts stored before keep theirs.
     response: text("response"),
     durationMs: integer("duration_ms").notNull(),
   },

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { DeliveryStatus } from "../../webhooks/events";
 import { outboxRows } from "../../webhooks/outbox";
-import type { ClaimedDelivery, DeliveryAttempt, DeliveryOutcome, Job, WebhookDelivery, WebhookStore, WebhookSubscription } from "../ports";
+import type { ClaimedDelivery, DeliveryAttempt, DeliveryClaimRequest, DeliveryOutcome, Job, WebhookDelivery, WebhookStore, WebhookSubscription } from "../ports";
 import { inTransaction, statement, type Queryable } from "./connection";
 import { answer, retried } from "./faults";
 
@@ -33,34 +33,56 @@ const cancelPendingOf = statement(
 const deleteSubscription = statement(`DELETE FROM webhooks WHERE environment_id = $1 AND id = $2 RETURNING id`);
 const deliveriesOfJob = statement(
   `SELECT ${deliveryColumns},
-     CASE WHEN a.attempt IS NULL THEN NULL ELSE json_build_object('attempt', a.attempt, 'at', a.at, 'status', a.status, 'error', a.error, 'response', a.response, 'durationMs', a.duration_ms) END AS attempt
+     CASE WHEN a.attempt IS NULL THEN NULL ELSE json_build_object('attempt', a.attempt, 'at', a.at, 'status', a.status, 'error', a.error, 'durationMs', a.duration_ms) END AS attempt
    FROM webhook_deliveries d LEFT JOIN webhook_attempts a ON a.delivery_id = d.id WHERE d.job_id = $1 ORDER BY d.id, a.attempt`,
 );
 // Subscription by subscription (there are few), each with none in flight: its next due delivery, by an index seek (a
-// receiver that hangs holds one at a time, and its backlog is not read), locked so that a concurrent claim of another
-// instance skips it rather than waits; claimed with this claim's token and lease in the same statement. The row's
-// own conditions are stated again where it is locked and updated: `due` was read from the statement's snapshot, and
-// a row another instance claimed and committed meanwhile is locked in its new version, which only these re-check
-// (without them, two instances claimed the same delivery: 5,095 sends twice in the 3-instance kill test).
+// receiver that hangs holds one at a time, and its backlog is not read). Then fairly between environments, as on
+// SQLite: at most $6 in flight each (its live claims, of any instance, and this instance's `busy`), by turns (an
+// environment's nth in flight before another's n+1th), earliest due first within and across them. Locked so that a
+// concurrent claim skips it rather than waits; claimed with this claim's token and lease in the same statement; answered
+// in the order chosen. The row's own conditions are stated again where it is locked and updated: `due` was read from the statement's snapshot, and a row another instance claimed and committed
+// meanwhile is locked in its new version, which only these re-check (without them, two instances claimed the same
+// delivery: 5,095 sends twice in the 3-instance kill test).
 const claimable = `d.status = '${DeliveryStatus.Pending}' AND d.next_attempt_at <= $1 AND (d.claimed_until IS NULL OR d.claimed_until < $1)`;
 const claimDue = statement(
-  `WITH due AS (
-     SELECT (SELECT d.id FROM webhook_deliveries d WHERE d.webhook_id = w.id AND ${claimable} ORDER BY d.next_attempt_at LIMIT 1) AS id
-     FROM webhooks w
-     WHERE w.disabled_at IS NULL AND NOT (w.id = ANY($4::integer[]))
-       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o WHERE o.webhook_id = w.id AND o.status = '${DeliveryStatus.Pending}' AND o.claimed_until >= $1)
+  `WITH subscriptions AS (
+     SELECT w.id, w.environment_id,
+            (w.id = ANY($4::integer[]) OR EXISTS (SELECT 1 FROM webhook_deliveries o WHERE o.webhook_id = w.id AND o.status = '${DeliveryStatus.Pending}' AND o.claimed_until >= $1)) AS flying
+     FROM webhooks w WHERE w.disabled_at IS NULL
+   ), counted AS MATERIALIZED (
+     -- MATERIALIZED: pushed into this window, due's filter on flying_here fails to plan on PostgreSQL 15.18
+     -- ("WindowFunc not found in subplan target lists").
+     SELECT id, environment_id, flying, count(*) FILTER (WHERE flying) OVER (PARTITION BY environment_id) AS flying_here FROM subscriptions
+   ), due AS (
+     SELECT c.environment_id, c.flying_here,
+            (SELECT d.id FROM webhook_deliveries d WHERE d.webhook_id = c.id AND ${claimable} ORDER BY d.next_attempt_at LIMIT 1) AS id
+     FROM counted c WHERE NOT c.flying AND c.flying_here < $6
+   ), ranked AS (
+     SELECT d.id, d.next_attempt_at AS due_at,
+            due.flying_here + row_number() OVER (PARTITION BY due.environment_id ORDER BY d.next_attempt_at, d.id) AS turn
+     FROM due JOIN webhook_deliveries d ON d.id = due.id
+   ), chosen AS (
+     SELECT id, turn FROM ranked WHERE turn <= $6 ORDER BY turn, due_at, id LIMIT $5
    ), locked AS (
-     SELECT d.id FROM webhook_deliveries d JOIN due ON due.id = d.id WHERE ${claimable} ORDER BY d.next_attempt_at LIMIT $5 FOR UPDATE OF d SKIP LOCKED
+     SELECT d.id, chosen.turn FROM webhook_deliveries d JOIN chosen ON chosen.id = d.id WHERE ${claimable} FOR UPDATE OF d SKIP LOCKED
+   ), claimed AS (
+     UPDATE webhook_deliveries d SET claim_token = $2, claimed_until = $3 FROM locked, webhooks w
+     WHERE d.id = locked.id AND w.id = d.webhook_id AND ${claimable}
+     RETURNING ${deliveryColumns}, d.body, w.secret, d.claim_token AS "claimToken", locked.turn
    )
-   UPDATE webhook_deliveries d SET claim_token = $2, claimed_until = $3 FROM locked, webhooks w
-   WHERE d.id = locked.id AND w.id = d.webhook_id AND ${claimable}
-   RETURNING ${deliveryColumns}, d.body, w.secret, d.claim_token AS "claimToken"`,
+   SELECT * FROM claimed ORDER BY turn, "nextAttemptAt", id`,
 );
+// Claims one at a time across instances: each then counts the claims the others committed before it. Without it, two
+// instances looking at once chose the same deliveries, and the second, skipping the first's locked rows, claimed
+// fewer than the environments' shares (or, with different `busy` lists, could give one more than its share). A
+// claim is one short statement; the lock is held until its commit.
+const oneClaimAtATime = statement(`SELECT pg_advisory_xact_lock(hashtext('importd webhook claims'))`);
 const settleDelivery = statement(
   `UPDATE webhook_deliveries SET status = $3, attempts = $4, next_attempt_at = $5, completed_at = $6, claim_token = NULL, claimed_until = NULL
    WHERE id = $1 AND claim_token = $2 AND status = '${DeliveryStatus.Pending}' RETURNING id`,
 );
-const insertAttempt = statement(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status, error, response, duration_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)`);
+const insertAttempt = statement(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status, error, duration_ms) VALUES ($1, $2, $3, $4, $5, $6)`);
 const disableSubscription = statement(`UPDATE webhooks SET disabled_at = $2, disabled_reason = $3 WHERE id = $1 AND disabled_at IS NULL`);
 const failPendingOf = statement(
   `UPDATE webhook_deliveries SET status = '${DeliveryStatus.Failed}', completed_at = $2, next_attempt_at = NULL WHERE webhook_id = $1 AND status = '${DeliveryStatus.Pending}'`,
@@ -132,12 +154,13 @@ export class PostgresWebhooks implements WebhookStore {
 
   // A claim and an attempt's record commit without waiting for the WAL's flush (synchronous_commit off, for their own
   // transactions): one lost in a crash of the database costs a delivery sent again, which at least once allows.
-  claimDue({ token, limit, leaseMs, busy }: { token: string; limit: number; leaseMs: number; busy: readonly number[] }): Promise<ClaimedDelivery[]> {
+  claimDue({ token, limit, perEnvironment, leaseMs, busy }: DeliveryClaimRequest): Promise<ClaimedDelivery[]> {
     return retried(() =>
       inTransaction(this.pool, async (tx) => {
         await tx.query(asynchronousCommit());
-        const rows = await tx.query<ClaimedDelivery>(claimDue(now(), token, new Date(Date.now() + leaseMs).toISOString(), busy, limit));
-        return rows.map((row) => ({ ...row, id: Number(row.id) }));
+        await tx.query(oneClaimAtATime());
+        const rows = await tx.query<ClaimedDelivery & { turn: string }>(claimDue(now(), token, new Date(Date.now() + leaseMs).toISOString(), busy, limit, perEnvironment));
+        return rows.map(({ turn: _, ...row }) => ({ ...row, id: Number(row.id) }));
       }),
     );
   }
@@ -151,7 +174,7 @@ export class PostgresWebhooks implements WebhookStore {
           settleDelivery(delivery.id, delivery.claimToken, outcome.status, attempt.attempt, outcome.status === "pending" ? outcome.retryAt : null, outcome.status === "pending" ? null : at),
         );
         if (settled.length === 0) return false;
-        await tx.query(insertAttempt(delivery.id, attempt.attempt, attempt.at, attempt.status, attempt.error, attempt.response, Math.round(attempt.durationMs)));
+        await tx.query(insertAttempt(delivery.id, attempt.attempt, attempt.at, attempt.status, attempt.error, Math.round(attempt.durationMs)));
         if (outcome.status === "failed" && outcome.disable !== undefined && delivery.webhookId !== null) {
           await tx.query(disableSubscription(delivery.webhookId, at, outcome.disable));
           await tx.query(failPendingOf(delivery.webhookId, at));

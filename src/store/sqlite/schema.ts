@@ -192,6 +192,7 @@ export const webhookAttempts = sqliteTable(
     // The receiver's status code; null when there was no answer (refused, timed out, not allowed).
     status: integer("status"),
     error: text("error"),
+    // No longer written, nor read (DECISIONS 15: a receiver's body is not shown); attempts stored before keep theirs.
     response: text("response"),
     durationMs: integer("duration_ms").notNull(),
   },

@@ -1,4 +1,4 @@
-import type { ClaimedDelivery, Job, DeliveryAttempt, DeliveryOutcome, WebhookDelivery, WebhookStore, WebhookSubscription } from "../ports";
+import type { ClaimedDelivery, DeliveryClaimRequest, Job, DeliveryAttempt, DeliveryOutcome, WebhookDelivery, WebhookStore, WebhookSubscription } from "../ports";
 import { DeliveryStatus } from "../../webhooks/events";
 import { outboxRows } from "../../webhooks/outbox";
 import { unsyncedWriteTransaction, writeTransaction, type Db } from "./database";
@@ -95,28 +95,42 @@ export class SqliteWebhooks implements WebhookStore {
     return answer(() => {
       const deliveries = this.client.query<WebhookDelivery, [number]>(`SELECT ${deliveryColumns} FROM webhook_deliveries d WHERE d.job_id = ?1 ORDER BY d.id`).all(jobId);
       const attempts = this.client.query<DeliveryAttempt, [number]>(
-        `SELECT attempt, at, status, error, response, duration_ms AS durationMs FROM webhook_attempts WHERE delivery_id = ?1 ORDER BY attempt`,
+        `SELECT attempt, at, status, error, duration_ms AS durationMs FROM webhook_attempts WHERE delivery_id = ?1 ORDER BY attempt`,
       );
       return deliveries.map((delivery) => ({ ...delivery, history: attempts.all(delivery.id) }));
     });
   }
 
-  claimDue({ token, limit, leaseMs, busy }: { token: string; limit: number; leaseMs: number; busy: readonly number[] }): Promise<ClaimedDelivery[]> {
+  claimDue({ token, limit, perEnvironment, leaseMs, busy }: DeliveryClaimRequest): Promise<ClaimedDelivery[]> {
     // Subscription by subscription (there are few), each with no delivery in flight here or elsewhere: its next due
     // delivery, by an index seek each. A receiver that hangs holds one delivery at a time, and its backlog is not read.
+    // Then fairly between environments: each gets at most `perEnvironment` in flight (those it has count), its
+    // subscriptions' deliveries earliest due first, and the environments take turns: a delivery that would be its
+    // environment's nth in flight goes before any that would be another's n+1th, earliest due first among equals.
+    // One environment's hanging receivers then hold a few slots, never all of them.
     const dueNow = (at: string) =>
       this.client
-        .query<{ id: number }, [string, number]>(
-          `SELECT id FROM (
-             SELECT (SELECT d.id FROM webhook_deliveries d
-                     WHERE d.webhook_id = w.id AND d.status = '${DeliveryStatus.Pending}' AND d.next_attempt_at <= ?1 AND (d.claimed_until IS NULL OR d.claimed_until < ?1)
+        .query<{ id: number }, [string, number, number]>(
+          `WITH subscriptions AS (
+             SELECT w.id, w.environment_id,
+                    ${busy.length > 0 ? `w.id IN (${busy.map(Number).join(", ")}) OR ` : ""}EXISTS (SELECT 1 FROM webhook_deliveries o WHERE o.webhook_id = w.id AND o.status = '${DeliveryStatus.Pending}' AND o.claimed_until >= ?1) AS flying
+             FROM webhooks w WHERE w.disabled_at IS NULL
+           ), counted AS (
+             SELECT id, environment_id, flying, sum(flying) OVER (PARTITION BY environment_id) AS flying_here FROM subscriptions
+           ), due AS (
+             SELECT c.environment_id, c.flying_here,
+                    (SELECT d.id FROM webhook_deliveries d
+                     WHERE d.webhook_id = c.id AND d.status = '${DeliveryStatus.Pending}' AND d.next_attempt_at <= ?1 AND (d.claimed_until IS NULL OR d.claimed_until < ?1)
                      ORDER BY d.next_attempt_at LIMIT 1) AS id
-             FROM webhooks w
-             WHERE w.disabled_at IS NULL ${busy.length > 0 ? `AND w.id NOT IN (${busy.map(Number).join(", ")})` : ""}
-               AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o WHERE o.webhook_id = w.id AND o.status = '${DeliveryStatus.Pending}' AND o.claimed_until >= ?1)
-           ) WHERE id IS NOT NULL LIMIT ?2`,
+             FROM counted c WHERE NOT c.flying AND c.flying_here < ?3
+           ), ranked AS (
+             SELECT d.id, d.next_attempt_at AS due_at,
+                    due.flying_here + row_number() OVER (PARTITION BY due.environment_id ORDER BY d.next_attempt_at, d.id) AS turn
+             FROM due JOIN webhook_deliveries d ON d.id = due.id
+           )
+           SELECT id FROM ranked WHERE turn <= ?3 ORDER BY turn, due_at, id LIMIT ?2`,
         )
-        .all(at, limit);
+        .all(at, limit, perEnvironment);
     return answer(() => {
       // Looked for first without the write lock, which the queue's runs and intakes want far more often.
       if (dueNow(now()).length === 0) return [];
@@ -152,8 +166,8 @@ export class SqliteWebhooks implements WebhookStore {
           .run(delivery.id, delivery.claimToken, outcome.status, attempt.attempt, outcome.status === "pending" ? outcome.retryAt : null, settled).changes;
         if (updated === 0) return false;
         this.client
-          .query(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status, error, response, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)`)
-          .run(delivery.id, attempt.attempt, attempt.at, attempt.status, attempt.error, attempt.response, Math.round(attempt.durationMs));
+          .query(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status, error, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)`)
+          .run(delivery.id, attempt.attempt, attempt.at, attempt.status, attempt.error, Math.round(attempt.durationMs));
         if (outcome.status === "failed" && outcome.disable !== undefined && delivery.webhookId !== null) {
           this.client.query(`UPDATE webhooks SET disabled_at = ?2, disabled_reason = ?3 WHERE id = ?1 AND disabled_at IS NULL`).run(delivery.webhookId, at, outcome.disable);
           // Its other pending deliveries are not sent to a receiver that said it is gone.
