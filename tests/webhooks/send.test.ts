@@ -183,7 +183,7 @@ describe("sendWebhook: only where --webhook-allow says, to the address that was 
     expect(await send(`http://receiver.test:${port}/`, { lookup })).toMatchObject({ delivered: true, status: 200 });
     expect(received).toHaveLength(1);
     const alone = await send(`http://receiver.test:${port}/`, { lookup: async () => forbidden, allow: parseWebhookAllow("*") });
-    expect(alone).toMatchObject({ delivered: false, error: expect.stringContaining("receiver.test resolves to 2002:7f00:1::, a 6to4 address leading to a loopback address") });
+    expect(alone).toMatchObject({ delivered: false, error: expect.not.stringContaining("2002"), resolved: expect.stringContaining("receiver.test resolves to 2002:7f00:1::, a 6to4 address leading to a loopback address") });
     expect(received).toHaveLength(1);
   });
 
