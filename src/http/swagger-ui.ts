@@ -22,8 +22,10 @@ const page = (title: string) => `<!doctype html>
     window.ui = SwaggerUIBundle({
       url: "${uiPath}/json",
       dom_id: "#swagger-ui",
-      // Keep the key pasted under Authorize across reloads, and open every operation ready to try.
-      persistAuthorization: true,
+      // The key pasted under Authorize lives as long as the page: persisted, it would sit in this origin's
+      // localStorage after the browser closed, readable by any page of the origin (the console's included).
+      persistAuthorization: false,
+      // Open every operation ready to try.
       tryItOutEnabled: true,
       displayRequestDuration: true,
     });
