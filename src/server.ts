@@ -3,11 +3,12 @@ import { Access } from "./access/access";
 import { FailureLimiter, MemoryFailureLog } from "./access/failure-limiter";
 import type { Config } from "./config";
 import { buildApp } from "./http/app";
-import { consoleRoutes } from "./http/console";
+import { ConsoleFiles } from "./http/console";
 import { Listener } from "./http/listener";
 import { clientAddressOf, rememberClientAddress, trustedProxies } from "./http/client-address";
 import { internalError } from "./http/problem";
-import { routable } from "./http/request-target";
+import { pathOf, routable } from "./http/request-target";
+import { answerHeaders, withHeaders } from "./http/security-headers";
 import { retainedSince, type Services } from "./http/services";
 import { IntakeService } from "./jobs/intake-service";
 import type { Log } from "./log";
@@ -154,12 +155,18 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   const services: Services = { config, log, access, failedAuthentications, intake, jobs: jobReads, queue: store.queue, jobWaits, records: store.records, webhooks: store.webhooks, deliveries, metrics, readiness };
 
   const app = buildApp(services);
-  const requests = observeRequests(app.fetch, log, metrics);
+  const consoleFiles = ConsoleFiles.open();
+  const headers = answerHeaders(transport.tls);
+  const withOurHeaders = (answer: Response | Promise<Response>) => (answer instanceof Response ? withHeaders(answer, headers) : answer.then((response) => withHeaders(response, headers)));
+  const requests = observeRequests((request) => {
+    const path = pathOf(request.url);
+    if (consoleFiles.serves(request.method, path)) return withOurHeaders(consoleFiles.fetch(request, path).then((answer) => answer ?? app.fetch(request)));
+    return withOurHeaders(app.fetch(request));
+  }, log, metrics);
   const isTrustedProxy = trustedProxies(config.trustedProxies);
   let server: Listener;
   try {
     server = Listener.open({
-      routes: consoleRoutes,
       fetch: (received, bunServer) => {
         const request = routable(received);
         // Asked at once: once the client has closed the connection (a half-close after its request, say), Bun no
@@ -177,7 +184,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
         } catch {
           // The log itself failed: the answer must still go out.
         }
-        return internalError().toResponse();
+        return withHeaders(internalError().toResponse(), headers);
       },
       port: config.port,
       hostname: config.host,
@@ -188,6 +195,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
       idleTimeout: 255,
     }, identity);
   } catch (error) {
+    await consoleFiles.stop();
     await scheduler.stop();
     await pool.close();
     await store.close();
@@ -247,6 +255,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
         void server.stop(false);
         await Promise.race([requests.idle(), untilDeadline()]);
         await server.stop(true);
+        await consoleFiles.stop();
         // Start no job; let the running ones commit. Whoever stopped us is told what the wait is for.
         const running = scheduler.runningJobIds;
         if (running.length > 0) {
