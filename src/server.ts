@@ -15,6 +15,7 @@ import type { Log } from "./log";
 import { Metrics } from "./observability/metrics";
 import { checkReadiness } from "./observability/readiness";
 import { observeRequests } from "./observability/requests";
+import { tightenDataDirectory } from "./store/data-directory";
 import { openStore } from "./store/open";
 import { cachedJobs } from "./store/read-cache";
 import { WorkerPool } from "./worker/pool";
@@ -74,6 +75,15 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   // Before anything else touches the database: on SQLite, a second server must not requeue the first one's
   // running jobs, so opening the store as a server takes the data directory for this process.
   const store = await openStore(config, { server: true });
+  // An older importd, or a umask of 022, left the data directory readable by every user of the machine. Once the
+  // store is open: a data directory refused (another application's database, say) is that one line, and left as it is.
+  const tightened = tightenDataDirectory(config.dataDir);
+  if (tightened.changed.length > 0) {
+    log({ level: "warn", msg: "took group and other permissions off the data directory and its files: they hold webhook signing secrets, key hashes and every environment's records, for importd's user alone", changed: tightened.changed });
+  }
+  if (tightened.failed.length > 0) {
+    log({ level: "warn", msg: "the data directory holds files other users may read that are not importd's user's to change: give them to that user, or remove their group and other permissions (chmod go-rwx)", files: tightened.failed });
+  }
   // Made once the data directory is this process's (on SQLite), so that two starts never make two.
   const selfSigned = transport.tls && !given ? await selfSignedIdentity(config.dataDir, serverNames(config.host, config.tlsSan)).catch(async (error) => {
     await store.close();
