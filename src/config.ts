@@ -182,6 +182,15 @@ export const options = {
       }
     },
   },
+  // Off by default: /metrics needs no key, and an environment's name is for its key holders (DECISIONS 15).
+  metricsEnvironmentLabels: {
+    flag: "metrics-environment-labels",
+    env: "IMPORTD_METRICS_ENVIRONMENT_LABELS",
+    description: "label /metrics series by environment (queue depth per environment): /metrics needs no key, so whoever reaches it then learns every environment's name and load; without it, totals only",
+    default: false,
+    parse: yesOrNo,
+    boolean: true,
+  },
   logLevel: { flag: "log-level", env: "IMPORTD_LOG_LEVEL", description: "debug, info, warn or error", default: "info", parse: oneOf(["debug", "info", "warn", "error"] as const) },
   logFormat: {
     flag: "log-format",

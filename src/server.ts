@@ -3,17 +3,19 @@ import { Access } from "./access/access";
 import { FailureLimiter, MemoryFailureLog } from "./access/failure-limiter";
 import type { Config } from "./config";
 import { buildApp } from "./http/app";
-import { consoleRoutes } from "./http/console";
+import { ConsoleFiles } from "./http/console";
 import { Listener } from "./http/listener";
 import { clientAddressOf, rememberClientAddress, trustedProxies } from "./http/client-address";
 import { internalError } from "./http/problem";
-import { routable } from "./http/request-target";
+import { pathOf, routable } from "./http/request-target";
+import { answerHeaders, withHeaders } from "./http/security-headers";
 import { retainedSince, type Services } from "./http/services";
 import { IntakeService } from "./jobs/intake-service";
 import type { Log } from "./log";
 import { Metrics } from "./observability/metrics";
 import { checkReadiness } from "./observability/readiness";
 import { observeRequests } from "./observability/requests";
+import { tightenDataDirectory } from "./store/data-directory";
 import { openStore } from "./store/open";
 import { cachedJobs } from "./store/read-cache";
 import { WorkerPool } from "./worker/pool";
@@ -73,6 +75,15 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   // Before anything else touches the database: on SQLite, a second server must not requeue the first one's
   // running jobs, so opening the store as a server takes the data directory for this process.
   const store = await openStore(config, { server: true });
+  // An older importd, or a umask of 022, left the data directory readable by every user of the machine. Once the
+  // store is open: a data directory refused (another application's database, say) is that one line, and left as it is.
+  const tightened = tightenDataDirectory(config.dataDir);
+  if (tightened.changed.length > 0) {
+    log({ level: "warn", msg: "took group and other permissions off the data directory and its files: they hold webhook signing secrets, key hashes and every environment's records, for importd's user alone", changed: tightened.changed });
+  }
+  if (tightened.failed.length > 0) {
+    log({ level: "warn", msg: "the data directory holds files other users may read that are not importd's user's to change: give them to that user, or remove their group and other permissions (chmod go-rwx)", files: tightened.failed });
+  }
   // Made once the data directory is this process's (on SQLite), so that two starts never make two.
   const selfSigned = transport.tls && !given ? await selfSignedIdentity(config.dataDir, serverNames(config.host, config.tlsSan)).catch(async (error) => {
     await store.close();
@@ -123,7 +134,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   const jobWaits = new JobWaits();
   // Webhook deliveries go out from here, beside the queue, never from a run's transaction.
   const deliveries = new WebhookDispatcher({ store: store.webhooks, allow: config.webhookAllow, log, retryScale: config.testHooks?.webhookRetryScale });
-  const metrics = new Metrics(store.jobs, () => jobWaits.size);
+  const metrics = new Metrics(store.jobs, () => jobWaits.size, { environmentLabels: config.metricsEnvironmentLabels });
   const scheduler = new JobScheduler(store.queue, pool, {
     maxConcurrentRuns: Math.max(1, config.workers - 1),
     retryDelayMs: 500,
@@ -154,12 +165,18 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   const services: Services = { config, log, access, failedAuthentications, intake, jobs: jobReads, queue: store.queue, jobWaits, records: store.records, webhooks: store.webhooks, deliveries, metrics, readiness };
 
   const app = buildApp(services);
-  const requests = observeRequests(app.fetch, log, metrics);
+  const consoleFiles = ConsoleFiles.open();
+  const headers = answerHeaders(transport.tls);
+  const withOurHeaders = (answer: Response | Promise<Response>) => (answer instanceof Response ? withHeaders(answer, headers) : answer.then((response) => withHeaders(response, headers)));
+  const requests = observeRequests((request) => {
+    const path = pathOf(request.url);
+    if (consoleFiles.serves(request.method, path)) return withOurHeaders(consoleFiles.fetch(request, path).then((answer) => answer ?? app.fetch(request)));
+    return withOurHeaders(app.fetch(request));
+  }, log, metrics);
   const isTrustedProxy = trustedProxies(config.trustedProxies);
   let server: Listener;
   try {
     server = Listener.open({
-      routes: consoleRoutes,
       fetch: (received, bunServer) => {
         const request = routable(received);
         // Asked at once: once the client has closed the connection (a half-close after its request, say), Bun no
@@ -177,7 +194,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
         } catch {
           // The log itself failed: the answer must still go out.
         }
-        return internalError().toResponse();
+        return withHeaders(internalError().toResponse(), headers);
       },
       port: config.port,
       hostname: config.host,
@@ -188,6 +205,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
       idleTimeout: 255,
     }, identity);
   } catch (error) {
+    await consoleFiles.stop();
     await scheduler.stop();
     await pool.close();
     await store.close();
@@ -247,6 +265,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
         void server.stop(false);
         await Promise.race([requests.idle(), untilDeadline()]);
         await server.stop(true);
+        await consoleFiles.stop();
         // Start no job; let the running ones commit. Whoever stopped us is told what the wait is for.
         const running = scheduler.runningJobIds;
         if (running.length > 0) {

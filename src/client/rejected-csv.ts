@@ -3,6 +3,7 @@
 // which runs in Bun as well.
 import { stringify } from "csv-stringify/browser/esm/sync";
 import type { RejectedRecord } from "./index";
+import { neutralizedCell, neutralizedNote } from "../importer/spreadsheet-cell";
 
 /**
  * A record's fields as CSV cells by column name: nested objects flattened into dotted names
@@ -35,5 +36,7 @@ export class RejectedColumns {
   }
 }
 
-// One CSV line, quoted where a cell needs it; without its line end, which the output adds.
-const csvLine = (cells: string[]) => stringify([cells]).replace(/\n$/, "");
+// One CSV line, quoted where a cell needs it; without its line end, which the output adds. Every cell is neutralized
+// for spreadsheets as the importer reads it back, the notes (`_error`, `_index`: the last two) as notes
+// (spreadsheet-cell.ts).
+const csvLine = (cells: string[]) => stringify([cells.map((cell, at) => (at < cells.length - 2 ? neutralizedCell(cell) : neutralizedNote(cell)))]).replace(/\n$/, "");

@@ -7,6 +7,18 @@ type ServeOptions = Parameters<typeof Bun.serve>[0] & { port: number; hostname: 
 // TLS 1.2 and later only. Bun refuses 1.0 and 1.1 by default too: this says so, and keeps it so if that changes.
 const secureOptions = constants.SSL_OP_NO_TLSv1 | constants.SSL_OP_NO_TLSv1_1;
 
+// TLS 1.2's suites as Mozilla's "intermediate" configuration has them, less its DHE ones: ECDHE key exchange
+// (forward secrecy) with an AEAD cipher, for ECDSA and RSA certificates. Left to its defaults, an RSA certificate was
+// also offered static-RSA key exchange and CBC suites. TLS 1.3's suites (all AEAD) are set apart, and stay as they are.
+const ciphers = [
+  "ECDHE-ECDSA-AES128-GCM-SHA256",
+  "ECDHE-RSA-AES128-GCM-SHA256",
+  "ECDHE-ECDSA-AES256-GCM-SHA384",
+  "ECDHE-RSA-AES256-GCM-SHA384",
+  "ECDHE-ECDSA-CHACHA20-POLY1305",
+  "ECDHE-RSA-CHACHA20-POLY1305",
+].join(":");
+
 /**
  * Where importd listens: one Bun server, plain or TLS. Bun cannot change a listening server's certificate (its
  * reload() replaces the handlers only), so a renewed certificate is served by a new server on the same port
@@ -32,7 +44,7 @@ export class Listener {
   }
 
   private static serve(options: ServeOptions, identity: TlsIdentity): Server<undefined> {
-    return Bun.serve({ ...options, reusePort: true, tls: { cert: identity.cert, key: identity.key, secureOptions } }) as Server<undefined>;
+    return Bun.serve({ ...options, reusePort: true, tls: { cert: identity.cert, key: identity.key, secureOptions, ciphers } }) as Server<undefined>;
   }
 
   get port(): number {

@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import { pathOf } from "./request-target";
+import { pageHeaders, swaggerPolicy } from "./security-headers";
 // Embedded (also in the compiled binary): the appliance may have no way out to a CDN.
 import bundle from "swagger-ui-dist/swagger-ui-bundle.js" with { type: "text" };
 import css from "swagger-ui-dist/swagger-ui.css" with { type: "text" };
@@ -18,21 +19,25 @@ const page = (title: string) => `<!doctype html>
 <body>
   <div id="swagger-ui"></div>
   <script src="${assets}/swagger-ui-bundle.js"></script>
-  <script>
-    window.ui = SwaggerUIBundle({
-      url: "${uiPath}/json",
-      dom_id: "#swagger-ui",
-      // Keep the key pasted under Authorize across reloads, and open every operation ready to try.
-      persistAuthorization: true,
-      tryItOutEnabled: true,
-      displayRequestDuration: true,
-    });
-  </script>
+  <script src="${assets}/swagger-init.js"></script>
 </body>
 </html>`;
 
+// A file of its own, not inline in the page: the page's Content-Security-Policy allows scripts from this origin only.
+const init = `window.ui = SwaggerUIBundle({
+  url: "${uiPath}/json",
+  dom_id: "#swagger-ui",
+  // The key pasted under Authorize lives as long as the page: persisted, it would sit in this origin's
+  // localStorage after the browser closed, readable by any page of the origin (the console's included).
+  persistAuthorization: false,
+  // Open every operation ready to try.
+  tryItOutEnabled: true,
+  displayRequestDuration: true,
+});
+`;
+
 const cached = (body: string, type: string) => () =>
-  new Response(body, { headers: { "content-type": type, "cache-control": "public, max-age=86400" } });
+  new Response(body, { headers: { "content-type": type, "cache-control": "public, max-age=86400", ...pageHeaders(swaggerPolicy) } });
 
 /**
  * Swagger UI from local files. @elysiajs/swagger generates the document at /swagger/json, but its page
@@ -44,8 +49,9 @@ export const swaggerUi = (title: string) => {
     .onRequest(({ request }) => {
       if (request.method !== "GET") return;
       const path = pathOf(request.url);
-      if (path === uiPath || path === `${uiPath}/`) return new Response(html, { headers: { "content-type": "text/html; charset=utf-8" } });
+      if (path === uiPath || path === `${uiPath}/`) return new Response(html, { headers: { "content-type": "text/html; charset=utf-8", ...pageHeaders(swaggerPolicy) } });
     })
     .get(`${assets}/swagger-ui-bundle.js`, cached(bundle, "text/javascript; charset=utf-8"), { detail: { hide: true } })
+    .get(`${assets}/swagger-init.js`, cached(init, "text/javascript; charset=utf-8"), { detail: { hide: true } })
     .get(`${assets}/swagger-ui.css`, cached(css, "text/css; charset=utf-8"), { detail: { hide: true } });
 };

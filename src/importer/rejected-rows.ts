@@ -2,6 +2,7 @@
 // and the console's download are written by this one piece of code.
 import { stringify } from "csv-stringify/browser/esm/sync";
 import type { Format, SourceRecord } from "./source";
+import { neutralizedCell, neutralizedNote } from "./spreadsheet-cell";
 
 /**
  * The name of the rejected file of a file named `name` (no folder): `assets.csv` → `assets.rejected.csv`; the `n`th
@@ -17,7 +18,8 @@ export function rejectedFileName(name: string, { n = 1, tag = "" }: { n?: number
 /**
  * The text of a rejected file: the records that were not applied, in the input's own format, each with its reason
  * (`_error`) and where it stood in the input (`_line`, or `_index` for a JSON array), so that a person can fix them
- * there and import that file. A CSV keeps the input's columns (those importd adds, `_…`, are written afresh).
+ * there and import that file. A CSV keeps the input's columns (those importd adds, `_…`, are written afresh), its
+ * cells neutralized for spreadsheets (spreadsheet-cell.ts), which the importer undoes when it reads the file back.
  */
 export class RejectedRows {
   private readonly dataColumns: number[];
@@ -43,7 +45,7 @@ export class RejectedRows {
     const start = this.rows++ === 0 ? this.start() : "";
     if (this.format === "csv") {
       const cells = this.dataColumns.map((column) => source.cells?.[column] ?? "");
-      return start + stringify([[...cells, error, String(source.line ?? "")]]);
+      return start + stringify([[...cells.map(neutralizedCell), neutralizedNote(error), String(source.line ?? "")]]);
     }
     const where = this.format === "json" ? { _index: source.index } : { _line: source.line };
     const lines =
@@ -59,7 +61,7 @@ export class RejectedRows {
   }
 
   private start(): string {
-    if (this.format === "csv") return stringify([[...this.dataColumns.map((column) => this.headers[column]!), "_error", "_line"]]);
+    if (this.format === "csv") return stringify([[...this.dataColumns.map((column) => this.headers[column]!), "_error", "_line"].map(neutralizedCell)]);
     return this.format === "json" ? "[\n" : "";
   }
 }

@@ -1,6 +1,7 @@
 import type { TObject } from "@sinclair/typebox";
 // csv-rows.ts, or in a browser bundle csv-rows.browser.ts (package.json "imports").
 import { csvRows } from "#csv-rows";
+import { isRejectedFile, restoredCell } from "./spreadsheet-cell";
 import { isCsvSyntaxError, type LineEnding } from "./csv-dialect";
 import { fieldPaths, isMeta, isNote } from "./fields";
 import { SourceError, textOf, type InputFile } from "./text";
@@ -204,10 +205,13 @@ function csvProblem(path: string, error: Error & { lines?: number }): SourceErro
 async function* readCsv(text: AsyncIterable<string>, path: string, schema: TObject, { delimiter, lineEnding, headers }: CsvDialect): AsyncGenerator<SourceRecord> {
   const { numbers } = fieldPaths(schema);
   const columns = headers.map((header) => ({ header, meta: isMeta(header) || header === "", number: numbers.has(header), parts: header.split(".") }));
+  // importd's own rejected file: its cells were neutralized for spreadsheets, and are read as the values they stand for.
+  const restore = isRejectedFile(headers);
   let previousEnd = 0;
   let header = true;
   try {
-    for await (const { record: cells, info } of csvRows(text, { delimiter, lineEnding })) {
+    for await (const { record: read, info } of csvRows(text, { delimiter, lineEnding })) {
+      const cells = restore ? read.map(restoredCell) : read;
       const line = previousEnd + 1;
       previousEnd = info.lines;
       if (header) {

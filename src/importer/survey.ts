@@ -1,3 +1,4 @@
+import { isRejectedFile, restoredCell } from "./spreadsheet-cell";
 import type { ResourceDefinition } from "../resources/definition";
 import { CsvStructure, delimiterName, delimiters, detectDelimiter, firstRecord, splitRecord } from "./csv-dialect";
 import { fieldPaths, isMeta, isNote, nearestField, shown } from "./fields";
@@ -41,7 +42,9 @@ async function surveyCsv(file: InputFile, resource: ResourceDefinition, wanted: 
   const paths = fieldPaths(resource.schema);
   const isField = (cell: string) => paths.leaves.includes(cell) || isMeta(cell);
   const delimiter = wanted ?? chooseDelimiter(path, header, resource, isField);
-  const headers = splitRecord(header, delimiter).map((cell) => cell.trim());
+  const named = splitRecord(header, delimiter).map((cell) => cell.trim());
+  // importd's own rejected file neutralized its column names as its other cells (spreadsheet-cell.ts).
+  const headers = isRejectedFile(named) ? named.map(restoredCell) : named;
   checkHeader(path, headers, delimiter, header, resource, isField);
 
   const structure = new CsvStructure(path, delimiter);

@@ -40,7 +40,7 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(jobs: Pick<JobReads, "countByStatus" | "queueDepth">, heldPolls: () => number = () => 0) {
+  constructor(jobs: Pick<JobReads, "countByStatus" | "queueDepth">, heldPolls: () => number = () => 0, { environmentLabels = false } = {}) {
     new Gauge({
       name: "importd_held_polls",
       help: "Status requests held open by this instance until their job ends (Prefer: wait).",
@@ -59,17 +59,30 @@ export class Metrics {
         for (const state of jobStatuses) this.set({ state }, counts.get(state) ?? 0);
       },
     });
-    new Gauge({
-      name: "importd_queue_depth",
-      help: "Jobs waiting to run (Pending), by environment.",
-      labelNames: ["environment"] as const,
-      registers: [this.registry],
-      async collect() {
-        const depths = await jobs.queueDepth();
-        this.reset();
-        for (const { environment, pending } of depths) this.set({ environment }, pending);
-      },
-    });
+    // Per environment only when the operator asks (--metrics-environment-labels): /metrics needs no key, and without
+    // one nothing may tell an environment's name or numbers (DECISIONS 15).
+    if (environmentLabels) {
+      new Gauge({
+        name: "importd_queue_depth",
+        help: "Jobs waiting to run (Pending), by environment.",
+        labelNames: ["environment"] as const,
+        registers: [this.registry],
+        async collect() {
+          const depths = await jobs.queueDepth();
+          this.reset();
+          for (const { environment, pending } of depths) this.set({ environment }, pending);
+        },
+      });
+    } else {
+      new Gauge({
+        name: "importd_queue_depth",
+        help: "Jobs waiting to run (Pending), all environments.",
+        registers: [this.registry],
+        async collect() {
+          this.set((await jobs.queueDepth()).reduce((total, { pending }) => total + pending, 0));
+        },
+      });
+    }
   }
 
   readonly contentType = this.registry.contentType;

@@ -1,9 +1,10 @@
 // The certificate importd makes for itself (DECISIONS 9: no certificate work needed): at its first start over TLS
 // without --tls-cert, a self-signed certificate and key in the data directory, reused at every start after. Clients
 // trust it by that very file (curl --cacert, importd import --ca-file).
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, writeFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { join } from "node:path";
+import { fileMode, privateDirectory } from "../store/data-directory";
 import { readIdentity, type TlsIdentity } from "./identity";
 
 /** Where the self-signed certificate and its key are kept. */
@@ -25,11 +26,13 @@ export async function selfSignedIdentity(dataDir: string, names: readonly string
   const files = selfSignedFiles(dataDir);
   if (existsSync(files.cert) && existsSync(files.key)) return { identity: readIdentity(files.cert, files.key), created: false };
   const { cert, key } = await makeSelfSigned(names);
-  mkdirSync(files.dir, { recursive: true, mode: 0o700 });
+  privateDirectory(dataDir);
+  privateDirectory(files.dir);
   // The key first, readable by this user only (the mode again: umask may have taken bits away, never added them).
-  writeFileSync(files.key, key, { mode: 0o600 });
-  chmodSync(files.key, 0o600);
-  writeFileSync(files.cert, cert, { mode: 0o644 });
+  // The certificate too, as everything in the data directory: clients are given a copy, or its fingerprint.
+  writeFileSync(files.key, key, { mode: fileMode });
+  chmodSync(files.key, fileMode);
+  writeFileSync(files.cert, cert, { mode: fileMode });
   return { identity: readIdentity(files.cert, files.key), created: true };
 }
 

@@ -20,7 +20,8 @@ const checkers = new Map<string, Promise<Checker>>();
 let checked = 0;
 
 // What HTTP itself adds (Bun, Elysia, the transport): not the API's to declare.
-const transportHeaders = new Set(["content-type", "content-length", "date", "connection", "keep-alive", "transfer-encoding", "vary"]);
+// With them, the headers every answer carries for the browser's sake (security-headers.ts), not the API's.
+const transportHeaders = new Set(["content-type", "content-length", "date", "connection", "keep-alive", "transfer-encoding", "vary", "x-content-type-options", "strict-transport-security"]);
 
 /** Answers from `origin` are checked from now on, against the document it serves at /swagger/json. */
 export function checkAnswersOf(origin: string) {

@@ -102,8 +102,9 @@ describe("/metrics", () => {
     const succeeded = jobs.items.filter((job) => job.importJobStatus === "Succeeded").length;
     expect(sample(text, 'importd_jobs{state="Succeeded"}')).toBe(succeeded);
     expect(sample(text, 'importd_jobs{state="Pending"}')).toBe(1);
-    expect(sample(text, 'importd_queue_depth{environment="metrics-env"}')).toBe(1);
-    expect(sample(text, 'importd_queue_depth{environment="default"}')).toBe(0);
+    // All environments together: no environment's name without a key (the test below turns them on).
+    expect(sample(text, "importd_queue_depth")).toBe(1);
+    expect(text).not.toContain("metrics-env");
 
     // Every job of this server so far, counted as the log counted them.
     const finished = entries("job finished");
@@ -118,5 +119,19 @@ describe("/metrics", () => {
 
     const posts202 = server.logs.filter((entry) => entry.msg === "request" && entry.method === "POST" && entry.status === 202).length;
     expect(sample(text, 'importd_http_requests_total{method="POST",status="202"}')).toBe(posts202);
+  });
+
+  test("with --metrics-environment-labels, the queue depth is told by environment", async () => {
+    const labelled = await startTestServer({ metricsEnvironmentLabels: true });
+    try {
+      const other = await labelled.addEnvironment("labelled-env");
+      await labelled.parkJob(other.slug);
+      const text = await (await fetch(`${labelled.url}/metrics`)).text();
+      expect(sample(text, 'importd_queue_depth{environment="labelled-env"}')).toBe(1);
+      expect(sample(text, 'importd_queue_depth{environment="default"}')).toBe(0);
+      expect(sample(text, "importd_queue_depth")).toBeUndefined();
+    } finally {
+      await labelled.close();
+    }
   });
 });

@@ -27,6 +27,7 @@ const samples: Record<keyof typeof options, [string, string | number | boolean |
   webhookAllow: ["hooks.example.com, 10.0.0.0/8", parseWebhookAllow("hooks.example.com,10.0.0.0/8")],
   logLevel: ["debug", "debug"],
   logFormat: ["pretty", "pretty"],
+  metricsEnvironmentLabels: ["true", true],
 };
 const otherSamples: Record<keyof typeof options, string> = {
   port: "9191",
@@ -46,6 +47,7 @@ const otherSamples: Record<keyof typeof options, string> = {
   webhookAllow: "*.example.org",
   logLevel: "warn",
   logFormat: "json",
+  metricsEnvironmentLabels: "false",
 };
 
 // Options that need another beside them: a certificate comes with its key.

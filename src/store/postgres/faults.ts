@@ -1,5 +1,5 @@
 import { DatabaseError, StorageConflict, StorageFull, StorageUnavailable } from "../errors";
-import { redactedUrl } from "./connection";
+import { redactedUrl, withoutSecrets } from "./connection";
 
 /**
  * The one place that reads the driver's errors (a SQLSTATE or a socket's code in `.code`; pg's own connection errors,
@@ -82,7 +82,9 @@ const certificateRefused = (code: string) => /^(UNABLE_TO_|DEPTH_ZERO_SELF_SIGNE
 
 /** A start-up failure as one line an operator can act on, never with the password. */
 export function connectionProblem(error: unknown, url: string): Error {
-  const { code, message } = driverFault(error) ?? { message: (error as Error)?.message ?? String(error) };
+  const fault: { code?: string; message: string } = driverFault(error) ?? { message: (error as Error)?.message ?? String(error) };
+  const { code } = fault;
+  const message = withoutSecrets(fault.message, url);
   const where = redactedUrl(url);
   if (code === "28P01" || code === "28000") return new DatabaseError(`cannot log in to ${where}: ${message}. Check the user and password in --database-url (IMPORTD_DATABASE_URL).`);
   if (code === "3D000") return new DatabaseError(`${where}: ${message}. Create it first (createdb, or CREATE DATABASE), or correct --database-url.`);
@@ -90,5 +92,7 @@ export function connectionProblem(error: unknown, url: string): Error {
     return new DatabaseError(`cannot trust the TLS certificate of the database server ${where} (${code}: ${message}): give the authority that signed it as sslrootcert=<file> in --database-url, and connect by a name it has (sslmode=verify-full)`);
   }
   if (typeof code === "string" && unavailable(code)) return new DatabaseError(`cannot reach the database ${where}: ${message}. Is PostgreSQL running there, and does it accept connections from this host?`);
+  // Anything else as it is, unless its message or stack repeats a password.
+  if (message !== fault.message || withoutSecrets(String((error as Error)?.stack ?? ""), url) !== String((error as Error)?.stack ?? "")) return new DatabaseError(`${where}: ${message}`);
   return error as Error;
 }

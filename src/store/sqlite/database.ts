@@ -1,6 +1,6 @@
 import { Database } from "bun:sqlite";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
-import { mkdirSync } from "node:fs";
+import { privateDirectory, privateFile } from "../data-directory";
 import { join } from "node:path";
 import { DatabaseError } from "../errors";
 import { ChangeCounter } from "./change-counter";
@@ -65,8 +65,9 @@ export const changeCounterOf = (db: Db): ChangeCounter => changeCounters.get(db)
  * `writeLock`: shared with the process's other writing threads; see writeTransaction.
  */
 export function openDatabase(dataDir: string, options: { writeLock?: WriteLock } = {}): Db {
-  mkdirSync(dataDir, { recursive: true });
+  privateDirectory(dataDir);
   const file = databaseFile(dataDir);
+  privateFile(file);
   const client = new Database(file, { create: true, strict: true });
   try {
     client.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);

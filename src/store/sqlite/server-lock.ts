@@ -1,5 +1,6 @@
 import { Database } from "bun:sqlite";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { fileMode, privateDirectory, privateFile } from "../data-directory";
 import { join } from "node:path";
 import { StoreInUse } from "../errors";
 
@@ -19,9 +20,10 @@ export type ServerLock = { release(): void };
 
 /** `hint`: what the person should do about a running server, said after the refusal. */
 export function lockDataDirectory(dataDir: string, hint = "stop it first, or start this one with another --data-dir (the env and key commands work beside a running server)"): ServerLock {
-  mkdirSync(dataDir, { recursive: true });
+  privateDirectory(dataDir);
   const lockFile = join(dataDir, "server.lock");
   const pidFile = join(dataDir, "server.pid");
+  privateFile(lockFile);
   const lock = new Database(lockFile, { create: true });
   try {
     lock.exec("PRAGMA busy_timeout = 0");
@@ -33,7 +35,7 @@ export function lockDataDirectory(dataDir: string, hint = "stop it first, or sta
       `another importd server${runningPid(pidFile)} is already running on the data directory ${dataDir}; ${hint}`,
     );
   }
-  writeFileSync(pidFile, `${process.pid}\n`);
+  writeFileSync(pidFile, `${process.pid}\n`, { mode: fileMode });
   return {
     release() {
       rmSync(pidFile, { force: true });
