@@ -10,6 +10,7 @@ import { internalError } from "./http/problem";
 import { routable } from "./http/request-target";
 import { retainedSince, type Services } from "./http/services";
 import { IntakeService } from "./jobs/intake-service";
+import { UploadGate } from "./http/uploads";
 import type { Log } from "./log";
 import { Metrics } from "./observability/metrics";
 import { checkReadiness } from "./observability/readiness";
@@ -151,7 +152,14 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   const readiness = () => checkReadiness(store, pool, () => stopping !== undefined);
   const failedAuthentications = new FailureLimiter(config.authFailuresPerMinute, store.failures ?? new MemoryFailureLog());
   const intake = new IntakeService({ pool, scheduler, log });
-  const services: Services = { config, log, access, failedAuthentications, intake, jobs: jobReads, queue: store.queue, jobWaits, records: store.records, webhooks: store.webhooks, deliveries, metrics, readiness };
+  const uploads = new UploadGate({
+    budgetBytes: config.bodyBudgetBytes,
+    perEnvironment: config.uploadsPerEnvironment,
+    maxBodyBytes: config.maxBodyBytes,
+    stallSeconds: config.bodyStallSeconds,
+    minBytesPerSecond: config.bodyMinBytesPerSecond,
+  });
+  const services: Services = { config, log, access, failedAuthentications, intake, uploads, jobs: jobReads, queue: store.queue, jobWaits, records: store.records, webhooks: store.webhooks, deliveries, metrics, readiness };
 
   const app = buildApp(services);
   const requests = observeRequests(app.fetch, log, metrics);
@@ -184,7 +192,8 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
       // Our own limit is enforced in readBody, while reading, so that a chunked body is cut off too and every
       // 413 is Problem Details. Bun's limit would answer first with an empty 413, so it is set out of the way.
       maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-      // Validating and storing a 100 MB batch takes a few seconds; keep the connection meanwhile.
+      // Validating and storing a 100 MB batch takes a few seconds; keep the connection meanwhile. A body that stalls
+      // or crawls is cut off long before this by readBody (--body-stall-seconds): this is the last resort.
       idleTimeout: 255,
     }, identity);
   } catch (error) {

@@ -12,6 +12,7 @@ const typeByStatus: Record<number, string> = {
   401: "https://tools.ietf.org/html/rfc9110#section-15.5.2",
   404: "https://tools.ietf.org/html/rfc9110#section-15.5.5",
   405: "https://tools.ietf.org/html/rfc9110#section-15.5.6",
+  408: "https://tools.ietf.org/html/rfc9110#section-15.5.9",
   409: "https://tools.ietf.org/html/rfc9110#section-15.5.10",
   413: "https://tools.ietf.org/html/rfc9110#section-15.5.14",
   415: "https://tools.ietf.org/html/rfc9110#section-15.5.16",
@@ -101,6 +102,35 @@ export const unsupportedMediaType = (received: string | null) =>
 
 export const serviceUnavailable = (detail: string, retryAfterSeconds = 5) =>
   new Problem(503, "Service Unavailable", detail, undefined, { "retry-after": String(retryAfterSeconds) });
+
+// Refused before the body was read, or cut off while it was: the rest of it may still be on its way, so the
+// connection is closed after the answer (Bun does so when told) rather than drained or reused.
+const closeAfter = { connection: "close" };
+
+// Retry-After 5: uploads in flight are answered within seconds, or cut off (408) within the stall time.
+
+/** The server's budget of request bodies in memory is spent (uploads.ts). */
+export const serverBusy = (detail: string) =>
+  new Problem(503, "Service Unavailable", detail, undefined, { "retry-after": "5", ...closeAfter });
+
+/** This environment has as many request bodies in flight as it may (uploads.ts). */
+export const environmentBusy = (detail: string) =>
+  new Problem(429, "Too Many Requests", detail, undefined, { "retry-after": "5", ...closeAfter });
+
+/** A body that stopped arriving, or arrives far too slowly (uploads.ts, watchBody; body.ts for one read in one go). */
+export const bodyTimeout = (limits: { stallSeconds: number; minBytesPerSecond: number }, why: "stalled" | "crawling" | "late") =>
+  new Problem(
+    408,
+    "Request Timeout",
+    (why === "stalled"
+      ? `No byte of the request body arrived for ${limits.stallSeconds} seconds`
+      : why === "crawling"
+        ? `The request body arrived at under ${limits.minBytesPerSecond} bytes a second, the least the server waits for`
+        : `The request body had not arrived in ${limits.stallSeconds} seconds plus its length at ${limits.minBytesPerSecond} bytes a second, the least the server waits for`) +
+      "; nothing was accepted. Send the request again (over a faster connection, or in smaller requests).",
+    undefined,
+    closeAfter,
+  );
 
 export const insufficientStorage = () =>
   new Problem(507, "Insufficient Storage", "The server has no room to store this; nothing was accepted or changed. Try again later or ask the operator to free disk space.", undefined, { "retry-after": "60" });

@@ -27,6 +27,11 @@ const samples: Record<keyof typeof options, [string, string | number | boolean |
   webhookAllow: ["hooks.example.com, 10.0.0.0/8", parseWebhookAllow("hooks.example.com,10.0.0.0/8")],
   logLevel: ["debug", "debug"],
   logFormat: ["pretty", "pretty"],
+  // Request bodies in flight.
+  bodyBudgetBytes: ["67108864", 67108864],
+  uploadsPerEnvironment: ["2", 2],
+  bodyStallSeconds: ["10", 10],
+  bodyMinBytesPerSecond: ["0", 0],
 };
 const otherSamples: Record<keyof typeof options, string> = {
   port: "9191",
@@ -46,6 +51,11 @@ const otherSamples: Record<keyof typeof options, string> = {
   webhookAllow: "*.example.org",
   logLevel: "warn",
   logFormat: "json",
+  // Request bodies in flight.
+  bodyBudgetBytes: "1048576",
+  uploadsPerEnvironment: "8",
+  bodyStallSeconds: "5",
+  bodyMinBytesPerSecond: "1024",
 };
 
 // Options that need another beside them: a certificate comes with its key.
