@@ -103,19 +103,20 @@ export const unsupportedMediaType = (received: string | null) =>
 export const serviceUnavailable = (detail: string, retryAfterSeconds = 5) =>
   new Problem(503, "Service Unavailable", detail, undefined, { "retry-after": String(retryAfterSeconds) });
 
-// Refused before the body was read, or cut off while it was: the rest of it may still be on its way, so the
-// connection is closed after the answer (Bun does so when told) rather than drained or reused.
+// Cut off while its body arrives (too slowly, or not at all): the connection is closed after the answer (Bun does
+// so when told), rather than left to Bun's idle timeout.
 const closeAfter = { connection: "close" };
 
-// Retry-After 5: uploads in flight are answered within seconds, or cut off (408) within the stall time.
+// Refused before the body was read (429, 503), the connection is left open on purpose: Bun then reads the rest of
+// the body and drops it, holding none of it, so that a client still sending its body (as most do before they read
+// an answer) gets the answer, where a close would reset the connection under it and lose it. Retry-After 5: uploads
+// in flight are answered within seconds, or cut off (408) within the stall time.
 
 /** The server's budget of request bodies in memory is spent (uploads.ts). */
-export const serverBusy = (detail: string) =>
-  new Problem(503, "Service Unavailable", detail, undefined, { "retry-after": "5", ...closeAfter });
+export const serverBusy = (detail: string) => new Problem(503, "Service Unavailable", detail, undefined, { "retry-after": "5" });
 
 /** This environment has as many request bodies in flight as it may (uploads.ts). */
-export const environmentBusy = (detail: string) =>
-  new Problem(429, "Too Many Requests", detail, undefined, { "retry-after": "5", ...closeAfter });
+export const environmentBusy = (detail: string) => new Problem(429, "Too Many Requests", detail, undefined, { "retry-after": "5" });
 
 /** A body that stopped arriving, or arrives far too slowly (uploads.ts, watchBody; body.ts for one read in one go). */
 export const bodyTimeout = (limits: { stallSeconds: number; minBytesPerSecond: number }, why: "stalled" | "crawling" | "late") =>
