@@ -48,10 +48,17 @@ function parseRaw(raw: string): RawResponse {
 }
 
 export type OpenRequest = {
-  /** Sends more of the request (its body, a piece at a time); nothing once the server has closed. */
-  write(bytes: string | Uint8Array): void;
+  /**
+   * Sends more of the request (its body, a piece at a time); nothing once the server has closed. Resolves once the
+   * bytes have been handed to the system (or could not be).
+   */
+  write(bytes: string | Uint8Array): Promise<void>;
   /** Whatever the server answered, once it has closed the connection (or the client has, with `close`). */
   answer: Promise<RawResponse>;
+  /** The first whole answer (head and Content-Length body), as soon as it has arrived; or, closed before, what did. */
+  response: Promise<RawResponse>;
+  /** Whether a whole answer has arrived. */
+  readonly answered: boolean;
   /** Whether the server has closed the connection. */
   readonly closed: boolean;
   /** Ends the connection from this side, as a client that goes away does. */
@@ -73,7 +80,21 @@ export async function openRequest(port: number, head: string): Promise<OpenReque
     opened.once("error", reject);
   });
   socket.on("error", () => {});
-  socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+  let answered = false;
+  let respond: (response: RawResponse) => void = () => {};
+  const response = new Promise<RawResponse>((resolve) => (respond = resolve));
+  socket.on("data", (chunk: Buffer) => {
+    chunks.push(chunk);
+    if (answered) return;
+    const raw = Buffer.concat(chunks).toString("latin1");
+    const parsed = parseRaw(raw);
+    const length = Number(parsed.headers["content-length"] ?? Number.NaN);
+    if (parsed.status > 0 && raw.includes("\r\n\r\n") && Buffer.byteLength(parsed.body, "latin1") >= length) {
+      answered = true;
+      respond(parsed);
+    }
+  });
+  socket.on("close", () => respond(parseRaw(Buffer.concat(chunks).toString("latin1"))));
   const answer = new Promise<RawResponse>((resolve) =>
     socket.on("close", () => {
       closed = true;
@@ -82,8 +103,16 @@ export async function openRequest(port: number, head: string): Promise<OpenReque
   );
   socket.write(head);
   return {
-    write: (bytes) => void (closed || socket.destroyed || socket.write(bytes)),
+    write: (bytes) =>
+      new Promise<void>((resolve) => {
+        if (closed || socket.destroyed) return resolve();
+        socket.write(bytes, () => resolve());
+      }),
     answer,
+    response,
+    get answered() {
+      return answered;
+    },
     get closed() {
       return closed;
     },
