@@ -38,6 +38,8 @@ export type RunningServer = {
   certificate?: ServedCertificate;
   /** Reads the certificate and key again and serves them to new connections, if they are good (SIGHUP). */
   reloadCertificate(): void;
+  /** Request bodies in flight and the bytes reserved for them (http/uploads.ts). */
+  bodiesInFlight(): { count: number; bytes: number };
   stop(): Promise<void>;
 };
 
@@ -243,6 +245,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
       ? { path: certificatePath, fingerprint: identity.fingerprint, validTo: identity.validTo, names: identity.names, selfSigned: selfSigned !== undefined, createdNow: selfSigned?.created ?? false }
       : undefined,
     reloadCertificate,
+    bodiesInFlight: () => uploads.inFlight(),
     stop: () =>
       (stopping ??= (async () => {
         unwatch();

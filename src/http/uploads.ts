@@ -37,9 +37,11 @@ export class UploadGate {
     this.environmentShareBytes = Math.max(Math.floor(limits.budgetBytes / 2), Math.min(limits.maxBodyBytes, limits.budgetBytes));
   }
 
-  /** Bytes reserved now, for /metrics and the tests. */
-  get reservedBytes(): number {
-    return this.bufferedBytes;
+  /** Bodies in flight now, and the bytes reserved for them (for the tests, and a gauge some day). */
+  inFlight(): { count: number; bytes: number } {
+    let count = 0;
+    for (const holder of this.environments.values()) count += holder.count;
+    return { count, bytes: this.bufferedBytes };
   }
 
   /** An upload of `environmentId` about to read its body; nothing is counted until its first reserve. */

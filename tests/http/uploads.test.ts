@@ -74,41 +74,48 @@ describe("bodies in flight: the budget and each environment's share", () => {
     await server.close();
   });
 
-  /** Opens an upload that declares `bytes`, sends a little of it and stalls; closed at the end of the test at the latest. */
+  /** Waits until the server holds exactly `bytes` of request bodies in flight. */
+  const reserved = (bytes: number) => until(`${bytes} bytes of bodies in flight`, () => server.bodiesInFlight().bytes === bytes);
+
+  /** Opens an upload that declares `bytes`, sends a little of it and stalls, once the server has reserved it. */
   async function hold(environment: Environment, bytes: number): Promise<OpenRequest> {
+    const before = server.bodiesInFlight().bytes;
     const request = await openRequest(server.port, head(environment, bytes));
     request.write(" ".repeat(100));
     held.push(request);
+    await reserved(before + bytes);
     return request;
+  }
+  /** A request refused before its body: only its head is sent. */
+  async function refusedHead(environment: Environment, bytes: number): Promise<RawResponse> {
+    const request = await openRequest(server.port, head(environment, bytes));
+    held.push(request);
+    return request.response;
   }
   const releaseAll = () => held.splice(0).forEach((request) => request.close());
 
-  /** An upload at the hard limit is 202 again: every byte of the environment's share is free. */
-  const shareIsFree = (environment: Environment) =>
-    until(`${environment.slug}'s share to be free`, async () => (await post(environment, batchOfSize(maxBodyBytes))).status === 202);
+  /** Every reservation given back, and an upload at the hard limit 202: the environment's whole share is free. */
+  async function shareIsFree(environment: Environment) {
+    await reserved(0);
+    expect((await post(environment, batchOfSize(maxBodyBytes))).status).toBe(202);
+  }
 
   test("an upload whose Content-Length does not fit what is left of the budget gets 503 with Retry-After, before a byte of its body is sent", async () => {
     await hold(a, maxBodyBytes);
     await hold(b, maxBodyBytes);
-    // The budget is spent once both are admitted: a small import of a third environment no longer fits.
-    await until("the budget to be spent", async () => (await post(c, batchOfSize(1000))).status === 503);
-    const refused = await openRequest(server.port, head(c, 1000));
-    held.push(refused);
-    const problem = expectRefusedBeforeReading(await refused.response, 503);
+    const problem = expectRefusedBeforeReading(await refusedHead(c, 1000), 503);
     expect(problem).toMatchObject({ status: 503, title: "Service Unavailable" });
     expect(problem.detail).toContain("request bodies in memory");
+    expect(server.bodiesInFlight()).toEqual({ count: 2, bytes: bodyBudgetBytes });
     releaseAll();
-    // Given back when their clients went away: a body at the hard limit fits again.
+    // Given back when their clients went away.
     await shareIsFree(c);
   });
 
   test("an environment's uploads past --uploads-per-environment get 429 with Retry-After before their body is read; another environment's import is 202 meanwhile", async () => {
     await hold(a, 1000);
     await hold(a, 1000);
-    await until("env-a's two uploads to be counted", async () => (await post(a, batchOfSize(1000))).status === 429);
-    const refused = await openRequest(server.port, head(a, 1000));
-    held.push(refused);
-    const problem = expectRefusedBeforeReading(await refused.response, 429);
+    const problem = expectRefusedBeforeReading(await refusedHead(a, 1000), 429);
     expect(problem.detail).toContain("2 request bodies in flight");
     expect((await post(b, batchOfSize(maxBodyBytes))).status).toBe(202);
     releaseAll();
@@ -117,10 +124,7 @@ describe("bodies in flight: the budget and each environment's share", () => {
 
   test("an environment's bodies in flight may not pass half the budget (429), and leave the other half to the others", async () => {
     await hold(a, 3 * megabyte);
-    await until("env-a's 3 MB to be reserved", async () => (await post(a, batchOfSize(2 * megabyte))).status === 429);
-    const refused = await openRequest(server.port, head(a, 2 * megabyte));
-    held.push(refused);
-    expect(expectRefusedBeforeReading(await refused.response, 429).detail).toContain(`pass ${bodyBudgetBytes / 2} bytes`);
+    expect(expectRefusedBeforeReading(await refusedHead(a, 2 * megabyte), 429).detail).toContain(`pass ${bodyBudgetBytes / 2} bytes`);
     expect((await post(b, batchOfSize(maxBodyBytes))).status).toBe(202);
     releaseAll();
     await shareIsFree(a);
@@ -129,17 +133,13 @@ describe("bodies in flight: the budget and each environment's share", () => {
   test("a chunked body reserves as it arrives, and is cut off with 503 when the budget runs out on the way", async () => {
     await hold(b, maxBodyBytes);
     await hold(c, 3 * megabyte);
-    await until("7 MB of the budget to be reserved", async () => (await post(a, batchOfSize(2 * megabyte))).status === 503);
     // 1 MB of the budget is left: a chunked body passes it on its way to 2 MB.
     const chunked = await openRequest(server.port, head(a, "chunked"));
     held.push(chunked);
     const piece = " ".repeat(64 * 1024);
     // All of it, as a client that reads no answer before it has sent its body: the 503 still reaches it.
-    for (let sent = 0; sent < 2 * megabyte; sent += piece.length) {
-      chunked.write(chunk(piece));
-      await Bun.sleep(1);
-    }
-    chunked.write("0\r\n\r\n");
+    for (let sent = 0; sent < 2 * megabyte; sent += piece.length) await chunked.write(chunk(piece));
+    await chunked.write("0\r\n\r\n");
     expectRefusedBeforeReading(await chunked.response, 503);
     releaseAll();
     await shareIsFree(a);
@@ -162,8 +162,8 @@ describe("bodies in flight: the budget and each environment's share", () => {
     // The client goes away with half its body sent, in one go and as a stream.
     for (const length of [maxBodyBytes, "chunked"] as const) {
       const gone = await openRequest(server.port, head(a, length));
-      gone.write(length === "chunked" ? chunk(" ".repeat(megabyte)) : " ".repeat(maxBodyBytes / 2));
-      await until(`env-a's ${length} upload to be in flight`, async () => (await post(a, batchOfSize(maxBodyBytes))).status === 429);
+      await gone.write(length === "chunked" ? chunk(" ".repeat(megabyte)) : " ".repeat(maxBodyBytes / 2));
+      await until(`env-a's ${length} upload to be in flight`, () => server.bodiesInFlight().count === 1);
       gone.close();
       await shareIsFree(a);
     }
@@ -172,7 +172,6 @@ describe("bodies in flight: the budget and each environment's share", () => {
   test("a webhook subscription's body counts among the environment's uploads", async () => {
     await hold(a, 1000);
     await hold(a, 1000);
-    await until("env-a's two uploads to be counted", async () => (await post(a, batchOfSize(1000))).status === 429);
     const subscription = await fetch(`${a.base}/v2/webhooks`, {
       method: "POST",
       headers: { "api-key": a.key, "content-type": "application/json" },
@@ -208,7 +207,8 @@ describe("408 for a body that stalls or crawls", () => {
     expect(problem.title).toBe("Request Timeout");
     expect(problem.detail).toContain(detail);
     expect(tookMs).toBeLessThan(withinMs);
-    // Given back: an upload at the hard limit is 202.
+    // Given back: nothing is reserved, and an upload at the hard limit is 202.
+    await until("every reservation to be given back", () => server.bodiesInFlight().bytes === 0);
     expect((await post(a, batchOfSize(maxBodyBytes))).status).toBe(202);
   }
 
