@@ -177,7 +177,7 @@ export const options = {
   uploadsPerEnvironment: {
     flag: "uploads-per-environment",
     env: "IMPORTD_UPLOADS_PER_ENVIRONMENT",
-    description: "request bodies one environment may send at once (imports and webhook subscriptions); one more gets 429 with Retry-After before its body is read",
+    description: "request bodies over 64 KiB one environment may send at once; one more gets 429 with Retry-After before its body is read (smaller bodies count only in --body-budget-bytes)",
     default: 4,
     parse: integer(1, 1000),
   },

@@ -167,7 +167,7 @@ export const bodyProblemResponses = (limits: { uploadsPerEnvironment: number; bo
       status: 429,
       description:
         "Too many wrong API keys came from this address (no key is checked until Retry-After seconds have passed); or this environment already has as many request " +
-        `bodies in flight as it may (${limits.uploadsPerEnvironment}), or as many bytes of them as its share of the server's budget (half of it): the body was not read, ` +
+        `bodies over 64 KiB in flight as it may (${limits.uploadsPerEnvironment}), or as many bytes of them as its share of the server's budget (half of it): the body was not read, ` +
         "nothing was accepted, and the connection is closed. Send it again after Retry-After seconds; `detail` says which.",
       example: environmentBusy(`This environment already has ${limits.uploadsPerEnvironment} request bodies in flight, the most it may have at once. Send this one again when one of them has been answered.`),
     },

@@ -7,9 +7,11 @@ import { bodyTimeout, environmentBusy, serverBusy } from "./problem";
  *   a byte of it is read; a chunked body reserves its buffer as the buffer grows (readBody doubles it), so it is
  *   cut off when the budget runs out rather than held to the hard limit from the start. What does not fit is a 503:
  *   the server is busy, not the client at fault.
- * - An environment has at most `perEnvironment` bodies in flight, and at most half the budget (but always room for
- *   one body at the hard limit): a 429, as bulk APIs answer a client over its concurrency limit (Stripe's, say).
- *   The half leaves every other environment the other half, whatever one of them holds.
+ * - An environment has at most `perEnvironment` bodies over `smallBodyBytes` in flight, and at most half the budget
+ *   (but always room for one body at the hard limit): a 429, as bulk APIs answer a client over its concurrency limit
+ *   (Stripe's, say). The half leaves every other environment the other half, whatever one of them holds. Small
+ *   bodies are not counted: twenty clients of one environment sending one-record jobs at once (bench row 7) are
+ *   not an attack, and what thousands of small bodies can hold is bounded by the share and the stall time.
  * - A reservation lasts until the route is done with the body: read, handed to a worker thread, parsed and stored
  *   (the buffer lives on in the worker until then), or refused on any path (413, 400, 408, client gone).
  *
@@ -26,7 +28,10 @@ export type UploadLimits = {
   minBytesPerSecond: number;
 };
 
-type Holder = { count: number; bytes: number };
+/** Bodies up to this size (an import's light lane, a webhook subscription) are not counted among an environment's. */
+export const smallBodyBytes = 64 * 1024;
+
+type Holder = { count: number; bytes: number; bodies: number };
 
 export class UploadGate {
   private bufferedBytes = 0;
@@ -40,7 +45,7 @@ export class UploadGate {
   /** Bodies in flight now, and the bytes reserved for them (for the tests, and a gauge some day). */
   inFlight(): { count: number; bytes: number } {
     let count = 0;
-    for (const holder of this.environments.values()) count += holder.count;
+    for (const holder of this.environments.values()) count += holder.bodies;
     return { count, bytes: this.bufferedBytes };
   }
 
@@ -49,10 +54,10 @@ export class UploadGate {
     return new Upload(this, environmentId);
   }
 
-  /** @internal Upload's: the first reservation of a body also counts it among the environment's. */
-  take(environmentId: number, bytes: number, first: boolean): void {
-    const holder = this.environments.get(environmentId) ?? { count: 0, bytes: 0 };
-    if (first && holder.count >= this.limits.perEnvironment) {
+  /** @internal Upload's: `counted` when this reservation makes the body one of the environment's counted ones. */
+  take(environmentId: number, bytes: number, first: boolean, counted: boolean): void {
+    const holder = this.environments.get(environmentId) ?? { count: 0, bytes: 0, bodies: 0 };
+    if (counted && holder.count >= this.limits.perEnvironment) {
       throw environmentBusy(`This environment already has ${holder.count} request bodies in flight, the most it may have at once. Send this one again when one of them has been answered.`);
     }
     if (holder.bytes + bytes > this.environmentShareBytes) {
@@ -61,20 +66,22 @@ export class UploadGate {
     if (this.bufferedBytes + bytes > this.limits.budgetBytes) {
       throw serverBusy("The server is holding as many request bodies in memory as it may just now; nothing of this one was read or accepted. Send it again after Retry-After seconds.");
     }
-    if (first) holder.count++;
+    if (counted) holder.count++;
+    if (first) holder.bodies++;
     holder.bytes += bytes;
     this.bufferedBytes += bytes;
     this.environments.set(environmentId, holder);
   }
 
   /** @internal Upload's. */
-  give(environmentId: number, bytes: number, last: boolean): void {
+  give(environmentId: number, bytes: number, counted: boolean): void {
     const holder = this.environments.get(environmentId);
     if (!holder) return;
     holder.bytes -= bytes;
     this.bufferedBytes -= bytes;
-    if (last) holder.count--;
-    if (holder.count === 0) this.environments.delete(environmentId);
+    if (counted) holder.count--;
+    holder.bodies--;
+    if (holder.bodies === 0) this.environments.delete(environmentId);
   }
 }
 
@@ -96,8 +103,9 @@ export class Upload {
   /** Makes the reservation `totalBytes` in all (no smaller); a 429 or 503 Problem when it does not fit. */
   reserve(totalBytes: number): void {
     if (this.ended || totalBytes <= this.reserved) return;
-    this.gate.take(this.environmentId, totalBytes - this.reserved, !this.counted);
-    this.counted = true;
+    const counted = !this.counted && totalBytes > smallBodyBytes;
+    this.gate.take(this.environmentId, totalBytes - this.reserved, this.reserved === 0, counted);
+    this.counted ||= counted;
     this.reserved = totalBytes;
   }
 
@@ -105,7 +113,7 @@ export class Upload {
   end(): void {
     if (this.ended) return;
     this.ended = true;
-    if (this.counted) this.gate.give(this.environmentId, this.reserved, true);
+    if (this.reserved > 0) this.gate.give(this.environmentId, this.reserved, this.counted);
     this.reserved = 0;
   }
 }

@@ -117,7 +117,7 @@ function importRoute(services: Services, resource: ResourceDefinition) {
           `Unknown fields are ignored; no field's text may hold the NUL character (\\u0000), which is a 400; ` +
           `a lone surrogate (\\uD800 to \\uDFFF, not part of a pair) is taken as U+FFFD, as it is stored. ` +
           `Send at most 100 MB per request (under 8 MB is recommended). ` +
-          `The server holds a limited number of request bodies in memory at once: an environment may send ${services.config.uploadsPerEnvironment} at a time (one more is a 429), ` +
+          `The server holds a limited number of request bodies in memory at once: an environment may send ${services.config.uploadsPerEnvironment} bodies over 64 KiB at a time (one more is a 429), ` +
           `and when the server's budget for all of them is spent, a body whose Content-Length does not fit is a 503; either comes with Retry-After, before the body is read. ` +
           `A chunked body (no Content-Length) is reserved as it arrives, and cut off with 503 if the budget runs out on the way: send a Content-Length. ` +
           `A body of which nothing arrives for ${services.config.bodyStallSeconds} seconds` +

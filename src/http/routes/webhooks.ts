@@ -65,7 +65,7 @@ export const webhookRoutes = (services: Services) => {
       "/webhooks",
       async ({ request, environmentId, params, set }) => {
         requireJson(request.headers.get("content-type"));
-        // Counted with the environment's uploads: small, but a few thousand of them stalled would not be.
+        // In the environment's share of the budget, as every body: small, but a few thousand of them stalled would not be.
         const upload = services.uploads.begin(environmentId);
         let wanted: { url: string; events: string[] };
         try {
