@@ -170,8 +170,9 @@ export const options = {
     flag: "body-budget-bytes",
     env: "IMPORTD_BODY_BUDGET_BYTES",
     description:
-      "request-body bytes held in memory at once, across the server; an upload whose Content-Length does not fit in what is left gets 503 with Retry-After before its body is read, a chunked one when its buffer outgrows it. One environment may hold half of it (at least one body at --max-body-bytes)",
+      "request-body bytes held in memory at once, across the server; an upload whose Content-Length does not fit in what is left gets 503 with Retry-After before its body is read, a chunked one when its buffer outgrows it. One environment may hold half of it, but at least one body at --max-body-bytes (past that, 429)",
     default: 256 * megabyte,
+    shownDefault: "268435456, 256 MiB",
     parse: integer(1, 64 * 1024 * megabyte),
   },
   uploadsPerEnvironment: {
