@@ -105,9 +105,9 @@ test(`${uploads} stalled uploads of ${uploadMb} MB in one environment: the serve
   expect(healthMs).toBeLessThan(2000);
   expect(other.status).toBe(202);
   expect(otherMs).toBeLessThan(5000);
-  // The bodies admitted (A's share, half the budget) and what Bun and the collector hold beside them; before, each
-  // upload held its whole declared length.
-  expect(peakMb - beforeMb).toBeLessThan(budgetBytes / 2 / megabyte + 40);
+  // The body admitted (A's share, half the budget), as much again in the chunks it was read from until the collector
+  // runs, and a little more; before, every upload held its whole declared length (and its chunks).
+  expect(peakMb - beforeMb).toBeLessThan((2 * budgetBytes) / 2 / megabyte + 32);
   expect(refused).toBeGreaterThanOrEqual(uploads - 1);
 
   // The refused ones had 429 with Retry-After at once; the stalled one is cut off with 408 after --body-stall-seconds, and its
