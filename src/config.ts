@@ -190,6 +190,37 @@ export const options = {
     default: false,
     parse: yesOrNo,
     boolean: true,
+    },
+  // Request bodies in flight (DECISIONS 15, http/uploads.ts): what one environment's key holder can make the server hold.
+  bodyBudgetBytes: {
+    flag: "body-budget-bytes",
+    env: "IMPORTD_BODY_BUDGET_BYTES",
+    description:
+      "request-body bytes held in memory at once, across the server; an upload whose Content-Length does not fit in what is left gets 503 with Retry-After before its body is read, a chunked one when its buffer outgrows it. One environment may hold half of it, but at least one body at --max-body-bytes (past that, 429)",
+    default: 256 * megabyte,
+    shownDefault: "268435456, 256 MiB",
+    parse: integer(1, 64 * 1024 * megabyte),
+  },
+  uploadsPerEnvironment: {
+    flag: "uploads-per-environment",
+    env: "IMPORTD_UPLOADS_PER_ENVIRONMENT",
+    description: "request bodies over 64 KiB one environment may send at once; one more gets 429 with Retry-After before its body is read (smaller bodies count only in --body-budget-bytes)",
+    default: 4,
+    parse: integer(1, 1000),
+  },
+  bodyStallSeconds: {
+    flag: "body-stall-seconds",
+    env: "IMPORTD_BODY_STALL_SECONDS",
+    description: "a request body of which no byte arrives for this long is cut off with 408 and its connection closed; also the grace before --body-min-bytes-per-second applies",
+    default: 30,
+    parse: integer(1, 3600),
+  },
+  bodyMinBytesPerSecond: {
+    flag: "body-min-bytes-per-second",
+    env: "IMPORTD_BODY_MIN_BYTES_PER_SECOND",
+    description: "after the grace of --body-stall-seconds, a request body arriving at under this average rate is cut off with 408 and its connection closed (0: no minimum)",
+    default: 32 * 1024,
+    parse: integer(0, 1024 * megabyte),
   },
   logLevel: { flag: "log-level", env: "IMPORTD_LOG_LEVEL", description: "debug, info, warn or error", default: "info", parse: oneOf(["debug", "info", "warn", "error"] as const) },
   logFormat: {

@@ -11,6 +11,7 @@ import { pathOf, routable } from "./http/request-target";
 import { answerHeaders, withHeaders } from "./http/security-headers";
 import { retainedSince, type Services } from "./http/services";
 import { IntakeService } from "./jobs/intake-service";
+import { UploadGate } from "./http/uploads";
 import type { Log } from "./log";
 import { Metrics } from "./observability/metrics";
 import { checkReadiness } from "./observability/readiness";
@@ -39,6 +40,8 @@ export type RunningServer = {
   certificate?: ServedCertificate;
   /** Reads the certificate and key again and serves them to new connections, if they are good (SIGHUP). */
   reloadCertificate(): void;
+  /** Request bodies in flight and the bytes reserved for them (http/uploads.ts). */
+  bodiesInFlight(): { count: number; bytes: number };
   stop(): Promise<void>;
 };
 
@@ -162,7 +165,14 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   const readiness = () => checkReadiness(store, pool, () => stopping !== undefined);
   const failedAuthentications = new FailureLimiter(config.authFailuresPerMinute, store.failures ?? new MemoryFailureLog());
   const intake = new IntakeService({ pool, scheduler, log });
-  const services: Services = { config, log, access, failedAuthentications, intake, jobs: jobReads, queue: store.queue, jobWaits, records: store.records, webhooks: store.webhooks, deliveries, metrics, readiness };
+  const uploads = new UploadGate({
+    budgetBytes: config.bodyBudgetBytes,
+    perEnvironment: config.uploadsPerEnvironment,
+    maxBodyBytes: config.maxBodyBytes,
+    stallSeconds: config.bodyStallSeconds,
+    minBytesPerSecond: config.bodyMinBytesPerSecond,
+  });
+  const services: Services = { config, log, access, failedAuthentications, intake, uploads, jobs: jobReads, queue: store.queue, jobWaits, records: store.records, webhooks: store.webhooks, deliveries, metrics, readiness };
 
   const app = buildApp(services);
   const consoleFiles = ConsoleFiles.open();
@@ -201,7 +211,8 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
       // Our own limit is enforced in readBody, while reading, so that a chunked body is cut off too and every
       // 413 is Problem Details. Bun's limit would answer first with an empty 413, so it is set out of the way.
       maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-      // Validating and storing a 100 MB batch takes a few seconds; keep the connection meanwhile.
+      // Validating and storing a 100 MB batch takes a few seconds; keep the connection meanwhile. A body that stalls
+      // or crawls is cut off long before this by readBody (--body-stall-seconds): this is the last resort.
       idleTimeout: 255,
     }, identity);
   } catch (error) {
@@ -252,6 +263,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
       ? { path: certificatePath, fingerprint: identity.fingerprint, validTo: identity.validTo, names: identity.names, selfSigned: selfSigned !== undefined, createdNow: selfSigned?.created ?? false }
       : undefined,
     reloadCertificate,
+    bodiesInFlight: () => uploads.inFlight(),
     stop: () =>
       (stopping ??= (async () => {
         unwatch();

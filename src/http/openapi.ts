@@ -2,12 +2,15 @@ import { t, type TSchema } from "elysia";
 import type { OpenAPIV3 } from "openapi-types";
 import { documented, problemSchema } from "./schemas";
 import {
+  bodyTimeout,
   conflict,
+  environmentBusy,
   idempotencyKeyReused,
   insufficientStorage,
   methodNotAllowed,
   notFound,
   payloadTooLarge,
+  serverBusy,
   serviceUnavailable,
   tooManyFailedAttempts,
   unauthorized,
@@ -158,21 +161,56 @@ const problemHeaders = (status: number): OpenAPIV3.ResponseObject["headers"] =>
 
 /**
  * Problem Details answers, by status; `{ status, retryAfter: true }` for a status that carries Retry-After on this
- * route beyond those that always do (the 409 of a job's rejected records, say).
+ * route beyond those that always do (the 409 of a job's rejected records, say); `description` and `example` for a
+ * status that means more on this route than it does everywhere (the 429 and 503 of a request body, say).
  */
-export const problemResponses = (...statuses: Array<number | { status: number; retryAfter: true }>): Record<string, OpenAPIV3.ResponseObject> =>
+export const problemResponses = (
+  ...statuses: Array<number | { status: number; retryAfter?: true; description?: string; example?: Problem }>
+): Record<string, OpenAPIV3.ResponseObject> =>
   Object.fromEntries(
     statuses.map((entry) => {
       const status = typeof entry === "number" ? entry : entry.status;
-      const headers = typeof entry === "number" ? problemHeaders(status) : { "Retry-After": retryAfterHeader };
-      const example = problemExamples[status]?.body();
+      const headers = typeof entry !== "number" && entry.retryAfter ? { "Retry-After": retryAfterHeader } : problemHeaders(status);
+      const example = ((typeof entry === "number" ? undefined : entry.example) ?? problemExamples[status])?.body();
       return [
         status,
         {
-          description: problemDescriptions[status] ?? "Error.",
+          description: (typeof entry === "number" ? undefined : entry.description) ?? problemDescriptions[status] ?? "Error.",
           content: { "application/problem+json": { schema: asSchema(problemSchema), ...(example ? { example } : {}) } },
           ...(headers ? { headers } : {}),
         },
       ];
     }),
+  );
+
+/**
+ * The answers of an operation that reads a request body (imports, a webhook subscription), beyond the usual ones:
+ * a body refused before it is read because too many are in flight (429, 503), or cut off because it stalled (408).
+ */
+export const bodyProblemResponses = (limits: { uploadsPerEnvironment: number; bodyStallSeconds: number; bodyMinBytesPerSecond: number }) =>
+  problemResponses(
+    {
+      status: 408,
+      description:
+        `The request body stopped arriving (nothing for ${limits.bodyStallSeconds} seconds)` +
+        (limits.bodyMinBytesPerSecond > 0 ? `, or arrived at under ${limits.bodyMinBytesPerSecond} bytes a second on average after those first ${limits.bodyStallSeconds} seconds` : "") +
+        ": nothing was accepted, and the connection is closed. Send the request again.",
+      example: bodyTimeout({ stallSeconds: limits.bodyStallSeconds, minBytesPerSecond: limits.bodyMinBytesPerSecond }, "stalled"),
+    },
+    {
+      status: 429,
+      description:
+        "Too many wrong API keys came from this address (no key is checked until Retry-After seconds have passed); or this environment already has as many request " +
+        `bodies over 64 KiB in flight as it may (${limits.uploadsPerEnvironment}), or as many bytes of them as its share of the server's budget (half of it): the body was not read, ` +
+        "nothing was accepted, and the connection is closed. Send it again after Retry-After seconds; `detail` says which.",
+      example: environmentBusy(`This environment already has ${limits.uploadsPerEnvironment} request bodies in flight, the most it may have at once. Send this one again when one of them has been answered.`),
+    },
+    {
+      status: 503,
+      description:
+        "The server is holding as many request bodies in memory as it may, and this one's Content-Length (or a chunked body's growing buffer) does not fit " +
+        "in what is left: the body was not read (or no more of it), nothing was accepted, and the connection is closed. Or the server could not use its storage just now; " +
+        "nothing was accepted or changed. Either way, send the request again after Retry-After seconds.",
+      example: serverBusy("The server is holding as many request bodies in memory as it may just now; nothing of this one was read or accepted. Send it again after Retry-After seconds."),
+    },
   );

@@ -12,6 +12,7 @@ const typeByStatus: Record<number, string> = {
   401: "https://tools.ietf.org/html/rfc9110#section-15.5.2",
   404: "https://tools.ietf.org/html/rfc9110#section-15.5.5",
   405: "https://tools.ietf.org/html/rfc9110#section-15.5.6",
+  408: "https://tools.ietf.org/html/rfc9110#section-15.5.9",
   409: "https://tools.ietf.org/html/rfc9110#section-15.5.10",
   413: "https://tools.ietf.org/html/rfc9110#section-15.5.14",
   415: "https://tools.ietf.org/html/rfc9110#section-15.5.16",
@@ -110,6 +111,36 @@ export const unsupportedMediaType = (received: string | null) =>
 
 export const serviceUnavailable = (detail: string, retryAfterSeconds = 5) =>
   new Problem(503, "Service Unavailable", detail, undefined, { "retry-after": String(retryAfterSeconds) });
+
+// Cut off while its body arrives (too slowly, or not at all): the connection is closed after the answer (Bun does
+// so when told), rather than left to Bun's idle timeout.
+const closeAfter = { connection: "close" };
+
+// Refused before the body was read (429, 503), the connection is left open on purpose: Bun then reads the rest of
+// the body and drops it, holding none of it, so that a client still sending its body (as most do before they read
+// an answer) gets the answer, where a close would reset the connection under it and lose it. Retry-After 5: uploads
+// in flight are answered within seconds, or cut off (408) within the stall time.
+
+/** The server's budget of request bodies in memory is spent (uploads.ts). */
+export const serverBusy = (detail: string) => new Problem(503, "Service Unavailable", detail, undefined, { "retry-after": "5" });
+
+/** This environment has as many request bodies in flight as it may (uploads.ts). */
+export const environmentBusy = (detail: string) => new Problem(429, "Too Many Requests", detail, undefined, { "retry-after": "5" });
+
+/** A body that stopped arriving, or arrives far too slowly (uploads.ts, watchBody; body.ts for one read in one go). */
+export const bodyTimeout = (limits: { stallSeconds: number; minBytesPerSecond: number }, why: "stalled" | "crawling" | "late") =>
+  new Problem(
+    408,
+    "Request Timeout",
+    (why === "stalled"
+      ? `No byte of the request body arrived for ${limits.stallSeconds} seconds`
+      : why === "crawling"
+        ? `The request body arrived at under ${limits.minBytesPerSecond} bytes a second, the least the server waits for`
+        : `The request body had not arrived in ${limits.stallSeconds} seconds plus its length at ${limits.minBytesPerSecond} bytes a second, the least the server waits for`) +
+      "; nothing was accepted. Send the request again (over a faster connection, or in smaller requests).",
+    undefined,
+    closeAfter,
+  );
 
 export const insufficientStorage = () =>
   new Problem(507, "Insufficient Storage", "The server has no room to store this; nothing was accepted or changed. Try again later or ask the operator to free disk space.", undefined, { "retry-after": "60" });

@@ -7,6 +7,7 @@ import type { Log } from "../log";
 import type { Metrics } from "../observability/metrics";
 import type { ReadinessReport } from "../observability/readiness";
 import type { JobQueue, JobReads, RecordReads, WebhookStore } from "../store/ports";
+import type { UploadGate } from "./uploads";
 
 /** What the HTTP layer is handed; built in server.ts, so that tests build their own. */
 export type Services = {
@@ -15,6 +16,8 @@ export type Services = {
   access: Access;
   failedAuthentications: FailureLimiter;
   intake: IntakeService;
+  /** Request bodies in flight: the server's budget and each environment's share. */
+  uploads: UploadGate;
   jobs: JobReads;
   queue: Pick<JobQueue, "cancel">;
   jobWaits: JobWaits;

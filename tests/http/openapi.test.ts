@@ -1,5 +1,6 @@
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { loadConfig } from "../../src/config";
 import { buildApp } from "../../src/http/app";
 import type { Services } from "../../src/http/services";
 import { resources } from "../../src/resources/registry";
@@ -283,7 +284,7 @@ describe("the OpenAPI document", () => {
 
   test("documents every route the app serves, under a server whose URL is the environment's base URL (env, 'default' by default)", () => {
     // The app's own route table, built as the server builds it; nothing is listed by hand.
-    const app = buildApp({ stores: new Map(resources.map((resource) => [resource.path, {}])), access: {}, log: () => {} } as unknown as Services);
+    const app = buildApp({ stores: new Map(resources.map((resource) => [resource.path, {}])), access: {}, config: loadConfig({}, {}), log: () => {} } as unknown as Services);
     const served = app.routes.map((route) => `${route.method} ${route.path.replace(/:(\w+)/g, "{$1}")}`);
     // The environment is the server variable: the spec's {base_url} is the server URL, and paths hang under it.
     const [server] = document.servers as Array<{ url: string; variables: Record<string, { default: string }> }>;
@@ -315,7 +316,7 @@ describe("the OpenAPI document", () => {
     const post = document.paths["/v2/assets"]!.post!;
     expect(post.parameters?.find((parameter) => parameter.name === "Idempotency-Key")).toMatchObject({ in: "header", required: false });
     expect(JSON.stringify(post.responses["202"])).toContain("Idempotent-Replayed");
-    expect(Object.keys(post.responses).sort()).toEqual(["202", "400", "401", "405", "413", "415", "422", "429", "503", "507"]);
+    expect(Object.keys(post.responses).sort()).toEqual(["202", "400", "401", "405", "408", "413", "415", "422", "429", "503", "507"]);
     expect(JSON.stringify(resolved(post.responses["202"]))).toContain("importJobStatus");
     expect(JSON.stringify(resolved(document.paths["/v2/status/{id}"]!.get!.responses["200"]))).toContain("recordCount");
     for (const resource of resources) {

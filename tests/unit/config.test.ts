@@ -28,6 +28,11 @@ const samples: Record<keyof typeof options, [string, string | number | boolean |
   logLevel: ["debug", "debug"],
   logFormat: ["pretty", "pretty"],
   metricsEnvironmentLabels: ["true", true],
+  // Request bodies in flight.
+  bodyBudgetBytes: ["67108864", 67108864],
+  uploadsPerEnvironment: ["2", 2],
+  bodyStallSeconds: ["10", 10],
+  bodyMinBytesPerSecond: ["0", 0],
 };
 const otherSamples: Record<keyof typeof options, string> = {
   port: "9191",
@@ -48,6 +53,11 @@ const otherSamples: Record<keyof typeof options, string> = {
   logLevel: "warn",
   logFormat: "json",
   metricsEnvironmentLabels: "false",
+  // Request bodies in flight.
+  bodyBudgetBytes: "1048576",
+  uploadsPerEnvironment: "8",
+  bodyStallSeconds: "5",
+  bodyMinBytesPerSecond: "1024",
 };
 
 // Options that need another beside them: a certificate comes with its key.

@@ -7,7 +7,7 @@ import { maxErrorKeys } from "../../resources/validate";
 import { authentication } from "../auth";
 import { readBody, requireJson } from "../body";
 import type { OpenAPIV3 } from "openapi-types";
-import { environmentParameter, jsonBody, jsonResponse, problemResponses, resourceOperationIds } from "../openapi";
+import { bodyProblemResponses, environmentParameter, jsonBody, jsonResponse, problemResponses, resourceOperationIds } from "../openapi";
 import { youSent } from "../paging";
 import { resourceSchemas } from "../schemas";
 import { idempotencyKeyReused, validationProblem } from "../problem";
@@ -65,8 +65,15 @@ function importRoute(services: Services, resource: ResourceDefinition) {
       requireJson(request.headers.get("content-type"));
       const idempotencyKey = readIdempotencyKey(request.headers.get("idempotency-key"));
       const dryRun = readDryRun(query.dryRun);
-      const body = await readBody(request, services.config.maxBodyBytes);
-      const result = await services.intake.accept({ environmentId, environment: params.env, resource, body, idempotencyKey, dryRun });
+      // Held until the intake has stored the body: until then its buffer lives on, here or in a worker thread.
+      const upload = services.uploads.begin(environmentId);
+      let result: Awaited<ReturnType<typeof services.intake.accept>>;
+      try {
+        const body = await readBody(request, services.config.maxBodyBytes, upload);
+        result = await services.intake.accept({ environmentId, environment: params.env, resource, body, idempotencyKey, dryRun });
+      } finally {
+        upload.end();
+      }
       if (!result.ok && "idempotencyConflict" in result) throw idempotencyKeyReused();
       if (!result.ok) {
         const shown = Object.values(result.errors).reduce((sum, messages) => sum + messages.length, 0);
@@ -98,7 +105,8 @@ function importRoute(services: Services, resource: ResourceDefinition) {
             }),
             links: jobLinks,
           },
-          ...problemResponses(400, 401, 429, 413, 415, 422, 503, 507),
+          ...problemResponses(400, 401, 413, 415, 422, 507),
+          ...bodyProblemResponses(services.config),
         },
         operationId: resourceOperationIds(resource.jobType).importRecords,
         summary: `Import ${resource.noun} records`,
@@ -108,7 +116,13 @@ function importRoute(services: Services, resource: ResourceDefinition) {
           `Records are upserted by id when the job runs; poll the job's statusUrl until it is terminal. ` +
           `Unknown fields are ignored; no field's text may hold the NUL character (\\u0000), which is a 400; ` +
           `a lone surrogate (\\uD800 to \\uDFFF, not part of a pair) is taken as U+FFFD, as it is stored. ` +
-          `Send at most 100 MB per request (under 8 MB is recommended).`,
+          `Send at most 100 MB per request (under 8 MB is recommended). ` +
+          `The server holds a limited number of request bodies in memory at once: an environment may send ${services.config.uploadsPerEnvironment} bodies over 64 KiB at a time (one more is a 429), ` +
+          `and when the server's budget for all of them is spent, a body whose Content-Length does not fit is a 503; either comes with Retry-After, before the body is read. ` +
+          `A chunked body (no Content-Length) is reserved as it arrives, and cut off with 503 if the budget runs out on the way: send a Content-Length. ` +
+          `A body of which nothing arrives for ${services.config.bodyStallSeconds} seconds` +
+          (services.config.bodyMinBytesPerSecond > 0 ? `, or that arrives at under ${services.config.bodyMinBytesPerSecond} bytes a second on average after those first seconds,` : "") +
+          ` is cut off with 408.`,
       },
     },
   );

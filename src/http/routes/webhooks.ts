@@ -9,7 +9,7 @@ import { PingLimit, pingsPerMinute } from "../../webhooks/ping-limit";
 import { sendWebhook } from "../../webhooks/send";
 import { authentication } from "../auth";
 import { readBody, requireJson } from "../body";
-import { environmentParameter, jsonBody, jsonResponse, pathParameter, problemResponses } from "../openapi";
+import { bodyProblemResponses, environmentParameter, jsonBody, jsonResponse, pathParameter, problemResponses } from "../openapi";
 import { notFound, Problem, tooManyPings, validationProblem } from "../problem";
 import { createdWebhookSchema, deliveryListSchema, maxUrlLength, pingResultSchema, webhookListSchema, webhookRequestSchema } from "../schemas";
 import type { Services } from "../services";
@@ -69,7 +69,14 @@ export const webhookRoutes = (services: Services) => {
       "/webhooks",
       async ({ request, environmentId, params, set }) => {
         requireJson(request.headers.get("content-type"));
-        const wanted = readSubscription(await readBody(request, 64 * 1024));
+        // In the environment's share of the budget, as every body: small, but a few thousand of them stalled would not be.
+        const upload = services.uploads.begin(environmentId);
+        let wanted: { url: string; events: string[] };
+        try {
+          wanted = readSubscription(await readBody(request, 64 * 1024, upload));
+        } finally {
+          upload.end();
+        }
         // Where it points is checked now, its name resolved as each delivery will: a URL into the appliance's network
         // is refused here, not only at delivery.
         let url: URL;
@@ -121,7 +128,8 @@ export const webhookRoutes = (services: Services) => {
                 secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwx5rT1p0kBkU=",
               },
             ),
-            ...problemResponses(400, 401, 429, 415, 422, 503),
+            ...problemResponses(400, 401, 413, 415, 422),
+            ...bodyProblemResponses(services.config),
           },
         },
       },
