@@ -268,6 +268,10 @@ export function loadConfig(flags: Record<string, string | boolean | undefined>, 
   if ((config.tlsCert === undefined) !== (config.tlsKey === undefined)) {
     throw new ConfigError(`--tls-cert and --tls-key go together: give both, the certificate and its key (or neither, for a self-signed certificate)`);
   }
+  // Otherwise every body between the two would be refused 503 for ever, however idle the server.
+  if ((config.bodyBudgetBytes as number) < (config.maxBodyBytes as number)) {
+    throw new ConfigError(`--body-budget-bytes (${config.bodyBudgetBytes}) is less than --max-body-bytes (${config.maxBodyBytes}): a body between the two could never be read. Raise the budget, or lower the hard limit`);
+  }
   if (config.tlsCert !== undefined && config.insecureHttp) throw new ConfigError("--insecure-http and --tls-cert ask for opposite things: serve HTTPS with the certificate, or plain HTTP, not both");
   const killProcessOnRecordId = env.IMPORTD_TEST_KILL_PROCESS_ON_RECORD_ID || undefined;
   const killProcessAfterCommitOnRecordId = env.IMPORTD_TEST_KILL_AFTER_COMMIT_ON_RECORD_ID || undefined;

@@ -29,7 +29,7 @@ const samples: Record<keyof typeof options, [string, string | number | boolean |
   logFormat: ["pretty", "pretty"],
   metricsEnvironmentLabels: ["true", true],
   // Request bodies in flight.
-  bodyBudgetBytes: ["67108864", 67108864],
+  bodyBudgetBytes: ["536870912", 536870912],
   uploadsPerEnvironment: ["2", 2],
   bodyStallSeconds: ["10", 10],
   bodyMinBytesPerSecond: ["0", 0],
@@ -95,6 +95,11 @@ describe("precedence: flag > IMPORTD_* > default, for every option", () => {
     expect(() => loadConfig({ "tls-cert": "/c.pem" }, {})).toThrow("--tls-cert and --tls-key go together");
     expect(() => loadConfig({}, { IMPORTD_TLS_KEY: "/k.pem" })).toThrow("--tls-cert and --tls-key go together");
     expect(() => loadConfig({ "tls-cert": "/c.pem", "tls-key": "/k.pem", "insecure-http": true }, {})).toThrow("--insecure-http and --tls-cert ask for opposite things");
+  });
+
+  test("a body budget below the hard limit is refused, since a body between the two could never be read", () => {
+    expect(() => loadConfig({ "body-budget-bytes": "1048576" }, {})).toThrow("--body-budget-bytes (1048576) is less than --max-body-bytes (104857600)");
+    expect(loadConfig({ "body-budget-bytes": "1048576", "max-body-bytes": "1048576" }, {}).bodyBudgetBytes).toBe(1048576);
   });
 
   test("a default main decides (pretty logs on a terminal) is still beaten by IMPORTD_LOG_FORMAT and --log-format", () => {
