@@ -149,6 +149,11 @@ test("deploy/importd.service: a dedicated user, its state directory, hardening, 
   // Bun's JIT needs W+X memory: this one must stay off.
   expect(settings.get("MemoryDenyWriteExecute")).toBe("no");
   expect(Number(settings.get("TimeoutStopSec"))).toBeGreaterThan(options.shutdownTimeout.default);
+  // Room for what the default body budget admits at once (two 100 MB imports peaked at 2.0 GB), reclaim before the kill.
+  const gigabytes = (value: string | undefined) => Number(/^(\d+)G$/.exec(value ?? "")?.[1]);
+  expect(options.bodyBudgetBytes.default).toBeLessThanOrEqual(2 * options.maxBodyBytes.default + 64 * 1024 * 1024);
+  expect(gigabytes(settings.get("MemoryHigh"))).toBeGreaterThanOrEqual(3);
+  expect(gigabytes(settings.get("MemoryMax"))).toBeGreaterThan(gigabytes(settings.get("MemoryHigh")));
   // Freed memory kept a second, as `npm start` keeps it (README, "Configuration"); every address, so HTTPS.
   expect(settings.get("Environment")).toBe("MIMALLOC_PURGE_DELAY=1000 IMPORTD_HOST=0.0.0.0");
   const scripts = (JSON.parse(readFileSync(join(projectRoot, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
