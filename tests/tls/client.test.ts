@@ -20,7 +20,8 @@ beforeAll(async () => {
   plain = await spawnServer(join(work, "plain"), []);
   certificate = join(dataDir, "tls", "importd.crt");
   port = Number(new URL(server.url).port);
-});
+  // Two servers, one making its certificate: longer than bun's 5 s for a hook on a busy machine.
+}, 30_000);
 afterAll(() => {
   server?.proc.kill("SIGKILL");
   plain?.proc.kill("SIGKILL");
