@@ -2,6 +2,7 @@
 // and the console's download are written by this one piece of code.
 import { stringify } from "csv-stringify/browser/esm/sync";
 import type { Format, SourceRecord } from "./source";
+import { isMeta } from "./fields";
 import { neutralizedCell, neutralizedNote } from "./spreadsheet-cell";
 
 /**
@@ -18,19 +19,16 @@ export function rejectedFileName(name: string, { n = 1, tag = "" }: { n?: number
 /**
  * The text of a rejected file: the records that were not applied, in the input's own format, each with its reason
  * (`_error`) and where it stood in the input (`_line`, or `_index` for a JSON array), so that a person can fix them
- * there and import that file. A CSV keeps the input's columns (those importd adds, `_…`, are written afresh), its
- * cells neutralized for spreadsheets (spreadsheet-cell.ts), which the importer undoes when it reads the file back.
+ * there and import that file. A CSV keeps the input's columns (those importd adds, `_…`, are written afresh) and each
+ * row's cells as they were, whatever their number, neutralized for spreadsheets (spreadsheet-cell.ts), which the importer undoes when it reads the file back.
  */
 export class RejectedRows {
-  private readonly dataColumns: number[];
   private rows = 0;
 
   constructor(
     private readonly format: Format,
     private readonly headers: string[] = [],
-  ) {
-    this.dataColumns = headers.flatMap((header, column) => (header.startsWith("_") ? [] : [column]));
-  }
+  ) {}
 
   get count(): number {
     return this.rows;
@@ -44,7 +42,8 @@ export class RejectedRows {
   add(source: SourceRecord, error: string, text?: string): string {
     const start = this.rows++ === 0 ? this.start() : "";
     if (this.format === "csv") {
-      const cells = this.dataColumns.map((column) => source.cells?.[column] ?? "");
+      // The row's data cells as they were, however many (a stray delimiter, a cell missing): never padded or cut.
+      const cells = source.cells ?? [];
       return start + stringify([[...cells.map(neutralizedCell), neutralizedNote(error), String(source.line ?? "")]]);
     }
     const where = this.format === "json" ? { _index: source.index } : { _line: source.line };
@@ -61,7 +60,7 @@ export class RejectedRows {
   }
 
   private start(): string {
-    if (this.format === "csv") return stringify([[...this.dataColumns.map((column) => this.headers[column]!), "_error", "_line"].map(neutralizedCell)]);
+    if (this.format === "csv") return stringify([[...this.headers.filter((header) => !isMeta(header)), "_error", "_line"].map(neutralizedCell)]);
     return this.format === "json" ? "[\n" : "";
   }
 }

@@ -17,7 +17,8 @@ export const formats = ["csv", "ndjson", "json"] as const;
 export type Format = (typeof formats)[number];
 
 /**
- * `line` for CSV and NDJSON (1-based), `index` for a JSON array (0-based). `cells` keeps a CSV row as it was;
+ * `line` for CSV and NDJSON (1-based), `index` for a JSON array (0-based). `cells` keeps a CSV row's data as it was
+ * (whatever its length; a rejected file's `_error` and `_line` left out);
  * `raw`, the text of a JSON line or element that could not be read, so that the rejected file gives it back.
  */
 export type SourceRecord = { record?: Record<string, unknown>; problem?: string; line?: number; index?: number; cells?: string[]; raw?: string };
@@ -202,32 +203,54 @@ function csvProblem(path: string, error: Error & { lines?: number }): SourceErro
   return new SourceError(`${path} line ${error.lines ?? "?"}: the CSV cannot be read (${what}).`);
 }
 
+/**
+ * Which of a row's cells are data, and which are notes (a rejected file's `_error` and `_line`, columns named `_…`).
+ * A row as long as the header has its notes where the header has them. A row of another length (a stray delimiter,
+ * a cell missing) keeps them where importd wrote them, at its end: the header's trailing notes are its last cells,
+ * so that they are never counted as data, nor carried as data into the next rejected file (issue 44).
+ */
+export function dataCellsOf(headers: readonly string[]): (cells: string[]) => string[] {
+  const notes = headers.map(isMeta);
+  if (!notes.includes(true)) return (cells) => cells;
+  let trailing = 0;
+  while (trailing < headers.length && notes[headers.length - 1 - trailing]) trailing++;
+  const leading = headers.length - trailing;
+  return (cells) => {
+    if (cells.length === headers.length) return cells.filter((_, column) => !notes[column]);
+    const body = cells.length > trailing ? cells.slice(0, cells.length - trailing) : cells;
+    return body.filter((_, column) => column >= leading || !notes[column]);
+  };
+}
+
 async function* readCsv(text: AsyncIterable<string>, path: string, schema: TObject, { delimiter, lineEnding, headers }: CsvDialect): AsyncGenerator<SourceRecord> {
   const { numbers } = fieldPaths(schema);
-  const columns = headers.map((header) => ({ header, meta: isMeta(header) || header === "", number: numbers.has(header), parts: header.split(".") }));
+  // The data columns alone: a rejected file's notes are not the record's, and its rows are read without them.
+  const columns = headers.filter((header) => !isMeta(header)).map((header) => ({ header, skip: header === "", number: numbers.has(header), parts: header.split(".") }));
+  const dataCells = dataCellsOf(headers);
+  const counted = columns.length === headers.length ? "" : ` besides ${headers.filter(isMeta).join(" and ")}`;
   // importd's own rejected file: its cells were neutralized for spreadsheets, and are read as the values they stand for.
   const restore = isRejectedFile(headers);
   let previousEnd = 0;
   let header = true;
   try {
     for await (const { record: read, info } of csvRows(text, { delimiter, lineEnding })) {
-      const cells = restore ? read.map(restoredCell) : read;
+      const cells = dataCells(restore ? read.map(restoredCell) : read);
       const line = previousEnd + 1;
       previousEnd = info.lines;
       if (header) {
         header = false;
         continue;
       }
-      if (cells.length !== headers.length) {
-        yield { line, cells, problem: `this row has ${cells.length} cells; the header row has ${headers.length}` };
+      if (cells.length !== columns.length) {
+        yield { line, cells, problem: `this row has ${cells.length} cells; the header row has ${columns.length}${counted}` };
         continue;
       }
       // Dotted headers become nested fields; empty cells are absent; number columns become numbers.
       const record: Record<string, unknown> = {};
       for (let column = 0; column < columns.length; column++) {
         const cell = cells[column]!;
-        const { meta, number, parts } = columns[column]!;
-        if (meta || cell === "") continue;
+        const { skip, number, parts } = columns[column]!;
+        if (skip || cell === "") continue;
         const value = number && cell.trim() !== "" && Number.isFinite(Number(cell)) ? Number(cell) : cell;
         let target = record;
         for (let part = 0; part < parts.length - 1; part++) target = (target[parts[part]!] ??= {}) as Record<string, unknown>;

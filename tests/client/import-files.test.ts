@@ -239,6 +239,39 @@ describe("the rejected file", () => {
     expect(existsSync(another)).toBe(false);
   }, 60_000);
 
+  test("a row with a cell too many or too few comes back exactly as it was; fixed there, the rejected file imports, its _error and _line never read as data", async () => {
+    // Issue 44's report: an unquoted "Main St, east" makes 10 cells under 9 columns; the last cell was lost.
+    const file = write("shapes.csv", [header, "SH-1,north,Main St, east,ACT,water,pipe,Point,1,2", "SH-2,north,Short,ACT,water,pipe,Point", row("SH-3")].join("\n") + "\n");
+    const first = await run(file);
+    expect(first.code).toBe(1);
+    expect(first.stdout).toContain("3 records, 1 applied, 2 rejected");
+    const rejectedPath = join(dir, "shapes.rejected.csv");
+    const rejected = readFileSync(rejectedPath, "utf8");
+    expect(rejected).toBe(
+      `${header},_error,_line\n` +
+        "SH-1,north,Main St, east,ACT,water,pipe,Point,1,2,this row has 10 cells; the header row has 9,2\n" +
+        "SH-2,north,Short,ACT,water,pipe,Point,this row has 7 cells; the header row has 9,3\n",
+    );
+
+    // Imported again unchanged: the same two rows, for the same reasons (the notes are not counted as cells), and
+    // the next rejected file holds each row once more as it was, without the old _error as data.
+    const again = await run(rejectedPath);
+    expect(again.stdout).toContain("2 records, 0 applied, 2 rejected");
+    const next = readFileSync(join(dir, "shapes.rejected.rejected.csv"), "utf8");
+    expect(next).toBe(
+      `${header},_error,_line\n` +
+        "SH-1,north,Main St, east,ACT,water,pipe,Point,1,2,this row has 10 cells; the header row has 9 besides _error and _line,2\n" +
+        "SH-2,north,Short,ACT,water,pipe,Point,this row has 7 cells; the header row has 9 besides _error and _line,3\n",
+    );
+
+    // Fixed as a person would: the name quoted, the missing cells added.
+    writeFileSync(rejectedPath, rejected.replace("Main St, east", '"Main St, east"').replace("Point,this row has 7", "Point,1,2,this row has 7"));
+    const fixed = await run(rejectedPath);
+    expect({ code: fixed.code, stdout: fixed.stdout }).toMatchObject({ code: 0, stdout: expect.stringContaining("2 records, 2 applied, 0 rejected") });
+    expect(await storedName("SH-1")).toBe("Main St, east");
+    expect(await storedName("SH-2")).toBe("Short");
+  }, 60_000);
+
   test("an unreadable JSON element comes back as it was after a note, and once fixed there it is imported", async () => {
     const file = write("broken.json", `[${JSON.stringify(asset(80))},\n{"id": "A-0000081", "name": oops},\n${JSON.stringify(asset(82))}]`);
     const result = await run(file);

@@ -11,7 +11,7 @@ import { inConsoleWords } from "../../src/console/import/words";
 import { nearestField } from "../../src/importer/fields";
 import { Journal } from "../../src/importer/journal";
 import { rejectedFileName } from "../../src/importer/rejected-rows";
-import { formatOf, readJsonArray, readNdjson, readSource, type Format } from "../../src/importer/source";
+import { dataCellsOf, formatOf, readJsonArray, readNdjson, readSource, type Format } from "../../src/importer/source";
 import { surveyFile, unknownFieldsMessage } from "../../src/importer/survey";
 import { importSummary, type Summary } from "../../src/importer/summary";
 import { invalidUtf8At, SourceError, type InputFile } from "../../src/importer/text";
@@ -66,6 +66,18 @@ describe("Chunker: requests without the same id twice, each id's records in the 
     expect(chunks.map((chunk) => chunk.items)).toEqual([["x1", "y1", "z1"], ["x2"], ["x3"]]);
     expect(heard).toEqual([["x2", "x1"], ["x3", "x2"]]);
   });
+});
+
+test("a row's data cells: a rejected file's notes left out by position, or from its end when the row is longer or shorter than the header", () => {
+  const plain = dataCellsOf(["id", "name"]);
+  expect(plain(["a", "b", "c"])).toEqual(["a", "b", "c"]);
+  const rejected = dataCellsOf(["id", "name", "_error", "_line"]);
+  expect(rejected(["a", "b", "why", "2"])).toEqual(["a", "b"]);
+  expect(rejected(["a", "b", "c", "why", "2"])).toEqual(["a", "b", "c"]);
+  expect(rejected(["a", "why", "2"])).toEqual(["a"]);
+  const noteInside = dataCellsOf(["_note", "id", "name", "_error", "_line"]);
+  expect(noteInside(["n", "a", "b", "why", "2"])).toEqual(["a", "b"]);
+  expect(noteInside(["n", "a", "b", "c", "why", "2"])).toEqual(["a", "b", "c"]);
 });
 
 describe("CSV dialect", () => {
