@@ -222,6 +222,20 @@ export function dataCellsOf(headers: readonly string[]): (cells: string[]) => st
   };
 }
 
+/** The line breaks inside a row's cells as a text editor counts them (CRLF, LF or CR alone: one each), and its CRLFs. */
+function lineBreaksIn(cells: string[]): { breaks: number; crlfs: number } {
+  let breaks = 0;
+  let crlfs = 0;
+  for (const cell of cells) {
+    for (let at = cell.search(/[\r\n]/); at !== -1 && at < cell.length; at++) {
+      const c = cell.charCodeAt(at);
+      if (c === 0x0d && cell.charCodeAt(at + 1) === 0x0a) (crlfs++, breaks++, at++);
+      else if (c === 0x0d || c === 0x0a) breaks++;
+    }
+  }
+  return { breaks, crlfs };
+}
+
 async function* readCsv(text: AsyncIterable<string>, path: string, schema: TObject, { delimiter, lineEnding, headers }: CsvDialect): AsyncGenerator<SourceRecord> {
   const { numbers } = fieldPaths(schema);
   // The data columns alone: a rejected file's notes are not the record's, and its rows are read without them.
@@ -230,13 +244,23 @@ async function* readCsv(text: AsyncIterable<string>, path: string, schema: TObje
   const counted = columns.length === headers.length ? "" : ` besides ${headers.filter(isMeta).join(" and ")}`;
   // importd's own rejected file: its cells were neutralized for spreadsheets, and are read as the values they stand for.
   const restore = isRejectedFile(headers);
-  let previousEnd = 0;
+  let parsedEnd = 0;
+  let crlfsInCells = 0;
   let header = true;
   try {
     for await (const { record: read, info } of csvRows(text, { delimiter, lineEnding })) {
+      // A row's line is where it starts, as a text editor (and grep -n) counts: csv-parse counts a CRLF inside a
+      // quoted cell as two lines, and tells where a row ends. Only a row that spans lines (or follows empty ones)
+      // can hold a line break: the others, nearly all, are not looked into.
+      let breaks = 0;
+      if (info.lines - parsedEnd > 1) {
+        const inCells = lineBreaksIn(read);
+        crlfsInCells += inCells.crlfs;
+        breaks = inCells.breaks;
+      }
+      parsedEnd = info.lines;
+      const line = info.lines - crlfsInCells - breaks;
       const cells = dataCells(restore ? read.map(restoredCell) : read);
-      const line = previousEnd + 1;
-      previousEnd = info.lines;
       if (header) {
         header = false;
         continue;

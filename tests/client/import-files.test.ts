@@ -200,6 +200,20 @@ describe("files that are not what they seem", () => {
     expect(await storedName("CR-3")).toBe("Asset CR-3");
   }, 60_000);
 
+  test("line numbers are a text editor's after a CRLF inside a quoted cell: in messages, in --validate-only and in _line", async () => {
+    // Issue 44: each CRLF in a quoted cell counted as two lines, so every later row was said to be further down.
+    const lines = [header, 'LN-2,north,"two\r\nlines",ACT,water,pipe,Point,1,2', 'LN-4,north,"three\r\nlines\r\nhere",ACT,water,pipe,Point,1,2', "", "LN-8,nowhere,Eight,ACT,water,pipe,Point,1,2", "LN-9,north,Nine,ACT,water,pipe,Point"];
+    const file = write("editor-lines.csv", `${lines.join("\r\n")}\r\n`);
+    const checked = await importd(["import", file, "--resource", "assets", "--validate-only"]);
+    expect(checked.stdout).toContain("line 9: this row has 7 cells; the header row has 9");
+    const result = await run(file);
+    expect(result.stdout).toContain("4 records, 2 applied, 2 rejected");
+    const rejected = readFileSync(join(dir, "editor-lines.rejected.csv"), "utf8").split(/\r?\n/);
+    expect(rejected[1]).toStartWith("LN-8,nowhere,");
+    expect(rejected[1]).toEndWith(",8");
+    expect(rejected[2]).toBe("LN-9,north,Nine,ACT,water,pipe,Point,this row has 7 cells; the header row has 9,9");
+  }, 60_000);
+
   test("--format reads a file whose name does not say what it holds; an unknown extension names --format", async () => {
     const text = write("records.txt", [JSON.stringify(asset(70)), JSON.stringify(asset(71))].join("\n"));
     expect(await refused(text)).toContain("pass --format csv, ndjson or json");

@@ -278,6 +278,18 @@ describe("a file read from a web byte stream, as a browser's File gives it", () 
     }
   });
 
+  test("CSV rows are on the lines a text editor shows: a CRLF inside a quoted cell is one line break, as outside", async () => {
+    const header = "id,subAreaId,name,status,assetCategoryId,assetTypeId,shapeType,startPoint,endPoint";
+    for (const ending of ["\r\n", "\n"]) {
+      const text = [header, 'L-2,north,"two\r\nlines",ACT,water,pipe,Point,,', 'L-4,north,"three\r\nlines\nhere",ACT,water,pipe,Point,,', "", "L-8,north,After,ACT,water,pipe,Point,,"].join(ending);
+      const file = fromBlob("lines.csv", text);
+      const survey = await surveyFile(file, "csv", assetResource);
+      const lines: Array<number | undefined> = [];
+      for await (const source of readSource(file, "csv", assetResource.schema, survey.csv)) lines.push(source.line);
+      expect({ ending, lines }).toEqual({ ending, lines: [2, 4, 8] });
+    }
+  });
+
   test("what is not UTF-8 is refused with the file's name and line, as from a local file", async () => {
     const latin1 = new Uint8Array([...new TextEncoder().encode('{"id":"A-1"}\n{"id":"caf'), 0xe9, ...new TextEncoder().encode('"}\n')]);
     const refused = await surveyFile(fromBlob("export.ndjson", latin1), "ndjson", assetResource).catch((error) => error);
