@@ -26,8 +26,12 @@ export type SourceRecord = { record?: Record<string, unknown>; problem?: string;
 /** `line 12` or `index 3`: where a record stood in its file. */
 export const where = (source: SourceRecord) => (source.line !== undefined ? `line ${source.line}` : `index ${source.index}`);
 
-/** How a CSV file is read: what the survey found (or --delimiter said). */
-export type CsvDialect = { delimiter: string; lineEnding: LineEnding | undefined; headers: string[] };
+/**
+ * How a CSV file is read, and its rejected file written: what the survey found (or --delimiter said). `bom`: it
+ * starts with a UTF-8 byte order mark (Excel's "CSV UTF-8"); `quoted`: every cell of its header is in quotes, as
+ * in a file written with every cell quoted.
+ */
+export type CsvDialect = { delimiter: string; lineEnding: LineEnding | undefined; headers: string[]; bom: boolean; quoted: boolean };
 
 /** The format of `path` by its name (`.tsv` is CSV with tabs), or a SourceError that names --format. */
 export function formatOf(path: string): Format {

@@ -202,14 +202,14 @@ describe("files that are not what they seem", () => {
 
   test("line numbers are a text editor's after a CRLF inside a quoted cell: in messages, in --validate-only and in _line", async () => {
     // Issue 44: each CRLF in a quoted cell counted as two lines, so every later row was said to be further down.
-    const lines = [header, 'LN-2,north,"two\r\nlines",ACT,water,pipe,Point,1,2', 'LN-4,north,"three\r\nlines\r\nhere",ACT,water,pipe,Point,1,2', "", "LN-8,nowhere,Eight,ACT,water,pipe,Point,1,2", "LN-9,north,Nine,ACT,water,pipe,Point"];
+    const lines = [header, 'LN-2,north,"two\r\nlines",ACT,water,pipe,Point,1,2', 'LN-4,north,"three\r\nlines\r\nhere",ACT,water,pipe,Point,1,2', "", "LN-8,no-such-area,Eight,ACT,water,pipe,Point,1,2", "LN-9,north,Nine,ACT,water,pipe,Point"];
     const file = write("editor-lines.csv", `${lines.join("\r\n")}\r\n`);
     const checked = await importd(["import", file, "--resource", "assets", "--validate-only"]);
     expect(checked.stdout).toContain("line 9: this row has 7 cells; the header row has 9");
     const result = await run(file);
     expect(result.stdout).toContain("4 records, 2 applied, 2 rejected");
     const rejected = readFileSync(join(dir, "editor-lines.rejected.csv"), "utf8").split(/\r?\n/);
-    expect(rejected[1]).toStartWith("LN-8,nowhere,");
+    expect(rejected[1]).toStartWith("LN-8,no-such-area,");
     expect(rejected[1]).toEndWith(",8");
     expect(rejected[2]).toBe("LN-9,north,Nine,ACT,water,pipe,Point,this row has 7 cells; the header row has 9,9");
   }, 60_000);
@@ -284,6 +284,28 @@ describe("the rejected file", () => {
     expect({ code: fixed.code, stdout: fixed.stdout }).toMatchObject({ code: 0, stdout: expect.stringContaining("2 records, 2 applied, 0 rejected") });
     expect(await storedName("SH-1")).toBe("Main St, east");
     expect(await storedName("SH-2")).toBe("Short");
+  }, 60_000);
+
+  test("the rejected file is written in the input's dialect: ';', CRLF and a byte order mark, or every cell quoted", async () => {
+    // Issue 44: a European Excel's file came back ','-delimited with LF and no BOM, and opened there as one column.
+    const semi = (text: string) => text.replaceAll(",", ";");
+    const file = write("excel.csv", `\uFEFF${semi(header)}\r\n${semi(row("XL-1"))}\r\nXL-2;no-such-area;"Two\nlines; here";ACT;water;pipe;Point;1;2\r\n`);
+    const result = await run(file);
+    expect(result.stdout).toContain("2 records, 1 applied, 1 rejected");
+    const rejectedPath = join(dir, "excel.rejected.csv");
+    expect(readFileSync(rejectedPath, "utf8")).toBe(
+      `\uFEFF${semi(header)};_error;_line\r\n` +
+        `XL-2;no-such-area;"Two\nlines; here";ACT;water;pipe;Point;1;2;'Sub Area Id' 'no-such-area' does not exist in this environment. Import it first with POST /v2/subareas, or correct the subAreaId.;3\r\n`,
+    );
+    writeFileSync(rejectedPath, readFileSync(rejectedPath, "utf8").replace(";no-such-area;", ";north;"));
+    const fixed = await run(rejectedPath);
+    expect({ code: fixed.code, stdout: fixed.stdout }).toMatchObject({ code: 0, stdout: expect.stringContaining("1 record, 1 applied, 0 rejected") });
+    expect(await storedName("XL-2")).toBe("Two\nlines; here");
+
+    const quote = (line: string) => line.split(",").map((cell) => `"${cell}"`).join(",");
+    const allQuoted = write("quoted-all.csv", `${quote(header)}\n${quote("QA-1,no-such-area,One,ACT,water,pipe,Point,1,2")}\n`);
+    expect((await run(allQuoted)).stdout).toContain("1 record, 0 applied, 1 rejected");
+    expect(readFileSync(join(dir, "quoted-all.rejected.csv"), "utf8")).toStartWith(`${quote(`${header},_error,_line`)}\n${quote("QA-1,no-such-area,One,ACT,water,pipe,Point,1,2")},"'Sub Area Id'`);
   }, 60_000);
 
   test("an unreadable JSON element comes back as it was after a note, and once fixed there it is imported", async () => {

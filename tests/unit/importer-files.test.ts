@@ -10,9 +10,9 @@ import { csvRows as browserRows } from "../../src/importer/csv-rows.browser";
 import { inConsoleWords } from "../../src/console/import/words";
 import { nearestField } from "../../src/importer/fields";
 import { Journal } from "../../src/importer/journal";
-import { rejectedFileName } from "../../src/importer/rejected-rows";
+import { rejectedFileName, RejectedRows } from "../../src/importer/rejected-rows";
 import { dataCellsOf, formatOf, readJsonArray, readNdjson, readSource, type Format } from "../../src/importer/source";
-import { surveyFile, unknownFieldsMessage } from "../../src/importer/survey";
+import { everyCellQuoted, surveyFile, unknownFieldsMessage } from "../../src/importer/survey";
 import { importSummary, type Summary } from "../../src/importer/summary";
 import { invalidUtf8At, SourceError, type InputFile } from "../../src/importer/text";
 import { assetResource } from "../../src/resources/assets";
@@ -78,6 +78,15 @@ test("a row's data cells: a rejected file's notes left out by position, or from 
   const noteInside = dataCellsOf(["_note", "id", "name", "_error", "_line"]);
   expect(noteInside(["n", "a", "b", "why", "2"])).toEqual(["a", "b"]);
   expect(noteInside(["n", "a", "b", "c", "why", "2"])).toEqual(["a", "b", "c"]);
+});
+
+test("a rejected CSV in the input's dialect: delimiter, line ending, byte order mark, quoting; a line break in a cell always quoted", () => {
+  const rows = new RejectedRows("csv", { delimiter: ";", lineEnding: "\r\n", headers: ["id", "name", "_error", "_line"], bom: true, quoted: false });
+  expect(rows.add({ line: 2, cells: ["A;1", "two\nlines", "-5"] }, "why, then")).toBe('\uFEFFid;name;_error;_line\r\n"A;1";"two\nlines";\'-5;why, then;2\r\n');
+  expect(rows.add({ line: 4, cells: ["B"] }, "short")).toBe("B;short;4\r\n");
+  const quoted = new RejectedRows("csv", { delimiter: ",", lineEnding: "\n", headers: ["id", "name"], bom: false, quoted: true });
+  expect(quoted.add({ line: 2, cells: ["A", ""] }, "why")).toBe('"id","name","_error","_line"\n"A",,"why","2"\n');
+  expect([everyCellQuoted('"id", "name"', ","), everyCellQuoted('"id;x";name', ";"), everyCellQuoted('"a,b"', ",")]).toEqual([true, false, true]);
 });
 
 describe("CSV dialect", () => {
