@@ -186,6 +186,31 @@ describe("files that are not what they seem", () => {
     expect(await refused(write("binary.ndjson", new Uint8Array([0x7b, 0, 0x7d, 0x0a])))).toContain("is not a text file: line 1 holds a NUL byte");
   }, 60_000);
 
+  test("the advice for UTF-16 and Windows-1252 files works as given: the converted file keeps a name importd can read, and imports", async () => {
+    // Issue 44: `iconv … > utf8-excel-utf16.txt` was suggested, and that file was then refused for its name.
+    const follow = async (file: string, extra: string[] = []) => {
+      const message = await refused(file, extra);
+      const command = /convert it: (iconv .*?)(, and import that with the same --format)?\n$/.exec(message);
+      expect(command).not.toBeNull();
+      expect(Bun.spawnSync(["sh", "-c", command![1]!]).exitCode).toBe(0);
+      const converted = /> (\S+)$/.exec(command![1]!)![1]!;
+      return { converted, withFormat: command![2] !== undefined, result: await run(converted, extra) };
+    };
+    const utf16 = write("excel-utf16.csv", Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(`${header}\r\n${row("U16-1")}\r\n`, "utf16le")]));
+    const csv = await follow(utf16);
+    expect({ converted: csv.converted, withFormat: csv.withFormat, code: csv.result.code }).toEqual({ converted: join(dir, "excel-utf16.utf8.csv"), withFormat: false, code: 0 });
+    // Excel's "Unicode Text": tab-delimited UTF-16 named .txt, imported with --format csv, and so is its conversion.
+    const tabs = (line: string) => line.replaceAll(",", "\t");
+    const text = write("unicode-text.txt", Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(`${tabs(header)}\r\n${tabs(row("U16-2"))}\r\n`, "utf16le")]));
+    const txt = await follow(text, ["--format", "csv"]);
+    expect({ converted: txt.converted, withFormat: txt.withFormat, code: txt.result.code }).toEqual({ converted: join(dir, "unicode-text.utf8.txt"), withFormat: true, code: 0 });
+    const latin = write("latin-advice.csv", Buffer.concat([Buffer.from(`${header}\nW-1,north,Caf`), Buffer.from([0xe9]), Buffer.from(",ACT,water,pipe,Point,1,2\n")]));
+    const windows = await follow(latin);
+    expect({ converted: windows.converted, code: windows.result.code }).toEqual({ converted: join(dir, "latin-advice.utf8.csv"), code: 0 });
+    expect(await storedName("W-1")).toBe("Café");
+    expect(await storedName("U16-2")).toBe("Asset U16-2");
+  }, 60_000);
+
   test("mixed line endings stop the import at the line where they change; CRLF throughout, with a line break inside a quoted cell, is imported", async () => {
     const mixed = write("mixed.csv", `${header}\r\n${row("MX-1")}\r\n${row("MX-2")}\n${row("MX-3")}\n`);
     expect(await refused(mixed)).toBe(

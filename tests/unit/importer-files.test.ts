@@ -14,7 +14,7 @@ import { rejectedFileName, RejectedRows } from "../../src/importer/rejected-rows
 import { dataCellsOf, formatOf, readJsonArray, readNdjson, readSource, type Format } from "../../src/importer/source";
 import { everyCellQuoted, surveyFile, unknownFieldsMessage } from "../../src/importer/survey";
 import { importSummary, type Summary } from "../../src/importer/summary";
-import { invalidUtf8At, SourceError, type InputFile } from "../../src/importer/text";
+import { conversion, invalidUtf8At, SourceError, type InputFile } from "../../src/importer/text";
 import { assetResource } from "../../src/resources/assets";
 import type { ResourceDefinition } from "../../src/resources/definition";
 import { resourceByPath } from "../../src/resources/registry";
@@ -137,6 +137,9 @@ describe("CSV dialect", () => {
     expect(problem('id,name\n"a"b,c\n')).toStartWith("f.csv line 2: a quoted cell goes on after its closing quote");
     expect(problem('id,name\n"x\ny",z\nc,d\r\n')).toStartWith("f.csv line 4 ends with CRLF (\\r\\n, Windows), but line 1 (the header) ends with LF (\\n)");
     expect(problem("id,name\r\na,b\rc,d\r\n")).toStartWith("f.csv line 2 ends with CR (\\r) alone");
+    // The advice works for each mix: dos2unix turns CRLF into LF, and leaves a CR alone to mac2unix.
+    expect(problem("id,name\r\na,b\rc,d\r\n")).toContain("for example with dos2unix f.csv && mac2unix f.csv, and import it again.");
+    expect(problem("id,name\r\na,b\nc,d\r\n")).toContain("for example with dos2unix f.csv, and import it again.");
   });
 
   test("reads a text the same however it is cut into chunks", () => {
@@ -150,6 +153,13 @@ describe("CSV dialect", () => {
       }
     }
   });
+});
+
+test("the iconv advice converts beside the file, to a name importd reads, the path quoted for the shell", () => {
+  expect(conversion("data/x.csv", "UTF-16")).toBe("iconv -f UTF-16 -t UTF-8 data/x.csv > data/x.utf8.csv");
+  expect(conversion("x.jsonl", "WINDOWS-1252")).toBe("iconv -f WINDOWS-1252 -t UTF-8 x.jsonl > x.utf8.jsonl");
+  expect(conversion("my files/Export 1.txt", "UTF-16")).toBe("iconv -f UTF-16 -t UTF-8 'my files/Export 1.txt' > 'my files/Export 1.utf8.txt', and import that with the same --format");
+  expect(conversion("it's.csv", "UTF-16")).toBe("iconv -f UTF-16 -t UTF-8 'it'\\''s.csv' > 'it'\\''s.utf8.csv'");
 });
 
 test("UTF-8: the first byte that breaks it, overlong forms and surrogates included", () => {
