@@ -4,6 +4,7 @@ import { csvRows } from "#csv-rows";
 import { isRejectedFile, restoredCell } from "./spreadsheet-cell";
 import { isCsvSyntaxError, type LineEnding } from "./csv-dialect";
 import { fieldPaths, isMeta, isNote } from "./fields";
+import { numberCellProblem } from "./number-cell";
 import { SourceError, textOf, type InputFile } from "./text";
 
 /**
@@ -273,18 +274,27 @@ async function* readCsv(text: AsyncIterable<string>, path: string, schema: TObje
         yield { line, cells, problem: `this row has ${cells.length} cells; the header row has ${columns.length}${counted}` };
         continue;
       }
-      // Dotted headers become nested fields; empty cells are absent; number columns become numbers.
+      // Dotted headers become nested fields; empty cells are absent; number columns become numbers, and a cell
+      // there that is not one makes the row unreadable, said in a spreadsheet's words (number-cell.ts).
       const record: Record<string, unknown> = {};
+      let problem: string | undefined;
       for (let column = 0; column < columns.length; column++) {
         const cell = cells[column]!;
-        const { skip, number, parts } = columns[column]!;
+        const { header, skip, number, parts } = columns[column]!;
         if (skip || cell === "") continue;
-        const value = number && cell.trim() !== "" && Number.isFinite(Number(cell)) ? Number(cell) : cell;
+        let value: unknown = cell;
+        if (number) {
+          value = Number(cell);
+          if (cell.trim() === "" || !Number.isFinite(value)) {
+            problem = problem === undefined ? numberCellProblem(header, cell) : `${problem.slice(0, -1)}; ${numberCellProblem(header, cell)}`;
+            continue;
+          }
+        }
         let target = record;
         for (let part = 0; part < parts.length - 1; part++) target = (target[parts[part]!] ??= {}) as Record<string, unknown>;
         target[parts.at(-1)!] = value;
       }
-      yield { line, cells, record };
+      yield problem === undefined ? { line, cells, record } : { line, cells, problem };
     }
   } catch (error) {
     throw isCsvSyntaxError(error) ? csvProblem(path, error) : error;

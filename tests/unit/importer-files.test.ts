@@ -10,6 +10,7 @@ import { csvRows as browserRows } from "../../src/importer/csv-rows.browser";
 import { inConsoleWords } from "../../src/console/import/words";
 import { nearestField } from "../../src/importer/fields";
 import { Journal } from "../../src/importer/journal";
+import { numberCellProblem } from "../../src/importer/number-cell";
 import { rejectedFileName, RejectedRows } from "../../src/importer/rejected-rows";
 import { dataCellsOf, formatOf, readJsonArray, readNdjson, readSource, type Format } from "../../src/importer/source";
 import { everyCellQuoted, surveyFile, unknownFieldsMessage } from "../../src/importer/survey";
@@ -153,6 +154,18 @@ describe("CSV dialect", () => {
       }
     }
   });
+});
+
+test("a number cell that is not a number, in a spreadsheet's words: the value, the likely cause, the fix", () => {
+  expect(numberCellProblem("startPoint", "12,5")).toBe(
+    "the startPoint cell is '12,5', which is not a number: a decimal comma, most likely. importd reads numbers with a decimal point: write 12.5 (a spreadsheet saves it so when its decimal separator is '.').",
+  );
+  expect(numberCellProblem("endPoint", "-1.234,50")).toContain("write -1234.50 ");
+  expect(numberCellProblem("endPoint", ",5")).toContain("write .5 ");
+  expect(numberCellProblem("endPoint", "1,234")).toBe("the endPoint cell is '1,234', which is not a number: write 1234 if the comma separates thousands, or 1.234 if it is a decimal comma.");
+  expect(numberCellProblem("endPoint", "1,234,567.5")).toBe("the endPoint cell is '1,234,567.5', which is not a number: write it without the commas between thousands, 1234567.5.");
+  expect(numberCellProblem("geolocation.locationStart", "ten")).toBe("the geolocation.locationStart cell is 'ten', which is not a number: write a number, such as 12.5, or leave the cell empty.");
+  for (const message of ["12,5", "1,234", "x", " "].map((cell) => numberCellProblem("startPoint", cell))) expect(message).not.toMatch(/string|JSON|You sent/);
 });
 
 test("the iconv advice converts beside the file, to a name importd reads, the path quoted for the shell", () => {
