@@ -347,6 +347,55 @@ describe("the rejected file", () => {
   }, 60_000);
 });
 
+describe("a messy real-world CSV, round trip (issue 44's done-when)", () => {
+  test("';', CRLF, a BOM, multi-line cells, a stray cell, a decimal comma and an id twice: imported, the rejected file fixed with sed, imported again, exit 0, every count and line exact", async () => {
+    const lines = [
+      "\uFEFFid;subAreaId;name;status;assetCategoryId;assetTypeId;shapeType;startPoint;endPoint",
+      'RT-1;north;"Pipe\r\nwith two lines";ACT;water;pipe;Point;1;2', // lines 2-3
+      "RT-2;north;Main St; east;ACT;water;pipe;Point;1;2", // 4: a stray cell
+      "RT-3;north;Comma;ACT;water;pipe;Point;12,5;20", // 5: a decimal comma
+      'RT-4;no-such-area;"Valve\r\nnorth\r\nside";ACT;water;pipe;Point;1;2', // lines 6-8: rejected by the server
+      'RT-1;north;"Pipe, renamed";ACT;water;pipe;Point;1;2', // 9: the same id again, which wins
+      "RT-5;south;Five;ACT;water;pipe;Point;3;4", // 10
+    ];
+    const file = write("messy.csv", `${lines.join("\r\n")}\r\n`);
+    const checked = await importd(["import", file, "--resource", "assets", "--validate-only"]);
+    expect(checked.stdout).toContain("line 4: this row has 10 cells; the header row has 9\n");
+    expect(checked.stdout).toContain("line 5: the startPoint cell is '12,5', which is not a number: a decimal comma, most likely.");
+    expect(checked.stdout).toContain("line 9: id 'RT-1' is also on line 2; the later record wins (it is sent after the earlier one).\n");
+
+    const first = await run(file);
+    expect(first.code).toBe(1);
+    expect(first.stdout).toContain(`${file}: 6 records, 3 applied, 3 rejected`);
+    expect(first.stdout).toContain("1 record had the id of a record shortly before it and was sent in a later request, so the later record wins.");
+    const rejectedPath = join(dir, "messy.rejected.csv");
+    const decimalComma = "the startPoint cell is '12,5', which is not a number: a decimal comma, most likely. importd reads numbers with a decimal point: write 12.5 (a spreadsheet saves it so when its decimal separator is '.').";
+    const noSuchArea = "'Sub Area Id' 'no-such-area' does not exist in this environment. Import it first with POST /v2/subareas, or correct the subAreaId.";
+    expect(readFileSync(rejectedPath, "utf8")).toBe(
+      [
+        "\uFEFFid;subAreaId;name;status;assetCategoryId;assetTypeId;shapeType;startPoint;endPoint;_error;_line",
+        'RT-2;north;Main St; east;ACT;water;pipe;Point;1;2;"this row has 10 cells; the header row has 9";4',
+        `RT-3;north;Comma;ACT;water;pipe;Point;12,5;20;${decimalComma};5`,
+        `RT-4;no-such-area;"Valve\r\nnorth\r\nside";ACT;water;pipe;Point;1;2;${noSuchArea};6`,
+        "",
+      ].join("\r\n"),
+    );
+
+    // Fixed as a person would, with sed: the stray cell quoted, the decimal comma a point, the sub-area corrected.
+    const sed = Bun.spawnSync(["sed", "-i", "-e", 's/;Main St; east;/;"Main St; east";/', "-e", "s/;12,5;/;12.5;/", "-e", "s/;no-such-area;/;north;/", rejectedPath]);
+    expect(sed.exitCode).toBe(0);
+    const second = await run(rejectedPath);
+    expect({ code: second.code, stdout: second.stdout }).toMatchObject({ code: 0, stdout: expect.stringContaining(`${rejectedPath}: 3 records, 3 applied, 0 rejected`) });
+    expect(existsSync(join(dir, "messy.rejected.rejected.csv"))).toBe(false);
+    expect(await storedName("RT-1")).toBe("Pipe, renamed");
+    expect(await storedName("RT-2")).toBe("Main St; east");
+    expect(await storedName("RT-4")).toBe("Valve\r\nnorth\r\nside");
+    expect(await storedName("RT-5")).toBe("Five");
+    const [stored] = await server.query<{ start_point: number }>("SELECT start_point FROM assets WHERE id = ?", "RT-3");
+    expect(Number(stored!.start_point)).toBe(12.5);
+  }, 60_000);
+});
+
 describe("runs that fail leave nothing to resume", () => {
   test("a refused key or a broken file leaves no progress file, so the next run has no 'interrupted import' note", async () => {
     const file = write("stale.csv", [header, row("ST-1")].join("\n"));
