@@ -1,4 +1,4 @@
-import { SourceError } from "./text";
+import { shellWord, SourceError } from "./text";
 
 /**
  * How a CSV file is written (its delimiter and line ending), and a check of its structure before anything is
@@ -25,6 +25,9 @@ export function isCsvSyntaxError(error: unknown): error is Error & { code: strin
 
 const names: Record<string, string> = { ",": "','", ";": "';'", "\t": "tab", "|": "'|'" };
 export const delimiterName = (delimiter: string) => names[delimiter] ?? `'${delimiter}'`;
+/** A command that gives a file LF line endings throughout: dos2unix leaves a CR alone as it is, mac2unix turns it into LF. */
+const lineEndingFix = (path: string, endings: LineEnding[]) =>
+  endings.includes("\r") ? `dos2unix ${shellWord(path)} && mac2unix ${shellWord(path)}` : `dos2unix ${shellWord(path)}`;
 const endingNames: Record<LineEnding, string> = { "\r\n": "CRLF (\\r\\n, Windows)", "\n": "LF (\\n)", "\r": "CR (\\r) alone" };
 
 /** `--delimiter`'s value: a character, or `tab`. */
@@ -216,7 +219,7 @@ export class CsvStructure {
       else if (ending !== this.lineEnding) {
         throw new SourceError(
           `${this.path} line ${this.line} ends with ${endingNames[ending]}, but line 1 (the header) ends with ${endingNames[this.lineEnding]}: the file mixes line endings ` +
-            `(was it put together from two files?). Save it with one kind, for example with dos2unix ${this.path}, and import it again.`,
+            `(was it put together from two files?). Save it with one kind, for example with ${lineEndingFix(this.path, [ending, this.lineEnding])}, and import it again.`,
         );
       }
     }

@@ -1,7 +1,7 @@
 import { createWriteStream, existsSync, readFileSync, rmSync, writeFileSync, type WriteStream } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { rejectedFileName, RejectedRows } from "./rejected-rows";
-import type { Format, SourceRecord } from "./source";
+import type { CsvDialect, Format, SourceRecord } from "./source";
 
 /** `data/assets.csv` → `data/assets.rejected.csv`; the `n`th choice `data/assets.rejected-2.csv`. */
 export function rejectedFilePath(input: string, n = 1): string {
@@ -42,13 +42,13 @@ export class RejectedFile {
     /** Rejected files of earlier runs that were changed since, left as they are. */
     readonly kept: string[],
     format: Format,
-    headers: string[],
+    csv: CsvDialect | undefined,
   ) {
-    this.rows = new RejectedRows(format, headers);
+    this.rows = new RejectedRows(format, csv);
   }
 
   /** The rejected file of `input`: its usual name, unless a changed file holds it. An unchanged one is removed. */
-  static for(input: string, format: Format, headers: string[] = []): RejectedFile {
+  static for(input: string, format: Format, csv?: CsvDialect): RejectedFile {
     const kept: string[] = [];
     for (let n = 1; ; n++) {
       const path = rejectedFilePath(input, n);
@@ -58,7 +58,7 @@ export class RejectedFile {
       }
       rmSync(path, { force: true });
       rmSync(notePath(path), { force: true });
-      return new RejectedFile(path, kept, format, headers);
+      return new RejectedFile(path, kept, format, csv);
     }
   }
 

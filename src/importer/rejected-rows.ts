@@ -1,7 +1,8 @@
 // csv-stringify's build for browsers (its Node build needs Buffer), which runs in Bun as well: the CLI's rejected file
 // and the console's download are written by this one piece of code.
 import { stringify } from "csv-stringify/browser/esm/sync";
-import type { Format, SourceRecord } from "./source";
+import type { CsvDialect, Format, SourceRecord } from "./source";
+import { isMeta } from "./fields";
 import { neutralizedCell, neutralizedNote } from "./spreadsheet-cell";
 
 /**
@@ -18,18 +19,23 @@ export function rejectedFileName(name: string, { n = 1, tag = "" }: { n?: number
 /**
  * The text of a rejected file: the records that were not applied, in the input's own format, each with its reason
  * (`_error`) and where it stood in the input (`_line`, or `_index` for a JSON array), so that a person can fix them
- * there and import that file. A CSV keeps the input's columns (those importd adds, `_…`, are written afresh), its
- * cells neutralized for spreadsheets (spreadsheet-cell.ts), which the importer undoes when it reads the file back.
+ * there and import that file. A CSV is written as the input was (delimiter, line ending, byte order mark, every
+ * cell quoted or not: a `;` file from a European Excel opens there as columns again). It keeps the input's columns
+ * (those importd adds, `_…`, are written afresh) and each row's cells as they were, whatever their number,
+ * neutralized for spreadsheets (spreadsheet-cell.ts), which the importer undoes when it reads the file back.
  */
 export class RejectedRows {
-  private readonly dataColumns: number[];
   private rows = 0;
+  private readonly csvOptions: { delimiter: string; record_delimiter: string; quoted: boolean; quoted_match: RegExp };
 
+  /** `csv`: how the input CSV is written, which its rejected file follows, so that it opens as the input did. */
   constructor(
     private readonly format: Format,
-    private readonly headers: string[] = [],
+    private readonly csv?: CsvDialect,
   ) {
-    this.dataColumns = headers.flatMap((header, column) => (header.startsWith("_") ? [] : [column]));
+    // csv-stringify quotes a cell that holds its own record delimiter only: a cell with an LF in a CRLF file (or a
+    // CR in an LF one) must be quoted too, or it would end the row there.
+    this.csvOptions = { delimiter: csv?.delimiter ?? ",", record_delimiter: csv?.lineEnding ?? "\n", quoted: csv?.quoted ?? false, quoted_match: /[\r\n]/ };
   }
 
   get count(): number {
@@ -44,8 +50,9 @@ export class RejectedRows {
   add(source: SourceRecord, error: string, text?: string): string {
     const start = this.rows++ === 0 ? this.start() : "";
     if (this.format === "csv") {
-      const cells = this.dataColumns.map((column) => source.cells?.[column] ?? "");
-      return start + stringify([[...cells.map(neutralizedCell), neutralizedNote(error), String(source.line ?? "")]]);
+      // The row's data cells as they were, however many (a stray delimiter, a cell missing): never padded or cut.
+      const cells = source.cells ?? [];
+      return start + stringify([[...cells.map(neutralizedCell), neutralizedNote(error), String(source.line ?? "")]], this.csvOptions);
     }
     const where = this.format === "json" ? { _index: source.index } : { _line: source.line };
     const lines =
@@ -61,7 +68,10 @@ export class RejectedRows {
   }
 
   private start(): string {
-    if (this.format === "csv") return stringify([[...this.dataColumns.map((column) => this.headers[column]!), "_error", "_line"].map(neutralizedCell)]);
+    if (this.format === "csv") {
+      const headers = [...(this.csv?.headers ?? []).filter((header) => !isMeta(header)), "_error", "_line"];
+      return (this.csv?.bom ? "\uFEFF" : "") + stringify([headers.map(neutralizedCell)], this.csvOptions);
+    }
     return this.format === "json" ? "[\n" : "";
   }
 }

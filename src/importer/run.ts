@@ -87,7 +87,7 @@ export async function runImport(run: ImportRun): Promise<number> {
     );
   }
   const journal = opened?.journal;
-  const rejectedFile = run.validateOnly ? undefined : RejectedFile.for(run.file, format, survey.csv?.headers);
+  const rejectedFile = run.validateOnly ? undefined : RejectedFile.for(run.file, format, survey.csv);
 
   const importing: ChunkedImport = new ChunkedImport({
     input,

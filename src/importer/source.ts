@@ -4,6 +4,7 @@ import { csvRows } from "#csv-rows";
 import { isRejectedFile, restoredCell } from "./spreadsheet-cell";
 import { isCsvSyntaxError, type LineEnding } from "./csv-dialect";
 import { fieldPaths, isMeta, isNote } from "./fields";
+import { numberCellProblem } from "./number-cell";
 import { SourceError, textOf, type InputFile } from "./text";
 
 /**
@@ -17,7 +18,8 @@ export const formats = ["csv", "ndjson", "json"] as const;
 export type Format = (typeof formats)[number];
 
 /**
- * `line` for CSV and NDJSON (1-based), `index` for a JSON array (0-based). `cells` keeps a CSV row as it was;
+ * `line` for CSV and NDJSON (1-based), `index` for a JSON array (0-based). `cells` keeps a CSV row's data as it was
+ * (whatever its length; a rejected file's `_error` and `_line` left out);
  * `raw`, the text of a JSON line or element that could not be read, so that the rejected file gives it back.
  */
 export type SourceRecord = { record?: Record<string, unknown>; problem?: string; line?: number; index?: number; cells?: string[]; raw?: string };
@@ -25,8 +27,12 @@ export type SourceRecord = { record?: Record<string, unknown>; problem?: string;
 /** `line 12` or `index 3`: where a record stood in its file. */
 export const where = (source: SourceRecord) => (source.line !== undefined ? `line ${source.line}` : `index ${source.index}`);
 
-/** How a CSV file is read: what the survey found (or --delimiter said). */
-export type CsvDialect = { delimiter: string; lineEnding: LineEnding | undefined; headers: string[] };
+/**
+ * How a CSV file is read, and its rejected file written: what the survey found (or --delimiter said). `bom`: it
+ * starts with a UTF-8 byte order mark (Excel's "CSV UTF-8"); `quoted`: every cell of its header is in quotes, as
+ * in a file written with every cell quoted.
+ */
+export type CsvDialect = { delimiter: string; lineEnding: LineEnding | undefined; headers: string[]; bom: boolean; quoted: boolean };
 
 /** The format of `path` by its name (`.tsv` is CSV with tabs), or a SourceError that names --format. */
 export function formatOf(path: string): Format {
@@ -202,38 +208,93 @@ function csvProblem(path: string, error: Error & { lines?: number }): SourceErro
   return new SourceError(`${path} line ${error.lines ?? "?"}: the CSV cannot be read (${what}).`);
 }
 
+/**
+ * Which of a row's cells are data, and which are notes (a rejected file's `_error` and `_line`, columns named `_…`).
+ * A row as long as the header has its notes where the header has them. A row of another length (a stray delimiter,
+ * a cell missing) keeps them where importd wrote them, at its end: the header's trailing notes are its last cells,
+ * so that they are never counted as data, nor carried as data into the next rejected file (issue 44).
+ */
+export function dataCellsOf(headers: readonly string[]): (cells: string[]) => string[] {
+  const notes = headers.map(isMeta);
+  if (!notes.includes(true)) return (cells) => cells;
+  let trailing = 0;
+  while (trailing < headers.length && notes[headers.length - 1 - trailing]) trailing++;
+  const leading = headers.length - trailing;
+  return (cells) => {
+    if (cells.length === headers.length) return cells.filter((_, column) => !notes[column]);
+    const body = cells.length > trailing ? cells.slice(0, cells.length - trailing) : cells;
+    return body.filter((_, column) => column >= leading || !notes[column]);
+  };
+}
+
+/** The line breaks inside a row's cells as a text editor counts them (CRLF, LF or CR alone: one each), and its CRLFs. */
+function lineBreaksIn(cells: string[]): { breaks: number; crlfs: number } {
+  let breaks = 0;
+  let crlfs = 0;
+  for (const cell of cells) {
+    for (let at = cell.search(/[\r\n]/); at !== -1 && at < cell.length; at++) {
+      const c = cell.charCodeAt(at);
+      if (c === 0x0d && cell.charCodeAt(at + 1) === 0x0a) (crlfs++, breaks++, at++);
+      else if (c === 0x0d || c === 0x0a) breaks++;
+    }
+  }
+  return { breaks, crlfs };
+}
+
 async function* readCsv(text: AsyncIterable<string>, path: string, schema: TObject, { delimiter, lineEnding, headers }: CsvDialect): AsyncGenerator<SourceRecord> {
   const { numbers } = fieldPaths(schema);
-  const columns = headers.map((header) => ({ header, meta: isMeta(header) || header === "", number: numbers.has(header), parts: header.split(".") }));
+  // The data columns alone: a rejected file's notes are not the record's, and its rows are read without them.
+  const columns = headers.filter((header) => !isMeta(header)).map((header) => ({ header, skip: header === "", number: numbers.has(header), parts: header.split(".") }));
+  const dataCells = dataCellsOf(headers);
+  const counted = columns.length === headers.length ? "" : ` besides ${headers.filter(isMeta).join(" and ")}`;
   // importd's own rejected file: its cells were neutralized for spreadsheets, and are read as the values they stand for.
   const restore = isRejectedFile(headers);
-  let previousEnd = 0;
+  let parsedEnd = 0;
+  let crlfsInCells = 0;
   let header = true;
   try {
     for await (const { record: read, info } of csvRows(text, { delimiter, lineEnding })) {
-      const cells = restore ? read.map(restoredCell) : read;
-      const line = previousEnd + 1;
-      previousEnd = info.lines;
+      // A row's line is where it starts, as a text editor (and grep -n) counts: csv-parse counts a CRLF inside a
+      // quoted cell as two lines, and tells where a row ends. Only a row that spans lines (or follows empty ones)
+      // can hold a line break: the others, nearly all, are not looked into.
+      let breaks = 0;
+      if (info.lines - parsedEnd > 1) {
+        const inCells = lineBreaksIn(read);
+        crlfsInCells += inCells.crlfs;
+        breaks = inCells.breaks;
+      }
+      parsedEnd = info.lines;
+      const line = info.lines - crlfsInCells - breaks;
+      const cells = dataCells(restore ? read.map(restoredCell) : read);
       if (header) {
         header = false;
         continue;
       }
-      if (cells.length !== headers.length) {
-        yield { line, cells, problem: `this row has ${cells.length} cells; the header row has ${headers.length}` };
+      if (cells.length !== columns.length) {
+        yield { line, cells, problem: `this row has ${cells.length} cells; the header row has ${columns.length}${counted}` };
         continue;
       }
-      // Dotted headers become nested fields; empty cells are absent; number columns become numbers.
+      // Dotted headers become nested fields; empty cells are absent; number columns become numbers, and a cell
+      // there that is not one makes the row unreadable, said in a spreadsheet's words (number-cell.ts).
       const record: Record<string, unknown> = {};
+      let problem: string | undefined;
       for (let column = 0; column < columns.length; column++) {
         const cell = cells[column]!;
-        const { meta, number, parts } = columns[column]!;
-        if (meta || cell === "") continue;
-        const value = number && cell.trim() !== "" && Number.isFinite(Number(cell)) ? Number(cell) : cell;
+        const { header, skip, number, parts } = columns[column]!;
+        if (skip || cell === "") continue;
+        let value: unknown = cell;
+        if (number) {
+          value = Number(cell);
+          if (cell.trim() === "" || !Number.isFinite(value)) {
+            problem = problem === undefined ? numberCellProblem(header, cell) : `${problem.slice(0, -1)}; ${numberCellProblem(header, cell)}`;
+            continue;
+          }
+        }
         let target = record;
         for (let part = 0; part < parts.length - 1; part++) target = (target[parts[part]!] ??= {}) as Record<string, unknown>;
         target[parts.at(-1)!] = value;
       }
-      yield { line, cells, record };
+      yield problem === undefined ? { line, cells, record } : { line, cells, problem };
     }
   } catch (error) {
     throw isCsvSyntaxError(error) ? csvProblem(path, error) : error;

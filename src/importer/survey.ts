@@ -53,7 +53,29 @@ async function surveyCsv(file: InputFile, resource: ResourceDefinition, wanted: 
   const unknown = headers.flatMap((name, column): UnknownField[] =>
     isField(name) ? [] : [{ name: name === "" ? `(column ${column + 1} has no name)` : name, where: `line 1, column ${column + 1}`, suggestion: nearestField(name, paths.leaves) }],
   );
-  return { records: Math.max(0, structure.records - 1), csv: { delimiter, lineEnding: structure.lineEnding, headers }, unknown };
+  const csv = { delimiter, lineEnding: structure.lineEnding, headers, bom: await startsWithBom(file), quoted: everyCellQuoted(header, delimiter) };
+  return { records: Math.max(0, structure.records - 1), csv, unknown };
+}
+
+/** Whether the file starts with UTF-8's byte order mark, which textOf drops: its rejected file gets one too. */
+async function startsWithBom(file: InputFile): Promise<boolean> {
+  for await (const chunk of file.read()) return chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf;
+  return false;
+}
+
+/** Whether every cell of a record is in quotes (white space around them aside). */
+export function everyCellQuoted(record: string, delimiter: string): boolean {
+  let quoted = false;
+  let cellStart = 0;
+  for (let i = 0; i <= record.length; i++) {
+    const char = record[i];
+    if (char === '"') quoted = !quoted;
+    else if (!quoted && (char === delimiter || i === record.length)) {
+      if (!record.slice(cellStart, i).trim().startsWith('"')) return false;
+      cellStart = i + 1;
+    }
+  }
+  return true;
 }
 
 /** The delimiter whose header cells name the most fields, or failing that, come nearest to names of fields. */

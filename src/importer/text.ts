@@ -56,7 +56,7 @@ export async function* textOf(file: InputFile, onBytes: (bytes: number) => void 
     onBytes(chunk.length);
     if (bytesBefore === 0 && chunk.length >= 2 && ((chunk[0] === 0xff && chunk[1] === 0xfe) || (chunk[0] === 0xfe && chunk[1] === 0xff))) {
       throw new SourceError(
-        `${path} is UTF-16 text (as Excel's "Unicode Text" saves it); importd reads UTF-8. Save it as "CSV UTF-8", or convert it: iconv -f UTF-16 -t UTF-8 ${path} > utf8-${path.split("/").pop()}`,
+        `${path} is UTF-16 text (as Excel's "Unicode Text" saves it); importd reads UTF-8. Save it as "CSV UTF-8", or convert it: ${conversion(path, "UTF-16")}`,
       );
     }
     // Looked for in the bytes first: a binary file is also not UTF-8, and "not a text file" is what to say of it.
@@ -96,11 +96,28 @@ function notUtf8(path: string, tail: Uint8Array, chunk: Uint8Array, bytesBefore:
   const bad = Math.max(0, invalidUtf8At(joined));
   const inChunk = bad - (tail.length - from);
   const line = linesBefore + (inChunk > 0 ? lineFeeds(chunk, inChunk) : 0) + 1;
-  const name = path.split("/").pop();
   return new SourceError(
     `${path} line ${line} is not UTF-8 text (byte ${hex(joined[bad] ?? 0)} at byte ${(bytesBefore + inChunk).toLocaleString("en-US")} of the file): it is probably in another ` +
-      `encoding, such as Windows-1252. Save it as UTF-8 ("CSV UTF-8" in Excel), or convert it: iconv -f WINDOWS-1252 -t UTF-8 ${path} > utf8-${name}`,
+      `encoding, such as Windows-1252. Save it as UTF-8 ("CSV UTF-8" in Excel), or convert it: ${conversion(path, "WINDOWS-1252")}`,
   );
+}
+
+/** A path as a shell reads it: quoted when it holds anything but the characters a path usually has. */
+export const shellWord = (path: string) => (/^[\w@%+=:,./-]+$/.test(path) ? path : `'${path.replaceAll("'", "'\\''")}'`);
+
+/**
+ * The iconv command that converts `path` to UTF-8, beside it, under a name importd can tell the format of (the
+ * extension kept: `data/x.csv` → `data/x.utf8.csv`). A name that does not say the format was imported with --format,
+ * which the converted file needs as well (issue 44: `utf8-x.txt` was refused for its name).
+ */
+export function conversion(path: string, encoding: string): string {
+  const slash = path.lastIndexOf("/") + 1;
+  const name = path.slice(slash);
+  const dot = name.lastIndexOf(".");
+  const [stem, extension] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ""];
+  const converted = `${path.slice(0, slash)}${stem}.utf8${extension}`;
+  const named = /^\.(csv|tsv|ndjson|jsonl|json)$/i.test(extension);
+  return `iconv -f ${encoding} -t UTF-8 ${shellWord(path)} > ${shellWord(converted)}${named ? "" : `, and import that with the same --format`}`;
 }
 
 const encoder = new TextEncoder();

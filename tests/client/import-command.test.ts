@@ -78,14 +78,15 @@ describe("importd import", () => {
     const byId = new Map(lines.slice(1).map((line) => [line.slice(0, 5), line]));
     expect(byId.get("CSV-2")).toEndWith(`"'Sub Area Id' 'west' does not exist in this environment. Import it first with POST /v2/subareas, or correct the subAreaId.",3`);
     expect(byId.get("CSV-3")).toEndWith(",'Name' must not be empty.,4");
-    expect(byId.get("CSV-4")).toEndWith(",this row has 7 cells; the header row has 14,5");
+    // A short row comes back as it was (not padded): what the person wrote, to complete.
+    expect(byId.get("CSV-4")).toBe("CSV-4,north,Oak,ACT,water,pipe,Point,this row has 7 cells; the header row has 14,5");
     expect(byId.get("CSV-5")).toStartWith(`CSV-5,south,"Ash ""the old""",`);
     expect(byId.get("CSV-5")).toEndWith(",'Start Point' must be less than or equal to 'End Point'.,6");
 
     const fixed = readFileSync(rejectedPath, "utf8")
       .replace("CSV-2,west", "CSV-2,south")
       .replace("CSV-3,north,,", "CSV-3,north,Pine,")
-      .replace("CSV-4,north,Oak,ACT,water,pipe,Point,,", "CSV-4,north,Oak,ACT,water,pipe,Point,2,")
+      .replace("CSV-4,north,Oak,ACT,water,pipe,Point,", "CSV-4,north,Oak,ACT,water,pipe,Point,2,,,,,,,")
       .replace(",Point,5,1,", ",Point,1,5,");
     writeFileSync(rejectedPath, fixed);
     const second = await run(rejectedPath);
@@ -93,6 +94,26 @@ describe("importd import", () => {
     expect(second.stdout).toContain("4 records, 4 applied, 0 rejected");
     expect(await stored("CSV-4")).toMatchObject({ startPoint: 2 });
     expect(await stored("CSV-5")).toMatchObject({ name: 'Ash "the old"' });
+  }, 60_000);
+
+  test("CSV: a number cell that is not a number is said in a spreadsheet's words, with its value and the fix, before anything is sent", async () => {
+    // Issue 44: `12,5` got "'Start Point' must be a number. You sent a string." A person sent a cell, not a string.
+    const file = write("decimal-comma.csv", [header, "DC-1,north,Comma,ACT,water,pipe,LineString,\"12,5\",20,,,,,", "DC-2,north,Two,ACT,water,pipe,LineString,1,2,MAIN,MAIN,ten,2,m"].join("\n"));
+    const checked = await importd(["import", file, "--resource", "assets", "--validate-only"]);
+    expect(checked.stdout).toContain(
+      "line 2: the startPoint cell is '12,5', which is not a number: a decimal comma, most likely. importd reads numbers with a decimal point: write 12.5 (a spreadsheet saves it so when its decimal separator is '.').\n",
+    );
+    expect(checked.stdout).toContain("line 3: the geolocation.locationStart cell is 'ten', which is not a number: write a number, such as 12.5, or leave the cell empty.\n");
+    const result = await run(file);
+    expect(result.stdout).toContain("2 records, 0 applied, 2 rejected");
+    expect(result.stdout).not.toContain("You sent");
+    const rejected = readFileSync(join(dir, "decimal-comma.rejected.csv"), "utf8");
+    expect(rejected).toContain(`DC-1,north,Comma,ACT,water,pipe,LineString,"12,5",20,,,,,,"the startPoint cell is '12,5', which is not a number: a decimal comma`);
+    writeFileSync(file, readFileSync(file, "utf8").replace('"12,5"', "12.5").replace(",ten,", ",1,"));
+    const fixed = await run(file);
+    expect({ code: fixed.code, stdout: fixed.stdout }).toMatchObject({ code: 0, stdout: expect.stringContaining("2 records, 2 applied, 0 rejected") });
+    expect(await stored("DC-1")).toMatchObject({ startPoint: 12.5 });
+    expect(await stored("DC-2")).toMatchObject({ locationStart: 1 });
   }, 60_000);
 
   test("NDJSON and JSON arrays, with the rejected records written back in the same format", async () => {

@@ -186,6 +186,31 @@ describe("files that are not what they seem", () => {
     expect(await refused(write("binary.ndjson", new Uint8Array([0x7b, 0, 0x7d, 0x0a])))).toContain("is not a text file: line 1 holds a NUL byte");
   }, 60_000);
 
+  test("the advice for UTF-16 and Windows-1252 files works as given: the converted file keeps a name importd can read, and imports", async () => {
+    // Issue 44: `iconv … > utf8-excel-utf16.txt` was suggested, and that file was then refused for its name.
+    const follow = async (file: string, extra: string[] = []) => {
+      const message = await refused(file, extra);
+      const command = /convert it: (iconv .*?)(, and import that with the same --format)?\n$/.exec(message);
+      expect(command).not.toBeNull();
+      expect(Bun.spawnSync(["sh", "-c", command![1]!]).exitCode).toBe(0);
+      const converted = /> (\S+)$/.exec(command![1]!)![1]!;
+      return { converted, withFormat: command![2] !== undefined, result: await run(converted, extra) };
+    };
+    const utf16 = write("excel-utf16.csv", Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(`${header}\r\n${row("U16-1")}\r\n`, "utf16le")]));
+    const csv = await follow(utf16);
+    expect({ converted: csv.converted, withFormat: csv.withFormat, code: csv.result.code }).toEqual({ converted: join(dir, "excel-utf16.utf8.csv"), withFormat: false, code: 0 });
+    // Excel's "Unicode Text": tab-delimited UTF-16 named .txt, imported with --format csv, and so is its conversion.
+    const tabs = (line: string) => line.replaceAll(",", "\t");
+    const text = write("unicode-text.txt", Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(`${tabs(header)}\r\n${tabs(row("U16-2"))}\r\n`, "utf16le")]));
+    const txt = await follow(text, ["--format", "csv"]);
+    expect({ converted: txt.converted, withFormat: txt.withFormat, code: txt.result.code }).toEqual({ converted: join(dir, "unicode-text.utf8.txt"), withFormat: true, code: 0 });
+    const latin = write("latin-advice.csv", Buffer.concat([Buffer.from(`${header}\nW-1,north,Caf`), Buffer.from([0xe9]), Buffer.from(",ACT,water,pipe,Point,1,2\n")]));
+    const windows = await follow(latin);
+    expect({ converted: windows.converted, code: windows.result.code }).toEqual({ converted: join(dir, "latin-advice.utf8.csv"), code: 0 });
+    expect(await storedName("W-1")).toBe("Café");
+    expect(await storedName("U16-2")).toBe("Asset U16-2");
+  }, 60_000);
+
   test("mixed line endings stop the import at the line where they change; CRLF throughout, with a line break inside a quoted cell, is imported", async () => {
     const mixed = write("mixed.csv", `${header}\r\n${row("MX-1")}\r\n${row("MX-2")}\n${row("MX-3")}\n`);
     expect(await refused(mixed)).toBe(
@@ -198,6 +223,20 @@ describe("files that are not what they seem", () => {
     expect(result.stdout).toContain("3 records, 3 applied, 0 rejected");
     expect(await storedName("CR-2")).toBe("two\nlines");
     expect(await storedName("CR-3")).toBe("Asset CR-3");
+  }, 60_000);
+
+  test("line numbers are a text editor's after a CRLF inside a quoted cell: in messages, in --validate-only and in _line", async () => {
+    // Issue 44: each CRLF in a quoted cell counted as two lines, so every later row was said to be further down.
+    const lines = [header, 'LN-2,north,"two\r\nlines",ACT,water,pipe,Point,1,2', 'LN-4,north,"three\r\nlines\r\nhere",ACT,water,pipe,Point,1,2', "", "LN-8,no-such-area,Eight,ACT,water,pipe,Point,1,2", "LN-9,north,Nine,ACT,water,pipe,Point"];
+    const file = write("editor-lines.csv", `${lines.join("\r\n")}\r\n`);
+    const checked = await importd(["import", file, "--resource", "assets", "--validate-only"]);
+    expect(checked.stdout).toContain("line 9: this row has 7 cells; the header row has 9");
+    const result = await run(file);
+    expect(result.stdout).toContain("4 records, 2 applied, 2 rejected");
+    const rejected = readFileSync(join(dir, "editor-lines.rejected.csv"), "utf8").split(/\r?\n/);
+    expect(rejected[1]).toStartWith("LN-8,no-such-area,");
+    expect(rejected[1]).toEndWith(",8");
+    expect(rejected[2]).toBe("LN-9,north,Nine,ACT,water,pipe,Point,this row has 7 cells; the header row has 9,9");
   }, 60_000);
 
   test("--format reads a file whose name does not say what it holds; an unknown extension names --format", async () => {
@@ -239,6 +278,61 @@ describe("the rejected file", () => {
     expect(existsSync(another)).toBe(false);
   }, 60_000);
 
+  test("a row with a cell too many or too few comes back exactly as it was; fixed there, the rejected file imports, its _error and _line never read as data", async () => {
+    // Issue 44's report: an unquoted "Main St, east" makes 10 cells under 9 columns; the last cell was lost.
+    const file = write("shapes.csv", [header, "SH-1,north,Main St, east,ACT,water,pipe,Point,1,2", "SH-2,north,Short,ACT,water,pipe,Point", row("SH-3")].join("\n") + "\n");
+    const first = await run(file);
+    expect(first.code).toBe(1);
+    expect(first.stdout).toContain("3 records, 1 applied, 2 rejected");
+    const rejectedPath = join(dir, "shapes.rejected.csv");
+    const rejected = readFileSync(rejectedPath, "utf8");
+    expect(rejected).toBe(
+      `${header},_error,_line\n` +
+        "SH-1,north,Main St, east,ACT,water,pipe,Point,1,2,this row has 10 cells; the header row has 9,2\n" +
+        "SH-2,north,Short,ACT,water,pipe,Point,this row has 7 cells; the header row has 9,3\n",
+    );
+
+    // Imported again unchanged: the same two rows, for the same reasons (the notes are not counted as cells), and
+    // the next rejected file holds each row once more as it was, without the old _error as data.
+    const again = await run(rejectedPath);
+    expect(again.stdout).toContain("2 records, 0 applied, 2 rejected");
+    const next = readFileSync(join(dir, "shapes.rejected.rejected.csv"), "utf8");
+    expect(next).toBe(
+      `${header},_error,_line\n` +
+        "SH-1,north,Main St, east,ACT,water,pipe,Point,1,2,this row has 10 cells; the header row has 9 besides _error and _line,2\n" +
+        "SH-2,north,Short,ACT,water,pipe,Point,this row has 7 cells; the header row has 9 besides _error and _line,3\n",
+    );
+
+    // Fixed as a person would: the name quoted, the missing cells added.
+    writeFileSync(rejectedPath, rejected.replace("Main St, east", '"Main St, east"').replace("Point,this row has 7", "Point,1,2,this row has 7"));
+    const fixed = await run(rejectedPath);
+    expect({ code: fixed.code, stdout: fixed.stdout }).toMatchObject({ code: 0, stdout: expect.stringContaining("2 records, 2 applied, 0 rejected") });
+    expect(await storedName("SH-1")).toBe("Main St, east");
+    expect(await storedName("SH-2")).toBe("Short");
+  }, 60_000);
+
+  test("the rejected file is written in the input's dialect: ';', CRLF and a byte order mark, or every cell quoted", async () => {
+    // Issue 44: a European Excel's file came back ','-delimited with LF and no BOM, and opened there as one column.
+    const semi = (text: string) => text.replaceAll(",", ";");
+    const file = write("excel.csv", `\uFEFF${semi(header)}\r\n${semi(row("XL-1"))}\r\nXL-2;no-such-area;"Two\nlines; here";ACT;water;pipe;Point;1;2\r\n`);
+    const result = await run(file);
+    expect(result.stdout).toContain("2 records, 1 applied, 1 rejected");
+    const rejectedPath = join(dir, "excel.rejected.csv");
+    expect(readFileSync(rejectedPath, "utf8")).toBe(
+      `\uFEFF${semi(header)};_error;_line\r\n` +
+        `XL-2;no-such-area;"Two\nlines; here";ACT;water;pipe;Point;1;2;'Sub Area Id' 'no-such-area' does not exist in this environment. Import it first with POST /v2/subareas, or correct the subAreaId.;3\r\n`,
+    );
+    writeFileSync(rejectedPath, readFileSync(rejectedPath, "utf8").replace(";no-such-area;", ";north;"));
+    const fixed = await run(rejectedPath);
+    expect({ code: fixed.code, stdout: fixed.stdout }).toMatchObject({ code: 0, stdout: expect.stringContaining("1 record, 1 applied, 0 rejected") });
+    expect(await storedName("XL-2")).toBe("Two\nlines; here");
+
+    const quote = (line: string) => line.split(",").map((cell) => `"${cell}"`).join(",");
+    const allQuoted = write("quoted-all.csv", `${quote(header)}\n${quote("QA-1,no-such-area,One,ACT,water,pipe,Point,1,2")}\n`);
+    expect((await run(allQuoted)).stdout).toContain("1 record, 0 applied, 1 rejected");
+    expect(readFileSync(join(dir, "quoted-all.rejected.csv"), "utf8")).toStartWith(`${quote(`${header},_error,_line`)}\n${quote("QA-1,no-such-area,One,ACT,water,pipe,Point,1,2")},"'Sub Area Id'`);
+  }, 60_000);
+
   test("an unreadable JSON element comes back as it was after a note, and once fixed there it is imported", async () => {
     const file = write("broken.json", `[${JSON.stringify(asset(80))},\n{"id": "A-0000081", "name": oops},\n${JSON.stringify(asset(82))}]`);
     const result = await run(file);
@@ -250,6 +344,55 @@ describe("the rejected file", () => {
     const fixed = await run(rejectedPath);
     expect(fixed.stdout).toContain("1 record, 1 applied, 0 rejected");
     expect(await storedName("A-0000081")).not.toBeNull();
+  }, 60_000);
+});
+
+describe("a messy real-world CSV, round trip (issue 44's done-when)", () => {
+  test("';', CRLF, a BOM, multi-line cells, a stray cell, a decimal comma and an id twice: imported, the rejected file fixed with sed, imported again, exit 0, every count and line exact", async () => {
+    const lines = [
+      "\uFEFFid;subAreaId;name;status;assetCategoryId;assetTypeId;shapeType;startPoint;endPoint",
+      'RT-1;north;"Pipe\r\nwith two lines";ACT;water;pipe;Point;1;2', // lines 2-3
+      "RT-2;north;Main St; east;ACT;water;pipe;Point;1;2", // 4: a stray cell
+      "RT-3;north;Comma;ACT;water;pipe;Point;12,5;20", // 5: a decimal comma
+      'RT-4;no-such-area;"Valve\r\nnorth\r\nside";ACT;water;pipe;Point;1;2', // lines 6-8: rejected by the server
+      'RT-1;north;"Pipe, renamed";ACT;water;pipe;Point;1;2', // 9: the same id again, which wins
+      "RT-5;south;Five;ACT;water;pipe;Point;3;4", // 10
+    ];
+    const file = write("messy.csv", `${lines.join("\r\n")}\r\n`);
+    const checked = await importd(["import", file, "--resource", "assets", "--validate-only"]);
+    expect(checked.stdout).toContain("line 4: this row has 10 cells; the header row has 9\n");
+    expect(checked.stdout).toContain("line 5: the startPoint cell is '12,5', which is not a number: a decimal comma, most likely.");
+    expect(checked.stdout).toContain("line 9: id 'RT-1' is also on line 2; the later record wins (it is sent after the earlier one).\n");
+
+    const first = await run(file);
+    expect(first.code).toBe(1);
+    expect(first.stdout).toContain(`${file}: 6 records, 3 applied, 3 rejected`);
+    expect(first.stdout).toContain("1 record had the id of a record shortly before it and was sent in a later request, so the later record wins.");
+    const rejectedPath = join(dir, "messy.rejected.csv");
+    const decimalComma = "the startPoint cell is '12,5', which is not a number: a decimal comma, most likely. importd reads numbers with a decimal point: write 12.5 (a spreadsheet saves it so when its decimal separator is '.').";
+    const noSuchArea = "'Sub Area Id' 'no-such-area' does not exist in this environment. Import it first with POST /v2/subareas, or correct the subAreaId.";
+    expect(readFileSync(rejectedPath, "utf8")).toBe(
+      [
+        "\uFEFFid;subAreaId;name;status;assetCategoryId;assetTypeId;shapeType;startPoint;endPoint;_error;_line",
+        'RT-2;north;Main St; east;ACT;water;pipe;Point;1;2;"this row has 10 cells; the header row has 9";4',
+        `RT-3;north;Comma;ACT;water;pipe;Point;12,5;20;${decimalComma};5`,
+        `RT-4;no-such-area;"Valve\r\nnorth\r\nside";ACT;water;pipe;Point;1;2;${noSuchArea};6`,
+        "",
+      ].join("\r\n"),
+    );
+
+    // Fixed as a person would, with sed: the stray cell quoted, the decimal comma a point, the sub-area corrected.
+    const sed = Bun.spawnSync(["sed", "-i", "-e", 's/;Main St; east;/;"Main St; east";/', "-e", "s/;12,5;/;12.5;/", "-e", "s/;no-such-area;/;north;/", rejectedPath]);
+    expect(sed.exitCode).toBe(0);
+    const second = await run(rejectedPath);
+    expect({ code: second.code, stdout: second.stdout }).toMatchObject({ code: 0, stdout: expect.stringContaining(`${rejectedPath}: 3 records, 3 applied, 0 rejected`) });
+    expect(existsSync(join(dir, "messy.rejected.rejected.csv"))).toBe(false);
+    expect(await storedName("RT-1")).toBe("Pipe, renamed");
+    expect(await storedName("RT-2")).toBe("Main St; east");
+    expect(await storedName("RT-4")).toBe("Valve\r\nnorth\r\nside");
+    expect(await storedName("RT-5")).toBe("Five");
+    const [stored] = await server.query<{ start_point: number }>("SELECT start_point FROM assets WHERE id = ?", "RT-3");
+    expect(Number(stored!.start_point)).toBe(12.5);
   }, 60_000);
 });
 

@@ -10,11 +10,12 @@ import { csvRows as browserRows } from "../../src/importer/csv-rows.browser";
 import { inConsoleWords } from "../../src/console/import/words";
 import { nearestField } from "../../src/importer/fields";
 import { Journal } from "../../src/importer/journal";
-import { rejectedFileName } from "../../src/importer/rejected-rows";
-import { formatOf, readJsonArray, readNdjson, readSource, type Format } from "../../src/importer/source";
-import { surveyFile, unknownFieldsMessage } from "../../src/importer/survey";
+import { numberCellProblem } from "../../src/importer/number-cell";
+import { rejectedFileName, RejectedRows } from "../../src/importer/rejected-rows";
+import { dataCellsOf, formatOf, readJsonArray, readNdjson, readSource, type Format } from "../../src/importer/source";
+import { everyCellQuoted, surveyFile, unknownFieldsMessage } from "../../src/importer/survey";
 import { importSummary, type Summary } from "../../src/importer/summary";
-import { invalidUtf8At, SourceError, type InputFile } from "../../src/importer/text";
+import { conversion, invalidUtf8At, SourceError, type InputFile } from "../../src/importer/text";
 import { assetResource } from "../../src/resources/assets";
 import type { ResourceDefinition } from "../../src/resources/definition";
 import { resourceByPath } from "../../src/resources/registry";
@@ -68,6 +69,27 @@ describe("Chunker: requests without the same id twice, each id's records in the 
   });
 });
 
+test("a row's data cells: a rejected file's notes left out by position, or from its end when the row is longer or shorter than the header", () => {
+  const plain = dataCellsOf(["id", "name"]);
+  expect(plain(["a", "b", "c"])).toEqual(["a", "b", "c"]);
+  const rejected = dataCellsOf(["id", "name", "_error", "_line"]);
+  expect(rejected(["a", "b", "why", "2"])).toEqual(["a", "b"]);
+  expect(rejected(["a", "b", "c", "why", "2"])).toEqual(["a", "b", "c"]);
+  expect(rejected(["a", "why", "2"])).toEqual(["a"]);
+  const noteInside = dataCellsOf(["_note", "id", "name", "_error", "_line"]);
+  expect(noteInside(["n", "a", "b", "why", "2"])).toEqual(["a", "b"]);
+  expect(noteInside(["n", "a", "b", "c", "why", "2"])).toEqual(["a", "b", "c"]);
+});
+
+test("a rejected CSV in the input's dialect: delimiter, line ending, byte order mark, quoting; a line break in a cell always quoted", () => {
+  const rows = new RejectedRows("csv", { delimiter: ";", lineEnding: "\r\n", headers: ["id", "name", "_error", "_line"], bom: true, quoted: false });
+  expect(rows.add({ line: 2, cells: ["A;1", "two\nlines", "-5"] }, "why, then")).toBe('\uFEFFid;name;_error;_line\r\n"A;1";"two\nlines";\'-5;why, then;2\r\n');
+  expect(rows.add({ line: 4, cells: ["B"] }, "short")).toBe("B;short;4\r\n");
+  const quoted = new RejectedRows("csv", { delimiter: ",", lineEnding: "\n", headers: ["id", "name"], bom: false, quoted: true });
+  expect(quoted.add({ line: 2, cells: ["A", ""] }, "why")).toBe('"id","name","_error","_line"\n"A",,"why","2"\n');
+  expect([everyCellQuoted('"id", "name"', ","), everyCellQuoted('"id;x";name', ";"), everyCellQuoted('"a,b"', ",")]).toEqual([true, false, true]);
+});
+
 describe("CSV dialect", () => {
   const isAssetField = (cell: string) => ["id", "name", "subAreaId", "description"].includes(cell);
 
@@ -116,6 +138,9 @@ describe("CSV dialect", () => {
     expect(problem('id,name\n"a"b,c\n')).toStartWith("f.csv line 2: a quoted cell goes on after its closing quote");
     expect(problem('id,name\n"x\ny",z\nc,d\r\n')).toStartWith("f.csv line 4 ends with CRLF (\\r\\n, Windows), but line 1 (the header) ends with LF (\\n)");
     expect(problem("id,name\r\na,b\rc,d\r\n")).toStartWith("f.csv line 2 ends with CR (\\r) alone");
+    // The advice works for each mix: dos2unix turns CRLF into LF, and leaves a CR alone to mac2unix.
+    expect(problem("id,name\r\na,b\rc,d\r\n")).toContain("for example with dos2unix f.csv && mac2unix f.csv, and import it again.");
+    expect(problem("id,name\r\na,b\nc,d\r\n")).toContain("for example with dos2unix f.csv, and import it again.");
   });
 
   test("reads a text the same however it is cut into chunks", () => {
@@ -129,6 +154,25 @@ describe("CSV dialect", () => {
       }
     }
   });
+});
+
+test("a number cell that is not a number, in a spreadsheet's words: the value, the likely cause, the fix", () => {
+  expect(numberCellProblem("startPoint", "12,5")).toBe(
+    "the startPoint cell is '12,5', which is not a number: a decimal comma, most likely. importd reads numbers with a decimal point: write 12.5 (a spreadsheet saves it so when its decimal separator is '.').",
+  );
+  expect(numberCellProblem("endPoint", "-1.234,50")).toContain("write -1234.50 ");
+  expect(numberCellProblem("endPoint", ",5")).toContain("write .5 ");
+  expect(numberCellProblem("endPoint", "1,234")).toBe("the endPoint cell is '1,234', which is not a number: write 1234 if the comma separates thousands, or 1.234 if it is a decimal comma.");
+  expect(numberCellProblem("endPoint", "1,234,567.5")).toBe("the endPoint cell is '1,234,567.5', which is not a number: write it without the commas between thousands, 1234567.5.");
+  expect(numberCellProblem("geolocation.locationStart", "ten")).toBe("the geolocation.locationStart cell is 'ten', which is not a number: write a number, such as 12.5, or leave the cell empty.");
+  for (const message of ["12,5", "1,234", "x", " "].map((cell) => numberCellProblem("startPoint", cell))) expect(message).not.toMatch(/string|JSON|You sent/);
+});
+
+test("the iconv advice converts beside the file, to a name importd reads, the path quoted for the shell", () => {
+  expect(conversion("data/x.csv", "UTF-16")).toBe("iconv -f UTF-16 -t UTF-8 data/x.csv > data/x.utf8.csv");
+  expect(conversion("x.jsonl", "WINDOWS-1252")).toBe("iconv -f WINDOWS-1252 -t UTF-8 x.jsonl > x.utf8.jsonl");
+  expect(conversion("my files/Export 1.txt", "UTF-16")).toBe("iconv -f UTF-16 -t UTF-8 'my files/Export 1.txt' > 'my files/Export 1.utf8.txt', and import that with the same --format");
+  expect(conversion("it's.csv", "UTF-16")).toBe("iconv -f UTF-16 -t UTF-8 'it'\\''s.csv' > 'it'\\''s.utf8.csv'");
 });
 
 test("UTF-8: the first byte that breaks it, overlong forms and surrogates included", () => {
@@ -263,6 +307,18 @@ describe("a file read from a web byte stream, as a browser's File gives it", () 
       const read: Array<Record<string, unknown> | undefined> = [];
       for await (const source of readSource(file, format, assetResource.schema, survey.csv)) read.push(source.record);
       expect(read).toEqual(assets);
+    }
+  });
+
+  test("CSV rows are on the lines a text editor shows: a CRLF inside a quoted cell is one line break, as outside", async () => {
+    const header = "id,subAreaId,name,status,assetCategoryId,assetTypeId,shapeType,startPoint,endPoint";
+    for (const ending of ["\r\n", "\n"]) {
+      const text = [header, 'L-2,north,"two\r\nlines",ACT,water,pipe,Point,,', 'L-4,north,"three\r\nlines\nhere",ACT,water,pipe,Point,,', "", "L-8,north,After,ACT,water,pipe,Point,,"].join(ending);
+      const file = fromBlob("lines.csv", text);
+      const survey = await surveyFile(file, "csv", assetResource);
+      const lines: Array<number | undefined> = [];
+      for await (const source of readSource(file, "csv", assetResource.schema, survey.csv)) lines.push(source.line);
+      expect({ ending, lines }).toEqual({ ending, lines: [2, 4, 8] });
     }
   });
 

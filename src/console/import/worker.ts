@@ -45,7 +45,7 @@ async function runOrder(order: ImportOrder, post: (message: FromWorker) => void)
     const ignored = survey.unknown.map(({ name }) => shown(name));
     post({ type: "surveyed", records: survey.records, ignored });
 
-    const rows = new RejectedRows(format, survey.csv?.headers);
+    const rows = new RejectedRows(format, survey.csv);
     const rejected = new RejectedBlob();
     const rejections: ShownRejection[] = [];
     const { runId } = order.run;
