@@ -3,6 +3,7 @@ import { Access } from "./access/access";
 import { FailureLimiter, MemoryFailureLog } from "./access/failure-limiter";
 import type { Config } from "./config";
 import { buildApp } from "./http/app";
+import { connectionIdleSeconds } from "./http/body";
 import { ConsoleFiles } from "./http/console";
 import { Listener } from "./http/listener";
 import { clientAddressOf, rememberClientAddress, trustedProxies } from "./http/client-address";
@@ -213,7 +214,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
       maxRequestBodySize: Number.MAX_SAFE_INTEGER,
       // Validating and storing a 100 MB batch takes a few seconds; keep the connection meanwhile. A body that stalls
       // or crawls is cut off long before this by readBody (--body-stall-seconds): this is the last resort.
-      idleTimeout: 255,
+      idleTimeout: connectionIdleSeconds,
     }, identity);
   } catch (error) {
     await consoleFiles.stop();

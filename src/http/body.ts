@@ -14,6 +14,12 @@ export function requireJson(contentType: string | null): void {
 // at a time (a stream reader: about 50 ms), so bigger bodies are streamed into a buffer allocated once.
 export const wholeBodyBytes = 16 * 1024 * 1024;
 
+/**
+ * Bun closes a connection that has been idle this long (server.ts): long enough for a held long poll (60 s) and for
+ * the intake of a 100 MB batch, which sends nothing meanwhile. A body read in one go gets its 408 before then.
+ */
+export const connectionIdleSeconds = 255;
+
 /** A chunked body's first buffer; it doubles as the body grows (and its reservation with it). */
 const firstChunkedBytes = 64 * 1024;
 
@@ -82,12 +88,22 @@ export async function readBody(request: Request, maxBytes: number, upload?: Uplo
   return total === buffer.byteLength ? buffer : buffer.subarray(0, total);
 }
 
-/** A body read in one go (see readBody): 408 if it has not arrived by the time a body at the minimum rate would have. */
+/**
+ * When a body read in one go (see readBody) is cut off: once a body at the minimum rate would have arrived, after the
+ * grace; and in any case before Bun would close the idle connection without an answer. Without a minimum rate, only
+ * that last: a body read in one go shows no progress, so a slow one cannot be told from one that stopped.
+ */
+export function wholeBodyDeadlineSeconds(limits: Pick<UploadLimits, "stallSeconds" | "minBytesPerSecond">, bytes: number): number {
+  const latest = connectionIdleSeconds - 5;
+  return limits.minBytesPerSecond > 0 ? Math.min(limits.stallSeconds + bytes / limits.minBytesPerSecond, latest) : latest;
+}
+
+/** A body read in one go: 408 if it has not arrived by its deadline. */
 function withDeadline(read: Promise<Uint8Array>, limits: UploadLimits, bytes: number): Promise<Uint8Array> {
-  const rateSeconds = limits.minBytesPerSecond > 0 ? bytes / limits.minBytesPerSecond : 0;
+  const seconds = wholeBodyDeadlineSeconds(limits, bytes);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(bodyTimeout(limits, rateSeconds > 0 ? "late" : "stalled")), (limits.stallSeconds + rateSeconds) * 1000);
+    timer = setTimeout(() => reject(bodyTimeout(limits, "late", seconds)), seconds * 1000);
   });
   // The read goes on until the connection closes after the 408; what it ends with is of no interest then.
   read.catch(() => {});

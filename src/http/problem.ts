@@ -128,7 +128,8 @@ export const serverBusy = (detail: string) => new Problem(503, "Service Unavaila
 export const environmentBusy = (detail: string) => new Problem(429, "Too Many Requests", detail, undefined, { "retry-after": "5" });
 
 /** A body that stopped arriving, or arrives far too slowly (uploads.ts, watchBody; body.ts for one read in one go). */
-export const bodyTimeout = (limits: { stallSeconds: number; minBytesPerSecond: number }, why: "stalled" | "crawling" | "late") =>
+/** `late`: a body read in one go, which had not all arrived by its deadline (`lateAfterSeconds`, body.ts). */
+export const bodyTimeout = (limits: { stallSeconds: number; minBytesPerSecond: number }, why: "stalled" | "crawling" | "late", lateAfterSeconds = 0) =>
   new Problem(
     408,
     "Request Timeout",
@@ -136,7 +137,7 @@ export const bodyTimeout = (limits: { stallSeconds: number; minBytesPerSecond: n
       ? `No byte of the request body arrived for ${limits.stallSeconds} seconds`
       : why === "crawling"
         ? `The request body arrived at under ${limits.minBytesPerSecond} bytes a second, the least the server waits for`
-        : `The request body had not arrived in ${limits.stallSeconds} seconds plus its length at ${limits.minBytesPerSecond} bytes a second, the least the server waits for`) +
+        : `The request body had not all arrived after ${Math.ceil(lateAfterSeconds)} seconds, the most the server waits for a body of its length`) +
       "; nothing was accepted. Send the request again (over a faster connection, or in smaller requests).",
     undefined,
     closeAfter,

@@ -219,7 +219,7 @@ describe("408 for a body that stalls or crawls", () => {
     const request = await openRequest(server.port, head(a, 16 * 1024));
     request.write(" ".repeat(1000));
     // 1 s, plus 16 KiB at 64 KiB/s.
-    await expect408(request, startedAt, 1250 + 3000, "had not arrived");
+    await expect408(request, startedAt, 1250 + 3000, "had not all arrived after 2 seconds");
     expect(Date.now() - startedAt).toBeGreaterThanOrEqual(1250);
   });
 
@@ -248,7 +248,7 @@ describe("408 for a body that stalls or crawls", () => {
     const request = await openRequest(server.port, head(a, 128 * 1024));
     const trickle = setInterval(() => request.write(" ".repeat(1000)), 100);
     try {
-      await expect408(request, startedAt, 3000 + 3000, "had not arrived");
+      await expect408(request, startedAt, 3000 + 3000, "had not all arrived after 3 seconds");
       expect(Date.now() - startedAt).toBeGreaterThanOrEqual(3000);
     } finally {
       clearInterval(trickle);

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { connectionIdleSeconds, wholeBodyDeadlineSeconds } from "../../src/http/body";
 import { Problem } from "../../src/http/problem";
 import { smallBodyBytes, UploadGate } from "../../src/http/uploads";
 
@@ -61,5 +62,21 @@ describe("UploadGate", () => {
     expect(gate.inFlight()).toEqual({ count: 0, bytes: 0 });
     gate.begin(1).reserve(4 * megabyte);
     expect(gate.inFlight()).toEqual({ count: 1, bytes: 4 * megabyte });
+  });
+});
+
+describe("a body read in one go (no progress to watch): its deadline", () => {
+  const defaults = { stallSeconds: 30, minBytesPerSecond: 32 * 1024 };
+
+  test("is the grace plus its length at the minimum rate", () => {
+    expect(wholeBodyDeadlineSeconds(defaults, megabyte)).toBe(30 + 32);
+  });
+
+  test("comes before Bun would close the idle connection without an answer, however large the body", () => {
+    expect(wholeBodyDeadlineSeconds(defaults, 16 * megabyte)).toBe(connectionIdleSeconds - 5);
+  });
+
+  test("without a minimum rate is that latest one: a slow body cannot be told from one that stopped", () => {
+    expect(wholeBodyDeadlineSeconds({ stallSeconds: 30, minBytesPerSecond: 0 }, 1024)).toBe(connectionIdleSeconds - 5);
   });
 });
