@@ -211,7 +211,7 @@ export const options = {
   bodyStallSeconds: {
     flag: "body-stall-seconds",
     env: "IMPORTD_BODY_STALL_SECONDS",
-    description: "a request body of which no byte arrives for this long is cut off with 408 and its connection closed; also the grace before --body-min-bytes-per-second applies",
+    description: "a request body of which no byte arrives for this long is cut off with 408 and its connection closed; also the grace before --body-min-bytes-per-second applies (a body of up to 16 MB with a Content-Length is read in one go: it has this plus its length at that rate, at most 250 s)",
     default: 30,
     parse: integer(1, 3600),
   },
