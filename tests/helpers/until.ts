@@ -19,6 +19,17 @@ export async function until<T>(
   }
 }
 
+/** `promise`'s value, or an error after `deadlineMs` saying what it was waiting for: an event awaited, with a bound. */
+export async function within<T>(promise: Promise<T>, { what, deadlineMs = 10_000 }: { what: string; deadlineMs?: number }): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`waited ${deadlineMs} ms for ${what}, in vain`)), deadlineMs)));
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 const shown = (value: unknown) => {
   try {
     return (JSON.stringify(value) ?? String(value)).slice(0, 500);
