@@ -16,6 +16,8 @@ export type ServerProcess = {
   stdout: string[];
   /** Everything the server wrote on stderr (its log), once it has exited. */
   stderr: Promise<string>;
+  /** Its log so far, one line each (to wait for a line with tests/helpers/until.ts). */
+  stderrLines: string[];
 };
 
 // The runner's own IMPORTD_* variables must not leak into the commands under test.
@@ -88,7 +90,20 @@ export async function spawnServer(dataDir: string, extraArgs: string[] = [], tim
     stderr: "pipe",
   });
   const stdout: string[] = [];
-  const stderr = new Response(proc.stderr).text();
+  const stderrLines: string[] = [];
+  const stderr = (async () => {
+    const decoder = new TextDecoder();
+    let text = "";
+    let partial = "";
+    for await (const chunk of proc.stderr) {
+      const piece = decoder.decode(chunk, { stream: true });
+      text += piece;
+      const lines = (partial + piece).split("\n");
+      partial = lines.pop()!;
+      stderrLines.push(...lines);
+    }
+    return text + decoder.decode();
+  })();
   const reader = proc.stdout.getReader();
   const decoder = new TextDecoder();
   let buffered = "";
@@ -104,7 +119,7 @@ export async function spawnServer(dataDir: string, extraArgs: string[] = [], tim
           if (done) return;
         }
       })();
-      return { proc, url: match[1]!, firstRunKey: key, stdout, stderr };
+      return { proc, url: match[1]!, firstRunKey: key, stdout, stderr, stderrLines };
     }
     if (Date.now() > deadline) {
       proc.kill("SIGKILL");
