@@ -125,7 +125,7 @@ if (requireChromium("the console in headless Chromium")) {
   }, 30_000);
 
   test("a pending job is canceled from its page, and says so", async () => {
-    const parked = await server.parkJob("default", 10_000);
+    const parked = await server.parkJob("default", "until released");
     const page = await context.newPage();
     await signIn(page);
     await page.goto(`${server.url}/console#/jobs/${parked.id}`);
@@ -133,6 +133,7 @@ if (requireChromium("the console in headless Chromium")) {
     await page.locator(".status-failed").first().waitFor();
     expect(await page.locator(".message").textContent()).toStartWith("Canceled on request before it started: nothing was applied");
     expect(await page.getByRole("button", { name: "Cancel this job" }).count()).toBe(0);
+    await parked.release();
     await screenshot(page, "job-canceled");
     await page.close();
   }, 30_000);
