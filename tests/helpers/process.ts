@@ -76,8 +76,15 @@ export async function importd(args: string[], env: Record<string, string> = {}):
 export type Launch = { command: string[]; cwd: string; env?: Record<string, string> };
 const fromSource: Launch = { command: [process.execPath, "src/main.ts"], cwd: projectRoot };
 
-/** From source, with these variables on top of the runner's own (less its IMPORTD_* ones), e.g. a test hook. */
-export const fromSourceWith = (env: Record<string, string>): Launch => ({ ...fromSource, env: { ...cleanEnv, ...env } as Record<string, string> });
+/**
+ * From source, with these variables on top of the runner's own (less its IMPORTD_* ones), e.g. a test hook: an
+ * IMPORTD_TEST_* variable, which only tests/fixtures/with-test-hooks.ts reads (the shipped program does not).
+ */
+export const fromSourceWith = (env: Record<string, string>): Launch => ({
+  command: [process.execPath, "tests/fixtures/with-test-hooks.ts"],
+  cwd: projectRoot,
+  env: { ...cleanEnv, ...env } as Record<string, string>,
+});
 
 /** Starts `importd serve` as its own process (so it can be killed) and waits until it listens. */
 export async function spawnServer(dataDir: string, extraArgs: string[] = [], timeoutMs = 30_000, launch: Launch = fromSource): Promise<ServerProcess> {
