@@ -61,7 +61,8 @@ test("no Prefer header, a wait of 0 or a preference that is not a number: answer
   const parked = await server.parkJob("default", "until released");
   for (const prefer of [undefined, "wait=0", "wait=soon", "respond-async"]) {
     const { response, job, ms } = await poll(server.base, server.key, parked.id, prefer);
-    expect({ prefer, status: job.importJobStatus, fast: ms < 500 }).toEqual({ prefer, status: "Pending", fast: true });
+    // The job stays Pending until the test releases it: a poll held by mistake would wait far longer than this.
+    expect({ prefer, status: job.importJobStatus, fast: ms < 5_000 }).toEqual({ prefer, status: "Pending", fast: true });
     expect(response.headers.get("preference-applied")).toBe(prefer === "wait=0" ? "wait=0" : null);
   }
 }, 30_000);
@@ -118,8 +119,13 @@ test("2,000 polls held at once cost little memory and no CPU while they wait, an
   const rssBefore = process.memoryUsage().rss;
   // Raw connections: fetch() would send only a few hundred requests to one host at a time.
   const request = `GET /default/v2/status/${parked.id} HTTP/1.1\r\nHost: 127.0.0.1\r\nApi-Key: ${server.key}\r\nPrefer: wait=60\r\nConnection: close\r\n\r\n`;
-  const held = Array.from({ length: 2_000 }, () => rawRequest(server!.port, request, 60_000));
-  await heldPolls(server, 2_000, 60_000);
+  // Opened in waves of 250, each held before the next: 2,000 handshakes at once overflow the listen backlog on a busy
+  // machine (connections reset, over TLS most of all), which is not what this test is about.
+  const held: Array<ReturnType<typeof rawRequest>> = [];
+  for (let wave = 1; wave <= 8; wave++) {
+    held.push(...Array.from({ length: 250 }, () => rawRequest(server!.port, request, 120_000)));
+    await heldPolls(server, wave * 250, 60_000);
+  }
   // While they wait: no work done for them (this process runs the server and the 2,000 clients both).
   const cpuBefore = process.cpuUsage();
   await Bun.sleep(1_000);
