@@ -236,15 +236,14 @@ export const options = {
 type Options = typeof options;
 
 /**
- * Hooks for tests, set from environment variables that are not options (never in --help): absent in production.
- * `killProcessOnRecordId` (IMPORTD_TEST_KILL_PROCESS_ON_RECORD_ID): a run about to apply a record with this
- * id kills the whole server process, as a job that crashes it would. `maxAttempts` (IMPORTD_TEST_MAX_ATTEMPTS):
- * raises the attempts a job is given (jobs/apply.ts), for tests that SIGKILL the server at random moments as an
- * operator might, which can hit one job's runs three times without that job being at fault.
- * `killProcessAfterCommitOnRecordId` (IMPORTD_TEST_KILL_AFTER_COMMIT_ON_RECORD_ID): the same, right after the run
- * that applied the record commits (its webhook events are in the outbox, none sent yet). `webhookRetryScale`
- * (IMPORTD_TEST_WEBHOOK_RETRY_SCALE): multiplies the webhook retry delays and their 24 hours, so that a test sees a
- * day of retries in seconds.
+ * Hooks for tests, handed to main() by tests/fixtures/with-test-hooks.ts or to startServer by a test: nothing in
+ * the shipped program sets them (no flag, no variable), so an operator cannot turn them on by mistake.
+ * `killProcessOnRecordId`: a run about to apply a record with this id kills the whole server process, as a job
+ * that crashes it would. `maxAttempts`: raises the attempts a job is given (jobs/apply.ts), for tests that SIGKILL
+ * the server at random moments as an operator might, which can hit one job's runs three times without that job
+ * being at fault. `killProcessAfterCommitOnRecordId`: the same, right after the run that applied the record
+ * commits (its webhook events are in the outbox, none sent yet). `webhookRetryScale`: multiplies the webhook retry
+ * delays and their 24 hours, so that a test sees a day of retries in seconds.
  */
 export type TestHooks = { killProcessOnRecordId?: string; killProcessAfterCommitOnRecordId?: string; maxAttempts?: number; webhookRetryScale?: number };
 
@@ -273,13 +272,7 @@ export function loadConfig(flags: Record<string, string | boolean | undefined>, 
     throw new ConfigError(`--body-budget-bytes (${config.bodyBudgetBytes}) is less than --max-body-bytes (${config.maxBodyBytes}): a body between the two could never be read. Raise the budget, or lower the hard limit`);
   }
   if (config.tlsCert !== undefined && config.insecureHttp) throw new ConfigError("--insecure-http and --tls-cert ask for opposite things: serve HTTPS with the certificate, or plain HTTP, not both");
-  const killProcessOnRecordId = env.IMPORTD_TEST_KILL_PROCESS_ON_RECORD_ID || undefined;
-  const killProcessAfterCommitOnRecordId = env.IMPORTD_TEST_KILL_AFTER_COMMIT_ON_RECORD_ID || undefined;
-  const maxAttempts = env.IMPORTD_TEST_MAX_ATTEMPTS ? Number(env.IMPORTD_TEST_MAX_ATTEMPTS) : undefined;
-  const webhookRetryScale = env.IMPORTD_TEST_WEBHOOK_RETRY_SCALE ? Number(env.IMPORTD_TEST_WEBHOOK_RETRY_SCALE) : undefined;
-  if (killProcessOnRecordId || killProcessAfterCommitOnRecordId || maxAttempts || webhookRetryScale) {
-    config.testHooks = Object.freeze({ killProcessOnRecordId, killProcessAfterCommitOnRecordId, maxAttempts, webhookRetryScale });
-  }
+  if (defaults.testHooks) config.testHooks = Object.freeze({ ...defaults.testHooks });
   return Object.freeze(config) as Config;
 }
 

@@ -4,7 +4,7 @@ import { parseArgs } from "node:util";
 import pkg from "../package.json" with { type: "json" };
 import { AccessError } from "./access/access";
 import { UsageError, type Output } from "./cli/errors";
-import { ConfigError, loadConfig, optionsHelp, parseArgsOptions } from "./config";
+import { ConfigError, loadConfig, optionsHelp, parseArgsOptions, type TestHooks } from "./config";
 import { DatabaseError, StoreInUse } from "./store/errors";
 
 // Each command's modules are loaded when it runs: `importd import` of a small file would otherwise spend most of
@@ -60,7 +60,8 @@ async function helpFor(command: string | undefined): Promise<string> {
   return usage;
 }
 
-async function main(argv: string[]): Promise<number> {
+/** Runs one command; `testHooks` only from tests/fixtures/with-test-hooks.ts (see Config's TestHooks). */
+export async function main(argv: string[], { testHooks }: { testHooks?: TestHooks } = {}): Promise<number> {
   // The client command has flags of its own, none of the server's.
   if (argv[0] === "import") {
     // Ctrl-C: the journal already holds every request that went through, so the same command resumes. 130 is
@@ -84,7 +85,7 @@ async function main(argv: string[]): Promise<number> {
   if (values.help) return io.out(await helpFor(positionals[0])), 0;
   if (values.version) return io.out(pkg.version), 0;
   // Pretty logs for a person at a terminal, JSON for a journal or a log collector.
-  const config = loadConfig(values as Record<string, string | boolean | undefined>, process.env, { logFormat: process.stderr.isTTY ? "pretty" : "json" });
+  const config = loadConfig(values as Record<string, string | boolean | undefined>, process.env, { logFormat: process.stderr.isTTY ? "pretty" : "json", testHooks });
   const [command = "serve", ...rest] = positionals;
 
   if (command === "env") return await (await import("./cli/commands")).envCommand(config, rest, io), 0;
@@ -137,17 +138,22 @@ async function main(argv: string[]): Promise<number> {
   return -1;
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    if (code >= 0) process.exit(code);
-  },
-  (error) => {
-    // Usage and configuration mistakes exit 2, other known failures 1, each as one line; only a bug shows a stack.
-    const usageMistake = error instanceof UsageError || (error as { code?: string })?.code?.startsWith?.("ERR_PARSE_ARGS");
-    const badValue = usageMistake || error instanceof ConfigError;
-    const known = badValue || error instanceof AccessError || (error as Error)?.name === "StartupError" || error instanceof DatabaseError || error instanceof StoreInUse;
-    console.error(`importd: ${known ? (error as Error).message : (error as Error)?.stack ?? error}`);
-    if (usageMistake) console.error("Run importd --help for usage.");
-    process.exit(badValue ? 2 : 1);
-  },
-);
+/** Exits as the command's outcome says: its code, or 2 for a usage or configuration mistake, 1 for another failure. */
+export function exitWith(outcome: Promise<number>): void {
+  outcome.then(
+    (code) => {
+      if (code >= 0) process.exit(code);
+    },
+    (error) => {
+      // Usage and configuration mistakes exit 2, other known failures 1, each as one line; only a bug shows a stack.
+      const usageMistake = error instanceof UsageError || (error as { code?: string })?.code?.startsWith?.("ERR_PARSE_ARGS");
+      const badValue = usageMistake || error instanceof ConfigError;
+      const known = badValue || error instanceof AccessError || (error as Error)?.name === "StartupError" || error instanceof DatabaseError || error instanceof StoreInUse;
+      console.error(`importd: ${known ? (error as Error).message : (error as Error)?.stack ?? error}`);
+      if (usageMistake) console.error("Run importd --help for usage.");
+      process.exit(badValue ? 2 : 1);
+    },
+  );
+}
+
+if (import.meta.main) exitWith(main(process.argv.slice(2)));

@@ -120,8 +120,13 @@ export class JobScheduler {
       this.backingOff.delete(environmentId);
       this.done(environmentId, this.running.get(environmentId)!, false, []);
     }
-    if (this.running.size === 0 && !this.asking) return;
-    await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    await this.idle();
+  }
+
+  /** Resolves once no run is in progress (none backing off either) and the store is not being asked. */
+  idle(): Promise<void> {
+    if (this.running.size === 0 && !this.asking) return Promise.resolve();
+    return new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
   private later(fn: () => void, delayMs: number): void {

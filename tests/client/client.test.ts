@@ -59,12 +59,13 @@ describe("against a running importd", () => {
   });
 
   test("waitForJob's polls are held by the server until the job ends (Prefer: wait), and it stops when its signal aborts", async () => {
-    const parked = await server.parkJob("default");
+    const parked = await server.parkJob("default", "until released");
     const polls: number[] = [];
     const error = await client.waitForJob(parked.id, { signal: AbortSignal.timeout(1500), onProgress: () => polls.push(performance.now()) }).catch((e) => e);
     expect(error.name).toBe("TimeoutError");
     // One poll, held: no answer came while the job waited.
     expect(polls).toHaveLength(0);
+    await parked.release();
   });
 });
 

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { importd, projectRoot } from "../helpers/process";
 import { asset, seedReferenceData } from "../helpers/records";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server";
+import { until } from "../helpers/until";
 
 let server: TestServer;
 const dir = tempDir("importd-import-");
@@ -161,7 +162,7 @@ describe("importd import", () => {
       stderr: "pipe",
     });
     // Ctrl-C once a few requests have gone through: it says how to go on, and exits 130 (128 + SIGINT), as shells expect.
-    for (let i = 0; i < 600 && (await jobCount()) - before < 3; i++) await Bun.sleep(10);
+    await until(async () => (await jobCount()) - before >= 3, { what: "3 of the import's requests accepted", deadlineMs: 30_000, everyMs: 10 });
     proc.kill("SIGINT");
     expect(await proc.exited).toBe(130);
     expect(await new Response(proc.stderr).text()).toContain("importd: interrupted. Run the same command again to resume where it stopped");

@@ -3,7 +3,7 @@ import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { jobStatuses } from "../../src/jobs/states";
 import { jobTypes } from "../../src/resources/registry";
-import { importAndWait, importBatch, type JobDocument } from "../helpers/api";
+import { heldPolls, importAndWait, importBatch, type JobDocument } from "../helpers/api";
 import { importd } from "../helpers/process";
 import { asset, seedReferenceData } from "../helpers/records";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server";
@@ -107,19 +107,14 @@ describe("importd jobs list", () => {
   }, 60_000);
 });
 
-/** Held long polls on the server: a waiting `jobs show --wait` is one. */
-async function heldPolls(): Promise<number> {
-  const metrics = await (await fetch(`${server.url}/metrics`)).text();
-  return Number(/^importd_held_polls (\d+)/m.exec(metrics)?.[1] ?? 0);
-}
-
 describe("importd jobs show", () => {
   test("--wait: a Pending job is waited for (stderr says so), then summed up: status, counts, times and message", async () => {
-    const parked = await server.parkJob("default", 1_000);
+    // Pending until the command is seen waiting, however long it takes to start.
+    const parked = await server.parkJob("default", "until released");
     const showing = jobs(defaultEnvironment(), "show", String(parked.id), "--wait");
     // The command has seen the job Pending and is waiting when its poll is held; then the job may run.
-    for (let tries = 0; tries < 400 && (await heldPolls()) === 0; tries++) await Bun.sleep(25);
-    expect(await heldPolls()).toBeGreaterThan(0);
+    await heldPolls(server.url, 1, 30_000);
+    await parked.release();
     await importBatch(server.base, "subareas", server.key, [{ id: "wake", name: "Wakes the queue" }]);
 
     const shown = await showing;
@@ -211,13 +206,14 @@ describe("importd jobs rejected", () => {
 
   test("a job that has not finished: exit 1, saying so and how to wait for it", async () => {
     const environment = await server.addEnvironment("rejected-pending");
-    const parked = await server.parkJob("rejected-pending", 5_000);
+    const parked = await server.parkJob("rejected-pending", "until released");
     const listed = await jobs(environment, "rejected", String(parked.id));
     expect(listed.code).toBe(1);
     expect(listed.stdout).toBe("");
     expect(listed.stderr).toBe(
       `importd: job ${parked.id} has not finished yet (it is Pending): which records it rejects is known once it has. Wait for it with importd jobs show ${parked.id} --wait, then ask again.\n`,
     );
+    await parked.release();
   }, 60_000);
 });
 

@@ -3,7 +3,8 @@ import { readFileSync } from "node:fs";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { importBatch, waitForJob } from "../helpers/api";
 import { requireChromium } from "../helpers/browser";
-import { consoleBrowser, screenshot, signIn as signInAs, until } from "../helpers/console";
+import { consoleBrowser, screenshot, signIn as signInAs } from "../helpers/console";
+import { until } from "../helpers/until";
 import { asset, assets, seedReferenceData } from "../helpers/records";
 import { startTestServer, type TestServer } from "../helpers/server";
 
@@ -58,12 +59,12 @@ if (requireChromium("the console in headless Chromium")) {
     expect(await page.evaluate(() => sessionStorage.getItem("importd.session"))).toContain(server.key);
 
     const ids = async () => (await page.locator("table.jobs tbody tr td:first-child a").allTextContents()).map(Number);
-    expect(await until(ids, (shown) => shown.length === 4)).toHaveLength(4);
+    expect(await until(ids, { holds: (shown) => shown.length === 4, what: "the 4 jobs listed" })).toHaveLength(4);
     expect(await ids()).toEqual([...(await ids())].sort((a, b) => b - a));
     await screenshot(page, "jobs");
 
     await page.getByLabel("Status").selectOption("PartiallySucceeded");
-    expect(await until(ids, (shown) => shown.length === 1)).toEqual([partial]);
+    expect(await until(ids, { holds: (shown) => shown.length === 1, what: "the one partial job listed" })).toEqual([partial]);
     // The filters are in the URL: the view can be sent to someone, and opens filtered once they have signed in (a new
     // tab has its own session storage, so it asks).
     expect(new URL(page.url()).hash).toBe("#/jobs?status=PartiallySucceeded");
@@ -77,12 +78,12 @@ if (requireChromium("the console in headless Chromium")) {
     await shared.close();
     await page.getByLabel("Status").selectOption("");
     await page.getByLabel("Type").selectOption("SubArea");
-    expect(await until(ids, (shown) => shown.length === 1)).toHaveLength(1);
+    expect(await until(ids, { holds: (shown) => shown.length === 1, what: "one job listed" })).toHaveLength(1);
     await page.getByLabel("Type").selectOption("");
 
     // Live: a job imported meanwhile appears without a reload.
     const later = await importBatch(server.base, "subareas", server.key, [{ id: "later", name: "Later" }]);
-    expect(await until(ids, (shown) => shown.includes(later.id))).toContain(later.id);
+    expect(await until(ids, { holds: (shown) => shown.includes(later.id), what: `job ${later.id} listed` })).toContain(later.id);
     await page.close();
   }, 30_000);
 
@@ -110,7 +111,7 @@ if (requireChromium("the console in headless Chromium")) {
     await expect(counts.textContent()).resolves.toContain("Applied17");
     await expect(counts.textContent()).resolves.toContain("Rejected3");
     expect(await page.locator(".message").textContent()).toContain("3 of 20 records were rejected");
-    expect(await until(() => page.locator("table.rejected tbody tr").count(), (rows) => rows === 3)).toBe(3);
+    expect(await until(() => page.locator("table.rejected tbody tr").count(), { holds: (rows) => rows === 3, what: "3 rejected records shown" })).toBe(3);
     await screenshot(page, "job");
 
     const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download the rejected records (CSV)" }).click()]);
@@ -124,7 +125,7 @@ if (requireChromium("the console in headless Chromium")) {
   }, 30_000);
 
   test("a pending job is canceled from its page, and says so", async () => {
-    const parked = await server.parkJob("default", 10_000);
+    const parked = await server.parkJob("default", "until released");
     const page = await context.newPage();
     await signIn(page);
     await page.goto(`${server.url}/console#/jobs/${parked.id}`);
@@ -132,6 +133,7 @@ if (requireChromium("the console in headless Chromium")) {
     await page.locator(".status-failed").first().waitFor();
     expect(await page.locator(".message").textContent()).toStartWith("Canceled on request before it started: nothing was applied");
     expect(await page.getByRole("button", { name: "Cancel this job" }).count()).toBe(0);
+    await parked.release();
     await screenshot(page, "job-canceled");
     await page.close();
   }, 30_000);
@@ -145,7 +147,7 @@ if (requireChromium("the console in headless Chromium")) {
     const record = page.getByRole("article");
     await record.waitFor();
     expect(JSON.parse((await record.locator("pre").textContent())!)).toMatchObject({ id: "A-0000003", subAreaId: asset(3).subAreaId, lastJobId: partial });
-    expect(await until(() => page.locator("table tbody tr").count(), (rows) => rows === 17)).toBe(17);
+    expect(await until(() => page.locator("table tbody tr").count(), { holds: (rows) => rows === 17, what: "17 rows shown" })).toBe(17);
     await screenshot(page, "records");
     await page.getByLabel("Id").fill("no-such-asset");
     await page.getByRole("button", { name: "Find" }).click();
@@ -161,16 +163,16 @@ if (requireChromium("the console in headless Chromium")) {
     await signIn(page);
     await page.goto(`${server.url}/console#/records/assettypes`);
     const firstIds = () => page.locator("table tbody tr td:first-child").allTextContents();
-    const first = await until(firstIds, (ids) => ids.length === 25);
+    const first = await until(firstIds, { holds: (ids) => ids.length === 25, what: "a first page of 25 jobs" });
     expect(first).toHaveLength(25);
     expect(await page.getByRole("button", { name: "Previous" }).isDisabled()).toBe(true);
     await page.getByRole("button", { name: "Next" }).click();
-    const second = await until(firstIds, (ids) => ids.length === 7);
+    const second = await until(firstIds, { holds: (ids) => ids.length === 7, what: "a second page of 7 jobs" });
     expect(second).toHaveLength(7);
     expect(second.some((id) => first.includes(id))).toBe(false);
     expect(await page.getByRole("button", { name: "Next" }).isDisabled()).toBe(true);
     await page.getByRole("button", { name: "Previous" }).click();
-    expect(await until(firstIds, (ids) => ids.length === 25)).toEqual(first);
+    expect(await until(firstIds, { holds: (ids) => ids.length === 25, what: "the first page of 25 jobs again" })).toEqual(first);
     await page.close();
   }, 30_000);
 

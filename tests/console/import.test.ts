@@ -5,7 +5,8 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { createClient } from "../../src/client";
 import { testTls } from "../helpers/backend";
 import { requireChromium } from "../helpers/browser";
-import { consoleBrowser, screenshot, signIn, until } from "../helpers/console";
+import { consoleBrowser, screenshot, signIn } from "../helpers/console";
+import { until } from "../helpers/until";
 import { seedReferenceData } from "../helpers/records";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server";
 
@@ -91,7 +92,7 @@ if (requireChromium("the console's import in headless Chromium")) {
     await page.getByLabel("Import progress").waitFor({ timeout: 30_000 });
     // Some records done and some to go, for the screenshot of the progress bar.
     const progressText = () => page.locator(".running p").first().textContent({ timeout: 1_000 }).catch(() => undefined);
-    await until(progressText, (text) => !text?.startsWith("0 of"), 30_000);
+    await until(progressText, { holds: (text) => !text?.startsWith("0 of"), deadlineMs: 30_000, what: "progress past 0 rows" });
     await screenshot(page, "import-progress");
     const result = page.getByRole("region", { name: "Import result" });
     await result.waitFor({ timeout: 120_000 });
@@ -135,7 +136,7 @@ if (requireChromium("the console's import in headless Chromium")) {
 
     type Saved = { run: { entries: Array<{ jobId: number | null }> } };
     const saved = () => page.evaluate(() => JSON.parse(sessionStorage.getItem("importd.import") ?? "null") as Saved | null);
-    expect((await until(saved, (now) => (now?.run.entries.length ?? 0) > 0, 30_000))?.run.entries.length).toBeGreaterThan(0);
+    expect((await until(saved, { holds: (now) => (now?.run.entries.length ?? 0) > 0, deadlineMs: 30_000, what: "a saved run with an entry" }))?.run.entries.length).toBeGreaterThan(0);
     await page.reload();
     expect(await saved()).not.toBeNull();
     const queued = (await saved())!.run.entries.flatMap(({ jobId }) => (jobId === null ? [] : [jobId]));
@@ -228,7 +229,7 @@ if (requireChromium("the console's import in headless Chromium")) {
     const rows = 40_000;
     const page = await applying("stopped.csv", rows);
     const queuedSoFar = () => page.evaluate(() => (JSON.parse(sessionStorage.getItem("importd.import") ?? "null")?.run.entries.length ?? 0) as number);
-    expect(await until(queuedSoFar, (n) => n > 0, 30_000)).toBeGreaterThan(0);
+    expect(await until(queuedSoFar, { holds: (n) => n > 0, deadlineMs: 30_000, what: "a batch queued" })).toBeGreaterThan(0);
     await page.getByRole("button", { name: "Stop" }).click();
     const note = page.getByRole("status", { name: "Interrupted import" });
     expect(await note.textContent()).toContain("The import of stopped.csv (");
@@ -246,10 +247,10 @@ if (requireChromium("the console's import in headless Chromium")) {
   test("signing out stops a running import (its worker holds the key); signed in again, the page says what had been queued", async () => {
     const page = await applying("signed-out.csv", 40_000);
     const queuedSoFar = () => page.evaluate(() => (JSON.parse(sessionStorage.getItem("importd.import") ?? "null")?.run.entries.length ?? 0) as number);
-    expect(await until(queuedSoFar, (n) => n > 0, 30_000)).toBeGreaterThan(0);
+    expect(await until(queuedSoFar, { holds: (n) => n > 0, deadlineMs: 30_000, what: "a batch queued" })).toBeGreaterThan(0);
     expect(page.workers()).toHaveLength(1);
     await page.getByRole("button", { name: "Sign out" }).click();
-    expect(await until(async () => page.workers().length, (workers) => workers === 0)).toBe(0);
+    expect(await until(async () => page.workers().length, { holds: (workers) => workers === 0, what: "the page's workers gone" })).toBe(0);
     await page.getByLabel("Environment").fill(environment.slug);
     await page.getByLabel("API key").fill(environment.key);
     await page.getByRole("button", { name: "Sign in" }).click();

@@ -4,7 +4,7 @@ import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { databaseFile } from "../../src/store/sqlite/database";
 import { getJob, importBatch, postJson, waitForJob } from "../helpers/api";
-import { fillTheDisk } from "../helpers/disk";
+import { fillTheDisk, importUntilRefused, jobsMetTheFullDisk } from "../helpers/disk";
 import { spawnServer, type ServerProcess } from "../helpers/process";
 import { assets, seedReferenceData } from "../helpers/records";
 import { tempDir } from "../helpers/server";
@@ -44,13 +44,7 @@ test("a full disk: imports are refused with 507, accepted jobs wait instead of f
   // SQLite may still write into file space it already holds: keep importing until the disk refuses.
   // Every batch accepted on the way is owed its job, like the two above.
   const waiting: Array<[number, number]> = [[large.id, 60_000]];
-  let refused: Response | undefined;
-  for (let i = 0; i < 40 && !refused; i++) {
-    const response = await postJson(base, "assets", key, assets(3000, 70_000 + i * 3000));
-    if (response.status === 202) waiting.push([(await response.json()).id, 3000]);
-    else refused = response;
-  }
-  if (!refused) throw new Error("the disk never filled up");
+  const refused = await importUntilRefused((n) => postJson(base, "assets", key, assets(3000, 70_000 + n * 3000)), filler, waiting, 3000);
   expect([503, 507]).toContain(refused.status);
   expect(refused.headers.get("content-type")).toBe("application/problem+json");
   expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
@@ -58,7 +52,7 @@ test("a full disk: imports are refused with 507, accepted jobs wait instead of f
   expect(problem.detail).toContain("nothing was accepted");
 
   // While the disk stays full, the accepted jobs wait; none is failed.
-  await Bun.sleep(1500);
+  await jobsMetTheFullDisk(server, waiting, async (jobId) => (await getJob(base, key, jobId)).importJobStatus);
   for (const [id] of waiting) expect(["Pending", "Processing", "Succeeded"]).toContain((await getJob(base, key, id)).importJobStatus);
   expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
 

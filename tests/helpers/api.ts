@@ -1,3 +1,4 @@
+import { until } from "./until";
 import { expect } from "bun:test";
 
 export type JobDocument = {
@@ -53,4 +54,10 @@ export async function waitForJob(base: string, key: string, id: number, timeoutM
 export async function importAndWait(base: string, resource: string, key: string, records: unknown[]) {
   const accepted = await importBatch(base, resource, key, records);
   return waitForJob(base, key, accepted.id);
+}
+
+/** Until the server at `url` holds `count` long polls (its metrics say so): what the test does next is after they wait. */
+export async function heldPolls(url: string, count: number, deadlineMs = 10_000): Promise<void> {
+  const held = async () => Number(/^importd_held_polls (\d+)/m.exec(await (await fetch(`${url}/metrics`)).text())?.[1] ?? 0);
+  await until(held, { holds: (n) => n === count, what: `${count} polls held by ${url}`, deadlineMs });
 }

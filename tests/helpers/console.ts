@@ -15,16 +15,6 @@ export async function screenshot(page: Page, name: string, height?: number): Pro
   await page.screenshot({ path: join(artifacts, `console-${name}.png`), fullPage: true, clip });
 }
 
-/** What `read` gives once `holds` is true of it, or after `timeoutMs` whatever it gives then (for expect to judge). */
-export async function until<T>(read: () => Promise<T>, holds: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (holds(value) || Date.now() > deadline) return value;
-    await Bun.sleep(100);
-  }
-}
-
 /** Signs in on the console's page as a person does: environment, key, the button. */
 export async function signIn(page: Page, url: string, key: string, environment = "default"): Promise<void> {
   await page.goto(`${url}/console`);

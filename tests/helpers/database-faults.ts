@@ -1,5 +1,6 @@
 import { expect } from "bun:test";
 import type { TestSql } from "./sql";
+import { until } from "./until";
 
 /** What the clients of underLoad saw. */
 export type Answers = {
@@ -13,14 +14,14 @@ export type Answers = {
 
 /**
  * Four clients, each sending one-record imports to `base` and reading its last accepted job back, in turn, until
- * `disrupt` (something done to the database meanwhile) has resolved. Every request must be answered, 202 or 200, or
+ * `disrupt` (something done to the database meanwhile, which waits on what the clients see so far) has resolved. Every request must be answered, 202 or 200, or
  * 503 with Retry-After (which a client sends again later); anything else fails at once, and a request unanswered
  * after `answerWithinMs` counts as "no answer".
  */
-export async function underLoad(base: string, key: string, disrupt: () => Promise<void>, { answerWithinMs, round = 0 }: { answerWithinMs: number; round?: number }): Promise<Answers> {
+export async function underLoad(base: string, key: string, disrupt: (answers: Answers) => Promise<void>, { answerWithinMs, round = 0 }: { answerWithinMs: number; round?: number }): Promise<Answers> {
   const answers: Answers = { statuses: new Map(), accepted: [], slowestMs: 0 };
   let disrupting = true;
-  const disrupted = disrupt().finally(() => (disrupting = false));
+  const disrupted = disrupt(answers).finally(() => (disrupting = false));
   const ask = async (url: string, init: RequestInit = {}) => {
     const sentAt = performance.now();
     const response = await fetch(url, { ...init, headers: { "api-key": key, ...init.headers }, signal: AbortSignal.timeout(answerWithinMs) }).catch(() => undefined);
@@ -75,4 +76,13 @@ export async function answersAgain(url: string, key: string, withinMs: number): 
 /** The process ids of the instance's connections (named "importd <instance id>") to the database `name`. */
 export async function instanceBackends(admin: TestSql, name: string): Promise<number[]> {
   return (await admin<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE datname = ${name} AND application_name LIKE 'importd %'`).map((row) => row.pid);
+}
+
+/** How many requests got `status` so far. */
+export const answered = (answers: Answers, status: number) => answers.statuses.get(status) ?? 0;
+
+/** Waits until `count` more requests than now got `status`: the instance was seen to answer so after a change. */
+export async function answeredAgain(answers: Answers, status: number, { count = 1, what, deadlineMs = 30_000 }: { count?: number; what: string; deadlineMs?: number }): Promise<void> {
+  const before = answered(answers, status);
+  await until(() => answered(answers, status) >= before + count, { what: `${count} more ${status} answers (${what})`, deadlineMs });
 }

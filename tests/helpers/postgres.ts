@@ -1,5 +1,5 @@
 import { spawn, type Subprocess } from "bun";
-import { chownSync, existsSync, mkdtempSync, readdirSync } from "node:fs";
+import { chownSync, existsSync, mkdtempSync, readdirSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "./net";
@@ -70,7 +70,20 @@ export function postgresServer(): Promise<PostgresServer> {
 
 export const testPassword = "s3cret-test-pw";
 
+/** Another process's server took the port between freePort() and our server's start (passes run side by side). */
+class PortTaken extends Error {}
+
 async function startPostgres(): Promise<PostgresServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startPostgresOnce();
+    } catch (error) {
+      if (!(error instanceof PortTaken) || attempt === 5) throw error;
+    }
+  }
+}
+
+async function startPostgresOnce(): Promise<PostgresServer> {
   if (!binDir) throw new Error("no PostgreSQL server binaries");
   const dir = mkdtempSync(join(tmpdir(), "importd-pg-"));
   const dataDir = join(dir, "data");
@@ -128,15 +141,22 @@ async function startPostgres(): Promise<PostgresServer> {
   const deadline = Date.now() + 30_000;
   for (;;) {
     const sql = testSql(url("postgres"));
+    let answered: { data_directory: string }[];
     try {
-      await sql`select 1`;
-      await sql.end();
-      break;
+      answered = await sql<{ data_directory: string }>`SELECT current_setting('data_directory') AS data_directory`;
     } catch (error) {
       await sql.end();
-      if (server.exitCode !== null || Date.now() > deadline) throw new Error(`PostgreSQL did not start: ${error}\n${await Promise.race([serverLog, Bun.sleep(100).then(() => "")])}`);
+      const log = await Promise.race([serverLog, Bun.sleep(100).then(() => "")]);
+      if (server.exitCode !== null && /could not bind|already in use/i.test(log)) throw new PortTaken(log);
+      if (server.exitCode !== null || Date.now() > deadline) throw new Error(`PostgreSQL did not start: ${error}\n${log}`);
       await Bun.sleep(50);
+      continue;
     }
+    await sql.end();
+    // The same superuser and password in every test process: make sure it is this process's server that answered.
+    if (answered[0]?.data_directory === realpathSync(dataDir)) break;
+    // Ours could not bind the port, and its watchdog removes its directory.
+    throw new PortTaken(`port ${port} answered from ${answered[0]?.data_directory}`);
   }
   return {
     port,

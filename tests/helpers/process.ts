@@ -16,6 +16,8 @@ export type ServerProcess = {
   stdout: string[];
   /** Everything the server wrote on stderr (its log), once it has exited. */
   stderr: Promise<string>;
+  /** Its log so far, one line each (to wait for a line with tests/helpers/until.ts). */
+  stderrLines: string[];
 };
 
 // The runner's own IMPORTD_* variables must not leak into the commands under test.
@@ -74,8 +76,15 @@ export async function importd(args: string[], env: Record<string, string> = {}):
 export type Launch = { command: string[]; cwd: string; env?: Record<string, string> };
 const fromSource: Launch = { command: [process.execPath, "src/main.ts"], cwd: projectRoot };
 
-/** From source, with these variables on top of the runner's own (less its IMPORTD_* ones), e.g. a test hook. */
-export const fromSourceWith = (env: Record<string, string>): Launch => ({ ...fromSource, env: { ...cleanEnv, ...env } as Record<string, string> });
+/**
+ * From source, with these variables on top of the runner's own (less its IMPORTD_* ones), e.g. a test hook: an
+ * IMPORTD_TEST_* variable, which only tests/fixtures/with-test-hooks.ts reads (the shipped program does not).
+ */
+export const fromSourceWith = (env: Record<string, string>): Launch => ({
+  command: [process.execPath, "tests/fixtures/with-test-hooks.ts"],
+  cwd: projectRoot,
+  env: { ...cleanEnv, ...env } as Record<string, string>,
+});
 
 /** Starts `importd serve` as its own process (so it can be killed) and waits until it listens. */
 export async function spawnServer(dataDir: string, extraArgs: string[] = [], timeoutMs = 30_000, launch: Launch = fromSource): Promise<ServerProcess> {
@@ -88,7 +97,20 @@ export async function spawnServer(dataDir: string, extraArgs: string[] = [], tim
     stderr: "pipe",
   });
   const stdout: string[] = [];
-  const stderr = new Response(proc.stderr).text();
+  const stderrLines: string[] = [];
+  const stderr = (async () => {
+    const decoder = new TextDecoder();
+    let text = "";
+    let partial = "";
+    for await (const chunk of proc.stderr) {
+      const piece = decoder.decode(chunk, { stream: true });
+      text += piece;
+      const lines = (partial + piece).split("\n");
+      partial = lines.pop()!;
+      stderrLines.push(...lines);
+    }
+    return text + decoder.decode();
+  })();
   const reader = proc.stdout.getReader();
   const decoder = new TextDecoder();
   let buffered = "";
@@ -104,7 +126,7 @@ export async function spawnServer(dataDir: string, extraArgs: string[] = [], tim
           if (done) return;
         }
       })();
-      return { proc, url: match[1]!, firstRunKey: key, stdout, stderr };
+      return { proc, url: match[1]!, firstRunKey: key, stdout, stderr, stderrLines };
     }
     if (Date.now() > deadline) {
       proc.kill("SIGKILL");

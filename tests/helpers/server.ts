@@ -44,10 +44,11 @@ export type TestServer = RunningServer & {
   addEnvironment(slug: string): Promise<{ slug: string; key: string; base: string }>;
   /**
    * A job put straight into the queue without waking the scheduler, so that it stays Pending while we look: on
-   * PostgreSQL, where every instance rescans the queue, the test also holds the environment's lock for a few
-   * seconds (as a run in progress elsewhere would).
+   * PostgreSQL, where every instance rescans the queue, the test also holds the environment's lock (as a run in
+   * progress elsewhere would) for `hold` ms, or until `release()` when `hold` is "until released": a test that
+   * needs the job Pending until it says so must not bet on how long its own steps take.
    */
-  parkJob(environmentSlug: string, forMs?: number): Promise<Job>;
+  parkJob(environmentSlug: string, hold?: number | "until released"): Promise<Job & { release(): Promise<void> }>;
   close(): Promise<void>;
 };
 
@@ -68,7 +69,7 @@ export async function startTestServer(overrides: Partial<Config> = {}): Promise<
   let side: Db | undefined;
   let sidePostgres: TestSql | undefined;
   let sideStore: Promise<Store> | undefined;
-  const held: Array<Promise<unknown>> = [];
+  const held: Array<{ release(): Promise<void>; timer?: ReturnType<typeof setTimeout> }> = [];
   const query = async <T>(text: string, ...params: unknown[]): Promise<T[]> => {
     if (databaseUrl) {
       sidePostgres ??= testSql(databaseUrl);
@@ -96,26 +97,32 @@ export async function startTestServer(overrides: Partial<Config> = {}): Promise<
       const key = await access.createKey(slug);
       return { slug, key, base: `${server.url}/${slug}` };
     },
-    async parkJob(environmentSlug, forMs = parkedForMs) {
+    async parkJob(environmentSlug, hold = parkedForMs) {
       const environmentId = (await query<{ id: number }>("SELECT id FROM environments WHERE slug = ?", environmentSlug))[0]!.id;
+      let release = async () => {};
       if (databaseUrl) {
         // On a connection of its own, which holds the lock in an open transaction meanwhile.
         const holder = testSql(databaseUrl);
         await holder`BEGIN`;
         await holder`SELECT id FROM environments WHERE id = ${environmentId!} FOR NO KEY UPDATE`;
-        held.push(Bun.sleep(forMs).then(async () => {
-          await holder`COMMIT`;
-          await holder.end();
-        }));
+        let released: Promise<void> | undefined;
+        release = () =>
+          (released ??= (async () => {
+            await holder`COMMIT`;
+            await holder.end();
+          })());
+        held.push(hold === "until released" ? { release } : { release, timer: setTimeout(release, hold) });
       }
       const body = new TextEncoder().encode(JSON.stringify([asset(1)]));
       // Straight into the store, as another process would: nothing wakes this server's scheduler.
-      return enqueueJob((await store()).queue, environmentId!, "Asset", 1, body);
+      return { ...(await enqueueJob((await store()).queue, environmentId!, "Asset", 1, body)), release };
     },
     async close() {
       stopChecking(server.url);
+      // First, so that no run of the server's waits on a lock the test holds while the server stops.
+      for (const hold of held) clearTimeout(hold.timer);
+      await Promise.allSettled(held.map((hold) => hold.release()));
       await server.stop();
-      await Promise.allSettled(held);
       await (await sideStore)?.close({ interrupted: true });
       if (side) closeDatabase(side);
       await sidePostgres?.end();

@@ -1,7 +1,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { groupLimits, runNext } from "../../src/jobs/apply";
 import { canceledOutput } from "../../src/jobs/outcome";
-import { getJob, importBatch, waitForJob, type JobDocument } from "../helpers/api";
+import { getJob, heldPolls, importBatch, waitForJob, type JobDocument } from "../helpers/api";
 import { importd } from "../helpers/process";
 import type { ClaimedRun, Job } from "../../src/store/ports";
 import { enqueueJob, startTestServer, type TestServer } from "../helpers/server";
@@ -28,7 +28,7 @@ test("a Pending job is canceled at once: Failed, output.canceled, nothing applie
   // Pending, and kept so (see parkJob) while the test looks.
   const parked = await server.parkJob("default", 5_000);
   const held = fetch(`${server.base}/v2/status/${parked.id}`, { headers: { "api-key": server.key, prefer: "wait=30" } }).then((r) => r.json() as Promise<JobDocument>);
-  await Bun.sleep(200);
+  await heldPolls(server.url, 1);
 
   const first = await cancel(server, parked.id);
   expect(first.status).toBe(200);

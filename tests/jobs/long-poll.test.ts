@@ -1,7 +1,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { createClient } from "../../src/client";
 import { preferredWait } from "../../src/jobs/job-waits";
-import { importBatch, type JobDocument } from "../helpers/api";
+import { heldPolls as heldBy, importBatch, type JobDocument } from "../helpers/api";
 import { rawRequest } from "../helpers/raw-http";
 import { startTestServer, type TestServer } from "../helpers/server";
 
@@ -21,14 +21,17 @@ const poll = async (base: string, key: string, id: number, prefer?: string) => {
   return { response, job, ms: performance.now() - started, answeredAt: Date.now() };
 };
 
+const heldPolls = (s: TestServer, count: number, deadlineMs?: number) => heldBy(s.url, count, deadlineMs);
+
 // Another job in the environment wakes the scheduler, which then runs the parked one first (acceptance order).
 const wakeTheQueue = (s: TestServer) => importBatch(s.base, "subareas", s.key, [{ id: "wake", name: "Wakes the queue" }]);
 
 test("Prefer: wait holds the answer until the job ends, then answers at once, with Preference-Applied", async () => {
   server = await startTestServer();
-  const parked = await server.parkJob("default", 1_000);
+  const parked = await server.parkJob("default", "until released");
   const held = poll(server.base, server.key, parked.id, "wait=20");
-  await Bun.sleep(300);
+  await heldPolls(server, 1);
+  await parked.release();
   await wakeTheQueue(server);
   const { response, job, ms, answeredAt } = await held;
   expect(response.status).toBe(200);
@@ -36,14 +39,15 @@ test("Prefer: wait holds the answer until the job ends, then answers at once, wi
   // Failed, as it happens: the parked job's asset points at reference data this environment does not have.
   expect(job.importJobStatus).toBe("Failed");
   expect(response.headers.get("retry-after")).toBeNull();
-  // Answered when the job ended, not when the wait was over.
+  // Answered when the job ended, not when the 20 s wait was over: the bounds are far from both, so that a busy
+  // machine does not fail it (on PostgreSQL, completedAt is its transaction's start, before the commit).
   expect(ms).toBeLessThan(10_000);
-  expect(answeredAt - Date.parse(job.completedAt!)).toBeLessThan(500);
+  expect(answeredAt - Date.parse(job.completedAt!)).toBeLessThan(5_000);
 }, 30_000);
 
 test("a job that does not end within the wait is answered when the wait is over, as it is, with Retry-After", async () => {
   server = await startTestServer();
-  const parked = await server.parkJob("default", 4_000);
+  const parked = await server.parkJob("default", "until released");
   const { response, job, ms } = await poll(server.base, server.key, parked.id, "wait=1");
   expect(job.importJobStatus).toBe("Pending");
   expect(response.headers.get("preference-applied")).toBe("wait=1");
@@ -54,10 +58,11 @@ test("a job that does not end within the wait is answered when the wait is over,
 
 test("no Prefer header, a wait of 0 or a preference that is not a number: answered at once", async () => {
   server = await startTestServer();
-  const parked = await server.parkJob("default", 3_000);
+  const parked = await server.parkJob("default", "until released");
   for (const prefer of [undefined, "wait=0", "wait=soon", "respond-async"]) {
     const { response, job, ms } = await poll(server.base, server.key, parked.id, prefer);
-    expect({ prefer, status: job.importJobStatus, fast: ms < 500 }).toEqual({ prefer, status: "Pending", fast: true });
+    // The job stays Pending until the test releases it: a poll held by mistake would wait far longer than this.
+    expect({ prefer, status: job.importJobStatus, fast: ms < 5_000 }).toEqual({ prefer, status: "Pending", fast: true });
     expect(response.headers.get("preference-applied")).toBe(prefer === "wait=0" ? "wait=0" : null);
   }
 }, 30_000);
@@ -86,20 +91,20 @@ test("any run of digits is a wait: 20 of them hold the poll until the job ends, 
     expect({ prefer, applied: response.headers.get("preference-applied") }).toEqual({ prefer, applied: prefer.endsWith("7") ? "wait=7" : "wait=60" });
   }
   // Held, not answered at once (it used to be, as if no wait had been asked for).
-  const parked = await server.parkJob("default", 1_000);
+  const parked = await server.parkJob("default", "until released");
   const held = poll(server.base, server.key, parked.id, "wait=99999999999999999999");
-  await Bun.sleep(300);
+  await heldPolls(server, 1);
+  await parked.release();
   await wakeTheQueue(server);
   const { response, job, ms } = await held;
   expect({ status: job.importJobStatus, applied: response.headers.get("preference-applied") }).toEqual({ status: "Failed", applied: "wait=60" });
-  expect(ms).toBeGreaterThanOrEqual(250);
 }, 30_000);
 
 test("a server that stops answers its held polls at once, with the job as it is", async () => {
   server = await startTestServer();
-  const parked = await server.parkJob("default", 3_000);
+  const parked = await server.parkJob("default", "until released");
   const held = poll(server.base, server.key, parked.id, "wait=60");
-  await Bun.sleep(300);
+  await heldPolls(server, 1);
   const stopping = server.stop();
   const { response, job, ms } = await held;
   expect(response.status).toBe(200);
@@ -110,38 +115,47 @@ test("a server that stops answers its held polls at once, with the job as it is"
 
 test("2,000 polls held at once cost little memory and no CPU while they wait, and every one is answered when the job ends", async () => {
   server = await startTestServer();
-  const parked = await server.parkJob("default", 8_000);
+  const parked = await server.parkJob("default", "until released");
   const rssBefore = process.memoryUsage().rss;
   // Raw connections: fetch() would send only a few hundred requests to one host at a time.
   const request = `GET /default/v2/status/${parked.id} HTTP/1.1\r\nHost: 127.0.0.1\r\nApi-Key: ${server.key}\r\nPrefer: wait=60\r\nConnection: close\r\n\r\n`;
-  const held = Array.from({ length: 2_000 }, () => rawRequest(server!.port, request, 60_000));
-  for (let tries = 0; tries < 400 && (await heldCount(server)) < 2_000; tries++) await Bun.sleep(25);
-  expect(await heldCount(server)).toBe(2_000);
+  // Opened in waves of 250, each held before the next: 2,000 handshakes at once overflow the listen backlog on a busy
+  // machine (connections reset, over TLS most of all), which is not what this test is about.
+  const held: Array<ReturnType<typeof rawRequest>> = [];
+  for (let wave = 1; wave <= 8; wave++) {
+    held.push(...Array.from({ length: 250 }, () => rawRequest(server!.port, request, 120_000)));
+    await heldPolls(server, wave * 250, 60_000);
+  }
   // While they wait: no work done for them (this process runs the server and the 2,000 clients both).
   const cpuBefore = process.cpuUsage();
   await Bun.sleep(1_000);
   const cpu = process.cpuUsage(cpuBefore);
   const cpuMs = (cpu.user + cpu.system) / 1000;
   const rssGrowthMb = (process.memoryUsage().rss - rssBefore) / 2 ** 20;
+  await parked.release();
   await wakeTheQueue(server);
   const answers = await Promise.all(held);
   expect(answers.every((answer) => answer.status === 200 && JSON.parse(answer.body).importJobStatus === "Failed")).toBe(true);
   console.log(`2,000 held polls: ${cpuMs.toFixed(0)} ms CPU in 1 s of waiting, RSS +${rssGrowthMb.toFixed(0)} MB`);
   expect(cpuMs).toBeLessThan(300);
   expect(rssGrowthMb).toBeLessThan(200);
-}, 60_000);
+}, 120_000);
 
 test("the typed client's waitForJob ends as soon as a small job does, not after a Retry-After second", async () => {
   server = await startTestServer();
   const client = createClient({ baseUrl: server.base, apiKey: server.key });
-  await client.waitForJob((await client.importRecords("subareas", [{ id: "warm", name: "Warm-up" }])).id);
+  // The client's wait is a poll the server holds (not a sleep of Retry-After's second on its side): seen held, and
+  // answered once the job ends. Timed for the log only: a busy machine may take longer, but not because of a sleep.
+  const parked = await server.parkJob("default", "until released");
+  const waiting = client.waitForJob(parked.id);
+  await heldPolls(server, 1);
+  await parked.release();
   const started = performance.now();
-  const job = await client.importRecords("subareas", Array.from({ length: 25 }, (_, i) => ({ id: `s${i}`, name: `Sub-area ${i}` })));
-  const done = await client.waitForJob(job.id);
+  await wakeTheQueue(server);
+  const done = await waiting;
   const ms = performance.now() - started;
-  expect(done.importJobStatus).toBe("Succeeded");
-  console.log(`25 records, POST → Succeeded with waitForJob: ${ms.toFixed(0)} ms`);
-  expect(ms).toBeLessThan(500);
+  expect(done.importJobStatus).toBe("Failed");
+  console.log(`a job ended, waitForJob answered: ${ms.toFixed(0)} ms`);
 }, 30_000);
 
 test("preferredWait reads RFC 7240's wait preference among others, caps it at 60, and ignores what is not a whole number", () => {
@@ -158,7 +172,4 @@ test("preferredWait reads RFC 7240's wait preference among others, caps it at 60
   expect(preferredWait("return=minimal")).toBeUndefined();
 });
 
-async function heldCount(s: TestServer): Promise<number> {
-  const metrics = await (await fetch(`${s.url}/metrics`)).text();
-  return Number(/^importd_held_polls (\d+)/m.exec(metrics)?.[1] ?? 0);
-}
+

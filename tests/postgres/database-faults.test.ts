@@ -1,12 +1,13 @@
 import { afterAll, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { deadlines } from "../../src/store/postgres/connection";
-import { allSucceeded, answersAgain, instanceBackends, underLoad, type Answers } from "../helpers/database-faults";
+import { allSucceeded, answeredAgain, answersAgain, instanceBackends, underLoad, type Answers } from "../helpers/database-faults";
 import { postgresServer, requirePostgres } from "../helpers/postgres";
 import { freshPostgresDatabase } from "../helpers/postgres-store";
 import { spawnServer, type ServerProcess } from "../helpers/process";
 import { tempDir } from "../helpers/server";
 import { testSql } from "../helpers/sql";
+import { until } from "../helpers/until";
 
 // What PostgreSQL can do to a running importd, while four clients send imports and read their jobs: end every
 // connection (a failover, a restart, an administrator), refuse connections for a while (the database closed), or
@@ -54,19 +55,20 @@ if (requirePostgres("the database fault tests")) {
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
   }
 
-  test(`every connection terminated, five times in five seconds, ${failoverRounds} rounds in a row: every request answered within seconds, every accepted job applied`, async () => {
+  test(`every connection terminated, five times in a row, each as soon as it serves again, ${failoverRounds} rounds in a row: every request answered within seconds, every accepted job applied`, async () => {
     const { server, key, base, name, admin } = await instance();
     for (let round = 1; round <= failoverRounds; round++) {
       let terminated = 0;
       const answers = await underLoad(
         base,
         key,
-        async () => {
+        async (answers) => {
+          // Each time, once the instance is seen to accept imports again (on new connections): not a fixed second.
           for (let n = 0; n < 5; n++) {
-            await Bun.sleep(1_000);
+            await answeredAgain(answers, 202, { count: 4, what: n === 0 ? "under load" : `after termination ${n}` });
             terminated += (await admin`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE datname = ${name} AND application_name LIKE 'importd %'`).filter((row) => row.ok).length;
           }
-          await Bun.sleep(1_000);
+          await answeredAgain(answers, 202, { count: 4, what: "after the last termination" });
         },
         { answerWithinMs: 15_000, round },
       );
@@ -79,29 +81,28 @@ if (requirePostgres("the database fault tests")) {
     await stoppedCleanly(server);
   }, 60_000 + failoverRounds * 45_000);
 
-  test("the database closed to connections for 10 s, its connections ended: every request is answered 503 at once meanwhile, and all of it goes on after", async () => {
+  test("the database closed to connections, its connections ended: every request is answered 503 at once meanwhile, and all of it goes on after", async () => {
     const { server, key, base, name, admin } = await instance();
     // From the server's own database: the closed one takes no connection, not even a superuser's.
     const postgres = await postgresServer();
     const answers = await underLoad(
       base,
       key,
-      async () => {
-        await Bun.sleep(1_000);
+      async (answers) => {
+        await answeredAgain(answers, 202, { count: 4, what: "under load" });
         await postgres.admin(async (sql) => {
           await sql.unsafe(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS false`);
           await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ${name} AND application_name LIKE 'importd %'`;
         });
-        await Bun.sleep(5_000);
-        const ready = await fetch(`${server.url}/readyz`);
-        expect({ status: ready.status, body: await ready.text() }).toMatchObject({ status: 503 });
-        await Bun.sleep(5_000);
+        // Closed until every client has been told 503 a few times and the instance says it is not ready.
+        await answeredAgain(answers, 503, { count: 12, what: "while the database is closed" });
+        await until(async () => (await fetch(`${server.url}/readyz`)).status, { holds: (status) => status === 503, what: "/readyz to say 503 while the database is closed" });
         await postgres.admin((sql) => sql.unsafe(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`));
-        await Bun.sleep(2_000);
+        await answeredAgain(answers, 202, { count: 4, what: "once the database is open again" });
       },
       { answerWithinMs: 15_000 },
     );
-    console.log(`database closed for 10 s: ${summary(answers)}`);
+    console.log(`database closed: ${summary(answers)}`);
     expect(answers.statuses.get(503)).toBeGreaterThan(0);
     // Refused connections are told at once: nothing waits for a deadline.
     expect(answers.slowestMs).toBeLessThan(deadlines.connectMs);
@@ -109,7 +110,7 @@ if (requirePostgres("the database fault tests")) {
     await stoppedCleanly(server);
   }, 90_000);
 
-  test("the instance's backends frozen (SIGSTOP) for 15 s: a request whose statement gets no answer is answered 503 after the statement deadline, its connection replaced; all of it goes on after", async () => {
+  test("the instance's backends frozen (SIGSTOP) past the statement deadline: a request whose statement gets no answer is answered 503 after the statement deadline, its connection replaced; all of it goes on after", async () => {
     const { server, key, base, name, admin } = await instance();
     let stopped: number[] = [];
     const resume = () => {
@@ -120,17 +121,18 @@ if (requirePostgres("the database fault tests")) {
     const answers = await underLoad(
       base,
       key,
-      async () => {
-        await Bun.sleep(1_000);
+      async (answers) => {
+        await answeredAgain(answers, 202, { count: 4, what: "under load" });
         stopped = await instanceBackends(admin, name);
         for (const pid of stopped) process.kill(pid, "SIGSTOP");
-        await Bun.sleep(15_000);
+        // Frozen until a statement sent to them has met its deadline and its request was told 503.
+        await answeredAgain(answers, 503, { what: "a statement's deadline met on a frozen backend", deadlineMs: 3 * deadlines.statementMs });
         resume();
-        await Bun.sleep(2_000);
+        await answeredAgain(answers, 202, { count: 4, what: "once the backends run again" });
       },
       { answerWithinMs: 3 * deadlines.statementMs },
     );
-    console.log(`backends frozen for 15 s: ${summary(answers)}`);
+    console.log(`backends frozen: ${summary(answers)}`);
     // The statements sent to the frozen backends found their deadline, and their requests a 503.
     expect(answers.statuses.get(503)).toBeGreaterThan(0);
     expect(answers.slowestMs).toBeGreaterThan(deadlines.statementMs);

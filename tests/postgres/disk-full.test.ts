@@ -5,7 +5,7 @@ import { testSql } from "../helpers/sql";
 import { PostgresStore } from "../../src/store/postgres/store";
 import { getJob, importBatch, postJson, waitForJob } from "../helpers/api";
 import { postgresServer, requirePostgres } from "../helpers/postgres";
-import { fillTheDisk } from "../helpers/disk";
+import { fillTheDisk, importUntilRefused, jobsMetTheFullDisk } from "../helpers/disk";
 import { spawnServer, type ServerProcess } from "../helpers/process";
 import { assets, seedReferenceData } from "../helpers/records";
 import { tempDir } from "../helpers/server";
@@ -61,13 +61,7 @@ if (requirePostgres("importd on PostgreSQL with a full disk")) {
     // PostgreSQL may still write into free space of pages it holds: keep importing until the disk refuses.
     // Every batch accepted on the way is owed its job.
     const waiting: Array<[number, number]> = [[large.id, 20_000]];
-    let refused: Response | undefined;
-    for (let i = 0; i < 60 && !refused; i++) {
-      const response = await postJson(base, "assets", key, assets(3000, 70_000 + i * 3000));
-      if (response.status === 202) waiting.push([(await response.json()).id, 3000]);
-      else refused = response;
-    }
-    if (!refused) throw new Error("the disk never filled up");
+    const refused = await importUntilRefused((n) => postJson(base, "assets", key, assets(3000, 70_000 + n * 3000)), filler, waiting, 3000);
     expect(refused.status).toBe(507);
     expect(refused.headers.get("content-type")).toBe("application/problem+json");
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
@@ -75,7 +69,7 @@ if (requirePostgres("importd on PostgreSQL with a full disk")) {
     expect(problem.detail).toContain("nothing was accepted");
 
     // While the disk stays full, the accepted jobs wait; none is failed, and the server goes on answering.
-    await Bun.sleep(1500);
+    await jobsMetTheFullDisk(server, waiting, async (jobId) => (await getJob(base, key, jobId)).importJobStatus);
     for (const [jobId] of waiting) expect(["Pending", "Processing", "Succeeded"]).toContain((await getJob(base, key, jobId)).importJobStatus);
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
 

@@ -8,6 +8,7 @@ import { freshPostgresDatabase } from "../helpers/postgres-store";
 import { spawnServer, type ServerProcess } from "../helpers/process";
 import { tempDir } from "../helpers/server";
 import { lostConnection, statementInProgress } from "../helpers/statement-in-progress";
+import { until } from "../helpers/until";
 
 // An instance paused (SIGSTOP) in the middle of a run, as a long GC pause, a frozen VM or a partition would:
 // PostgreSQL ends its idle transaction (idle_in_transaction_session_timeout, lowered here), or, where it was paused
@@ -64,8 +65,11 @@ if (requirePostgres("the fencing test")) {
     // Resumed: its connection is gone, so its run fails and commits nothing; it goes on serving.
     const completedAt = done.completedAt;
     paused.proc.kill("SIGCONT");
-    for (let tries = 0; tries < 100 && (await fetch(`${paused.url}/healthz`).catch(() => undefined))?.status !== 200; tries++) await Bun.sleep(50);
-    await Bun.sleep(1_500);
+    await until(() => paused.stderrLines.some((line) => line.includes('"job attempt failed; will retry"') && line.includes(`"jobId":${jobId}`)), {
+      what: "the resumed instance's run to fail on its lost connection",
+      deadlineMs: 30_000,
+    });
+    await until(async () => (await fetch(`${paused.url}/healthz`).catch(() => undefined))?.status === 200, { what: "the resumed instance to serve again" });
     const after = await getJob(base(paused), key, jobId);
     expect(after).toMatchObject({ importJobStatus: "Succeeded", completedAt });
     const [rows] = await admin`SELECT count(*)::int AS count FROM sub_areas`;

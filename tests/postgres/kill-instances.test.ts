@@ -16,8 +16,9 @@ import { tempDir } from "../helpers/server";
 // out of order, or twice after a later one, leaves an older writer on some record. Each environment has a webhook
 // subscription: every job's end is delivered, whichever instance ended it and whichever was killed, none lost; a
 // delivery sent again (its instance killed before it could store the attempt) carries the same webhook-id.
-// The streams go on until the instances have been killed PG_KILL_KILLS times; `npm run pg:kill` runs longer.
-const killsWanted = Number(process.env.PG_KILL_KILLS ?? 20);
+// The streams go on until the instances have been killed PG_KILL_KILLS times: 6 on every landing, 20 in `npm run
+// test:long`; `npm run pg:kill` runs 200.
+const killsWanted = Number(process.env.PG_KILL_KILLS ?? 6);
 const seed = Number(process.env.PG_KILL_SEED ?? 20261123);
 const environments = ["alpha", "beta", "gamma"];
 const instanceCount = 3;

@@ -3,7 +3,9 @@ import { chmodSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { assetCategories, assets, assetTypes, subAreas } from "../helpers/records";
 import { importd, projectRoot, spawnServer, type ServerProcess } from "../helpers/process";
-import { tempDir } from "../helpers/server";
+import { enqueueJob, tempDir } from "../helpers/server";
+import { until } from "../helpers/until";
+import { SqliteStore } from "../../src/store/sqlite/store";
 import { encryptedKey, servedSerial, shownSerial, testAuthority, writeIdentity, type TestAuthority } from "../helpers/tls";
 
 // The operator's own certificate (--tls-cert, --tls-key): served on any address, loopback included; every problem
@@ -102,7 +104,8 @@ test("renewed certificate files are served to new connections without a restart,
   const first = await authority.issue(["localhost", "127.0.0.1"]);
   const renewed = await authority.issue(["localhost", "127.0.0.1"]);
   const paths = writeIdentity(files, first);
-  const server = await spawnServer(dir("importd-tls-renew-data-"), ["--tls-cert", paths.cert, "--tls-key", paths.key]);
+  const serverDataDir = dir("importd-tls-renew-data-");
+  const server = await spawnServer(serverDataDir, ["--tls-cert", paths.cert, "--tls-key", paths.key]);
   servers.push(server);
   const port = Number(new URL(server.url).port);
   const call = caller(server, authority.cert);
@@ -111,26 +114,32 @@ test("renewed certificate files are served to new connections without a restart,
   }
   expect(await servedSerial(port)).toBe(first.serial);
 
-  // In flight on connections made before the renewal: a long poll held on a big job, and an upload sent slowly.
-  // The poll is held on a small job queued behind a big one: it ends when both are applied, seconds from now.
-  await call("/v2/assets", { method: "POST", body: JSON.stringify(assets(200_000)) });
-  const behind = (await (await call("/v2/assets", { method: "POST", body: JSON.stringify(assets(1, 300_000)) })).json()) as { id: number };
-  const heldPoll = call(`/v2/status/${behind.id}`, { headers: { prefer: "wait=30" } });
+  // In flight on connections made before the renewal, both held by the test (not by how long some work takes, which a
+  // faster machine shortens): a long poll on a job put straight into the queue, which nothing wakes until the upload
+  // arrives (as tests/helpers/server.ts's parkJob does), and an upload whose last bytes wait for the test's word.
+  const store = SqliteStore.open(serverDataDir);
+  const environmentId = (await store.access.findEnvironment("default"))!.id;
+  const parked = await enqueueJob(store.queue, environmentId, "Asset", 1, new TextEncoder().encode(JSON.stringify(assets(1, 300_000))));
+  await store.close();
+  const heldPoll = call(`/v2/status/${parked.id}`, { headers: { prefer: "wait=30" } });
   let pollAnswered = false;
   void heldPoll.then(() => (pollAnswered = true));
-  const body = JSON.stringify(assets(2_000, 100_000));
+  const body = new TextEncoder().encode(JSON.stringify(assets(2_000, 100_000)));
+  let finishUpload!: () => void;
+  const uploadMayEnd = new Promise<void>((resolve) => (finishUpload = resolve));
   const slowly = new ReadableStream<Uint8Array>({
     async start(controller) {
-      for (let at = 0; at < body.length; at += 2_000) {
-        controller.enqueue(new TextEncoder().encode(body.slice(at, at + 2_000)));
-        await Bun.sleep(10);
-      }
+      for (let at = 0; at < body.length - 2_000; at += 2_000) controller.enqueue(body.slice(at, Math.min(at + 2_000, body.length - 2_000)));
+      await uploadMayEnd;
+      controller.enqueue(body.slice(body.length - 2_000));
       controller.close();
     },
   });
   const upload = call("/v2/assets", { method: "POST", body: slowly, duplex: "half" } as RequestInit);
   let uploadAnswered = false;
   void upload.then(() => (uploadAnswered = true));
+  const metrics = async () => (await fetch(`${server.url}/metrics`, { tls: { ca: authority.cert } } as RequestInit)).text();
+  await until(async () => /^importd_held_polls 1$/m.test(await metrics()), { what: "the poll held by the server" });
 
   // The renewal tools' way: the new files written beside, then moved into place.
   writeIdentity(files, renewed, "next");
@@ -144,6 +153,8 @@ test("renewed certificate files are served to new connections without a restart,
   for (let n = 0; n < 5; n++) expect(await servedSerial(port)).toBe(renewed.serial);
   // Both still under way when the renewed certificate was served.
   expect({ pollAnswered, uploadAnswered }).toEqual({ pollAnswered: false, uploadAnswered: false });
+  // The upload ends; its job wakes the queue, which runs the parked job first, and the poll is answered.
+  finishUpload();
 
   const uploaded = await upload;
   expect(uploaded.status).toBe(202);

@@ -119,8 +119,9 @@ describe("deliveries", () => {
     const succeeded = await importAndWait(server.base, "assets", server.key, [asset(1)]);
     const partial = await importAndWait(server.base, "assets", server.key, [asset(2), asset(3, { subAreaId: "nowhere" })]);
     const failed = await importAndWait(server.base, "assets", server.key, [asset(4), asset(4)]);
-    const parked = await server.parkJob("default", 1_000);
+    const parked = await server.parkJob("default", "until released");
     expect((await send(`/v2/status/${parked.id}/cancel`, { method: "POST" })).status).toBe(200);
+    await parked.release();
     const messages = (await receiver.waitFor(before + 4)).slice(before);
     expect(messages.every((message) => message.verified)).toBe(true);
     const byJob = new Map(messages.map((message) => [message.body.data.id as number, message]));

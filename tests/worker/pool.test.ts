@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { StorageUnavailable } from "../../src/store/errors";
 import { WorkerCrashed, WorkerPool, type ThreadStores } from "../../src/worker/pool";
 import { tempDir } from "../helpers/server";
+import { until } from "../helpers/until";
 
 // The stand-in threads open no store.
 const noStore: ThreadStores = { handleFor: () => ({ backend: "none" }), threadDied: () => {} };
@@ -32,7 +33,7 @@ describe("WorkerPool", () => {
       expect(slots[`prefers ${prefer}`]).toBe(prefer);
     }
     const slow = run("slow", "slow", 0);
-    await Bun.sleep(20);
+    await until(() => slots.slow !== undefined, { what: "the slow task to take slot 0" });
     await run("prefers the busy slot", "ok", 0);
     expect(slots["prefers the busy slot"]).toBe(1);
     await run("prefers no such slot", "ok", 9);

@@ -6,6 +6,7 @@ import type { SqliteStore } from "../../src/store/sqlite/store";
 import { WorkerCrashed, type Placement, type WorkerPool } from "../../src/worker/pool";
 import { JobScheduler } from "../../src/worker/scheduler";
 import { sqliteStoreWith } from "../helpers/store";
+import { until, within } from "../helpers/until";
 
 let store: SqliteStore | undefined;
 afterEach(async () => {
@@ -71,11 +72,8 @@ async function harness(environmentOfJob: number[], fault: Fault = () => undefine
   return { queue: counting, pool, calls, runs, heads, store };
 }
 
-const settle = async (scheduler: JobScheduler) => {
-  for (let i = 0; i < 400 && scheduler.runsInProgress > 0; i++) await Bun.sleep(5);
-  await Bun.sleep(5);
-  for (let i = 0; i < 400 && scheduler.runsInProgress > 0; i++) await Bun.sleep(5);
-};
+/** Until the scheduler has nothing in progress and nothing more to ask the store (a finished run asks again). */
+const settle = (scheduler: JobScheduler) => within(scheduler.idle(), { what: "the scheduler to be idle" });
 
 const jobOfEnvironmentOne = async (jobId: number) => (await store!.jobs.find(1, jobId, ""))!;
 
@@ -106,7 +104,7 @@ describe("JobScheduler", () => {
     const { queue, pool, calls, heads } = await harness([1], undefined, () => blocked);
     const scheduler = new JobScheduler(queue, pool, { maxConcurrentRuns: 2, retryDelayMs: 1 });
     scheduler.wake();
-    await Bun.sleep(20);
+    await until(() => calls.length === 1, { what: "job 1's run to start" });
     expect(heads.count).toBe(1);
     await store!.queue.enqueue([{ environmentId: 1, type: "SubArea", recordCount: 1, body: new TextEncoder().encode('[{"id":"x","name":"X"}]') }]);
     scheduler.accepted(2, 1, undefined);
@@ -114,7 +112,7 @@ describe("JobScheduler", () => {
     await store!.queue.enqueue([{ environmentId: 2, type: "SubArea", recordCount: 1, body: new TextEncoder().encode('[{"id":"y","name":"Y"}]') }]);
     scheduler.accepted(3, 2, undefined);
     expect(heads.count).toBe(2);
-    await Bun.sleep(20);
+    await until(() => calls.length === 2, { what: "job 3's run to start" });
     expect(calls).toEqual([["apply", 1], ["apply", 3]]);
     release();
     await settle(scheduler);
@@ -135,7 +133,7 @@ describe("JobScheduler", () => {
     for (const [environmentId, slot, light] of [[1, 0, true], [2, 1, false], [3, undefined, undefined]] as const) {
       const [enqueued] = await store.queue.enqueue([{ environmentId, type: "SubArea", recordCount: 1, body }]);
       scheduler.accepted((enqueued as { job: { id: number } }).job.id, environmentId, slot, light);
-      await Bun.sleep(20);
+      await until(() => placements.has(environmentId), { what: `environment ${environmentId}'s run to start` });
     }
     await settle(scheduler);
     expect([...placements].map(([environmentId, placement]) => [environmentId, placement?.prefer, placement?.light])).toEqual([
@@ -151,7 +149,9 @@ describe("JobScheduler", () => {
     const { queue, pool, calls } = await harness([1, 2, 3], undefined, () => blocked);
     const scheduler = new JobScheduler(queue, pool, { maxConcurrentRuns: 2, retryDelayMs: 1 });
     scheduler.wake();
-    await Bun.sleep(30);
+    await until(() => calls.length === 2, { what: "two runs to start" });
+    // The runs a wake starts are started together: a third would be in progress already.
+    expect(scheduler.runsInProgress).toBe(2);
     expect(calls).toHaveLength(2);
     release();
     await settle(scheduler);
@@ -227,8 +227,7 @@ describe("JobScheduler", () => {
     const { queue, pool, calls } = await harness([1], () => new StorageFull("database or disk is full"));
     const scheduler = new JobScheduler(queue, pool, { maxConcurrentRuns: 2, retryDelayMs: 60_000 });
     scheduler.wake();
-    for (let i = 0; i < 200 && calls.length === 0; i++) await Bun.sleep(5);
-    await Bun.sleep(20);
+    await until(() => calls.length === 1 && scheduler.runsInProgress === 1 && scheduler.runningJobIds.length === 0, { what: "the run to fail and back off" });
     // Backing off for a minute: nothing of it is in a thread, so no job to wait for.
     expect(scheduler.runsInProgress).toBe(1);
     expect(scheduler.runningJobIds).toEqual([]);
@@ -243,7 +242,7 @@ describe("JobScheduler", () => {
     const slow = await harness([1], undefined, () => new Promise<void>((resolve) => (release = resolve)));
     const busy = new JobScheduler(slow.queue, slow.pool, { maxConcurrentRuns: 2, retryDelayMs: 1 });
     busy.wake();
-    for (let i = 0; i < 200 && !release; i++) await Bun.sleep(5);
+    await until(() => release, { what: "job 1's run to reach its commit" });
     expect(busy.runningJobIds).toEqual([1]);
     const busyStopping = busy.stop();
     expect(await Promise.race([busyStopping.then(() => "stopped"), Bun.sleep(100).then(() => "still waiting")])).toBe("still waiting");
@@ -258,7 +257,7 @@ describe("JobScheduler", () => {
     const finished: Array<[number, string]> = [];
     const scheduler = new JobScheduler(queue, pool, { maxConcurrentRuns: 2, retryDelayMs: 1, onFinished: (jobId, job) => finished.push([jobId, job.status]) });
     scheduler.wake();
-    for (let i = 0; i < 100 && finished.length < 2; i++) await settle(scheduler);
+    await settle(scheduler);
     expect(calls).toEqual(Array.from({ length: 7 }, (): [string, number] => ["apply", 1]));
     expect(finished).toEqual([[1, "Succeeded"], [2, "Succeeded"]]);
   });

@@ -1,0 +1,117 @@
+// The passes of `npm test` (tests/run.ts runs them side by side; tests/on-postgres.ts and tests/on-tls.ts run one).
+//
+// The SQLite pass runs every test file. The PostgreSQL pass runs again, with every test server and command on
+// PostgreSQL (TEST_BACKEND=postgres, see tests/helpers/server.ts and tests/helpers/process.ts), the files whose
+// checks go through the store of a server or command that the tests start: what could differ by backend. The TLS
+// pass runs again, with every test server serving HTTPS (TEST_TRANSPORT=tls, see tests/helpers/backend.ts), the
+// files whose checks go through a client that talks to a test server (raw requests, the client library, the CLI,
+// long polls, the browser): what could work only over plain HTTP.
+//
+// The rule for a file in a second pass: it goes in only if the pass changes what the file exercises. So these run
+// once, in the SQLite pass:
+//   - what never reaches a test server or never honours TEST_BACKEND/TEST_TRANSPORT: tests/jobs/group-commit,
+//     parse-once and payload (a SQLite store of their own), tests/webhooks/send (sendWebhook against receivers of
+//     its own), tests/openapi/contract (the answer checker, shown on a stand-in);
+//   - OpenAPI generation and lint (tests/openapi/lint, generated-client, second-generator): the served document
+//     is the same on every backend and transport; tests/http/openapi checks the document against the routes;
+//   - the large-file imports (tests/client/import-large, tests/console/import-large): their point is memory and
+//     streaming on the client's side; the PostgreSQL backend's bulk path has its own tests (tests/store/postgres-copy,
+//     tests/postgres/*), and the HTTPS client's upload is covered by tests/client/import-command and import-files;
+//   - the browser's import (tests/console/import): the page's reading of files; the console's sign-in, live jobs
+//     and cancel over both backends and HTTPS stay (tests/console/console);
+//   - on HTTPS, pure job semantics (tests/jobs/* but long-poll, whose held answers are the transport's business):
+//     the same job rules whatever carries the request; tests/http/* whose point is the store's (idempotency,
+//     rejected, reads, status, counts of observability) run on PostgreSQL, and those about the wire on HTTPS.
+// The tests of SQLite's file (tests/cli/database-file, server-lock, tests/durability/disk-full and crash) have their
+// PostgreSQL counterparts in tests/postgres/* (tests/postgres/kill-instances for crash), which the SQLite pass runs.
+
+export type Pass = {
+  name: string;
+  /** Test files (paths from the project root); empty means every file. */
+  files: string[];
+  /** Separate `bun test` processes that share the files out (by tests/timings.json, slowest first). */
+  shards: number;
+  /** The pass's environment, and what to remove after it. */
+  setUp(): Promise<{ env: Record<string, string>; tearDown(): void }>;
+};
+
+const file = (path: string) => `./tests/${path}.test.ts`;
+const files = (dir: string, names: string[]) => names.map((name) => file(`${dir}/${name}`));
+
+const onPostgres = [
+  ...files("http", ["auth", "edge", "half-close", "idempotency", "imports", "limits", "methods-and-queries", "observability", "rate-limit", "reads", "rejected", "status", "trusted-proxies", "validation"]),
+  ...files("jobs", ["cancel", "counts", "dry-run", "fresh-reads", "long-poll", "processing", "recovery"]),
+  ...files("client", ["client", "import-command", "import-files", "import-server-lost", "jobs-command"]),
+  ...files("openapi", ["properties"]),
+  ...files("webhooks", ["cli", "kill", "webhooks"]),
+  ...files("console", ["console"]),
+  file("cli/cli"),
+  ...files("durability", ["contention", "kill", "poison", "responsive", "shutdown"]),
+];
+
+const overTls = [
+  ...files("http", ["auth", "edge", "half-close", "imports", "limits", "methods-and-queries", "rate-limit", "trusted-proxies", "validation"]),
+  ...files("jobs", ["long-poll"]),
+  ...files("client", ["client", "import-command", "import-files", "import-server-lost", "jobs-command"]),
+  ...files("openapi", ["properties"]),
+  ...files("webhooks", ["cli", "webhooks"]),
+  ...files("console", ["console"]),
+];
+
+const noSetUp = async () => ({ env: {}, tearDown() {} });
+
+export const passes: Pass[] = [
+  { name: "sqlite", files: [], shards: 2, setUp: noSetUp },
+  {
+    name: "postgres",
+    files: onPostgres,
+    shards: 1,
+    async setUp() {
+      const { requirePostgres } = await import("./helpers/postgres");
+      if (!requirePostgres(`the PostgreSQL pass (${onPostgres.length} files)`)) throw new SkippedPass("no PostgreSQL server binaries");
+      return { env: { TEST_BACKEND: "postgres" }, tearDown() {} };
+    },
+  },
+  {
+    name: "tls",
+    files: overTls,
+    shards: 1,
+    // The certificate is made for this run by an authority of the tests' own, which the test process trusts
+    // (NODE_EXTRA_CA_CERTS, read by Bun at start: hence a process of its own).
+    async setUp() {
+      const { mkdtempSync, rmSync, writeFileSync } = await import("node:fs");
+      const { tmpdir } = await import("node:os");
+      const { join } = await import("node:path");
+      const { testAuthority, writeIdentity } = await import("./helpers/tls");
+      const dir = mkdtempSync(join(tmpdir(), "importd-tls-pass-"));
+      const authority = await testAuthority("TLS pass");
+      const ca = join(dir, "ca.crt");
+      writeFileSync(ca, authority.cert);
+      const { cert, key } = writeIdentity(dir, await authority.issue(["localhost", "127.0.0.1"]));
+      return {
+        env: { TEST_TRANSPORT: "tls", TEST_TLS_CERT: cert, TEST_TLS_KEY: key, NODE_EXTRA_CA_CERTS: ca },
+        tearDown: () => rmSync(dir, { recursive: true, force: true }),
+      };
+    },
+  },
+];
+
+/** A pass that cannot run here (outside CI, without PostgreSQL), said so instead of run. */
+export class SkippedPass extends Error {}
+
+/**
+ * The long suites at the scale every landing ran them at before issue 48 (`npm run test:long`): run them before any
+ * change to storage, the queue or the worker pool. Each file in the passes it ran in then.
+ */
+export const longSettings: Record<string, string> = {
+  CRASH_ROUNDS: "50",
+  PG_KILL_KILLS: "20",
+  IMPORT_MB: "50",
+  CONSOLE_IMPORT_MB: "20",
+  PG_FAILOVER_ROUNDS: "2",
+};
+export const longFiles: Record<string, string[]> = {
+  sqlite: [file("durability/crash"), file("postgres/kill-instances"), file("postgres/database-faults"), file("client/import-large"), file("console/import-large")],
+  postgres: [file("client/import-large"), file("console/import-large")],
+  tls: [file("client/import-large"), file("console/import-large")],
+};

@@ -1,0 +1,110 @@
+// `npm test`: every pass of tests/passes.ts side by side, each pass's shards in `bun test` processes of their own
+// (each test file has its own temp directory, ports and database, and each process its own PostgreSQL server, so
+// they do not meet). Each process's output is printed whole when it ends, then one line per pass, then the total;
+// exits non-zero if any pass failed, so that a failure in one pass never hides another.
+//
+//   bun tests/run.ts [--pass NAME]... [--long] [-- bun test arguments]
+//
+// --pass runs only the passes named; --long runs the long suites at their full settings instead (`npm run test:long`,
+// see longSettings in tests/passes.ts).
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { longFiles, longSettings, passes, SkippedPass, type Pass } from "./passes";
+
+const root = join(import.meta.dir, "..");
+/** Per-file durations from an earlier run: `bun test --shard` balances by them, and `--parallel` starts the slowest first. */
+const timings = join(root, "tests", "timings.json");
+
+export type PassResult = { name: string; passed: number; failed: number; seconds: number; status: "passed" | "failed" | "skipped"; why?: string };
+
+/** Bun's closing lines, ` 123 pass` and ` 4 fail`, summed over what one process printed. */
+export function counts(output: string): { passed: number; failed: number } {
+  const sum = (word: string) => [...output.matchAll(new RegExp(`^\\s*(\\d+) ${word}$`, "gm"))].reduce((total, match) => total + Number(match[1]), 0);
+  return { passed: sum("pass"), failed: sum("fail") };
+}
+
+/**
+ * Runs one pass to its end. `print` gets each shard's output when it ends (all of it together, so that passes
+ * running side by side do not interleave); without it, the output goes straight to this process's.
+ */
+export async function runPass(pass: Pass, options: { args?: string[]; long?: boolean; print?: (text: string) => void } = {}): Promise<PassResult> {
+  const started = performance.now();
+  const seconds = () => Math.round((performance.now() - started) / 1000);
+  let files = pass.files;
+  let shards = pass.shards;
+  if (options.long) {
+    files = longFiles[pass.name] ?? [];
+    shards = 1;
+    if (files.length === 0) return { name: pass.name, passed: 0, failed: 0, seconds: 0, status: "skipped", why: "no long suite" };
+  }
+  let setUp: Awaited<ReturnType<Pass["setUp"]>>;
+  try {
+    setUp = await pass.setUp();
+  } catch (error) {
+    if (error instanceof SkippedPass) return { name: pass.name, passed: 0, failed: 0, seconds: 0, status: "skipped", why: error.message };
+    throw error;
+  }
+  const logs = mkdtempSync(join(tmpdir(), `importd-pass-${pass.name}-`));
+  try {
+    const shard = async (index: number) => {
+      const args = [...(shards > 1 ? [`--shard=${index}/${shards}`, `--timings=${timings}`] : []), ...files, ...(options.args ?? [])];
+      const env = { ...process.env, ...setUp.env, ...(options.long ? longSettings : {}) };
+      // bunfig.toml's timeout is the tests'; hooks take the command line's (they start PostgreSQL and servers, which
+      // takes more than bun's 5 s on a machine that runs the passes side by side).
+      const command = [process.execPath, "test", "--timeout", options.long ? "7200000" : "60000", ...args];
+      if (!options.print) {
+        const proc = Bun.spawn(command, { cwd: root, env, stdio: ["inherit", "inherit", "inherit"] });
+        return { code: await proc.exited, output: "" };
+      }
+      const log = join(logs, `${index}.log`);
+      const fd = openSync(log, "w");
+      const proc = Bun.spawn(command, { cwd: root, env, stdio: ["ignore", fd, fd] });
+      const code = await proc.exited;
+      closeSync(fd);
+      const output = readFileSync(log, "utf8");
+      const name = shards > 1 ? `${pass.name} ${index}/${shards}` : pass.name;
+      options.print(`\n===== ${name}: ${command.slice(1).join(" ").slice(0, 300)}\n${output}===== ${name} exited ${code} after ${seconds()} s\n`);
+      return { code, output };
+    };
+    const results = await Promise.all(Array.from({ length: shards }, (_, i) => shard(i + 1)));
+    const { passed, failed } = results.map((result) => counts(result.output)).reduce((a, b) => ({ passed: a.passed + b.passed, failed: a.failed + b.failed }));
+    const ok = results.every((result) => result.code === 0) && failed === 0 && (passed > 0 || !options.print);
+    return { name: pass.name, passed, failed, seconds: seconds(), status: ok ? "passed" : "failed" };
+  } finally {
+    setUp.tearDown();
+    rmSync(logs, { recursive: true, force: true });
+  }
+}
+
+/** The line a pass ends with, which .ci/run adds up: `pass postgres: passed, 812 pass, 0 fail, 190 s`. */
+export const resultLine = (result: PassResult) =>
+  result.status === "skipped"
+    ? `pass ${result.name}: skipped (${result.why})`
+    : `pass ${result.name}: ${result.status}, ${result.passed} pass, ${result.failed} fail, ${result.seconds} s`;
+
+if (import.meta.main) {
+  const argv = process.argv.slice(2);
+  const dashes = argv.indexOf("--");
+  const own = dashes < 0 ? argv : argv.slice(0, dashes);
+  const args = dashes < 0 ? [] : argv.slice(dashes + 1);
+  const long = own.includes("--long");
+  const named = own.flatMap((arg, i) => (own[i - 1] === "--pass" ? [arg] : []));
+  const unknown = named.filter((name) => !passes.some((pass) => pass.name === name));
+  if (unknown.length > 0) throw new Error(`no pass named ${unknown.join(", ")}: the passes are ${passes.map((pass) => pass.name).join(", ")}`);
+  const chosen = named.length > 0 ? passes.filter((pass) => named.includes(pass.name)) : passes;
+  const started = performance.now();
+  console.log(`running ${chosen.map((pass) => `${pass.name}${pass.shards > 1 && !long ? ` (${pass.shards} shards)` : ""}`).join(", ")} side by side${long ? ", long suites at full settings" : ""}`);
+  const results = await Promise.all(
+    chosen.map((pass) =>
+      runPass(pass, { args, long, print: (text) => process.stdout.write(text) }).catch((error): PassResult => {
+        console.error(`pass ${pass.name} could not run: ${error instanceof Error ? error.stack : error}`);
+        return { name: pass.name, passed: 0, failed: 0, seconds: 0, status: "failed" };
+      }),
+    ),
+  );
+  console.log("");
+  for (const result of results) console.log(resultLine(result));
+  console.log(`all passes: ${Math.round((performance.now() - started) / 1000)} s`);
+  process.exitCode = results.some((result) => result.status === "failed") ? 1 : 0;
+}
