@@ -39,22 +39,22 @@ const file = (path: string) => `./tests/${path}.test.ts`;
 const files = (dir: string, names: string[]) => names.map((name) => file(`${dir}/${name}`));
 
 const onPostgres = [
-  ...files("http", ["auth", "edge", "half-close", "idempotency", "imports", "limits", "methods-and-queries", "observability", "rate-limit", "reads", "rejected", "status", "trusted-proxies", "validation"]),
+  ...files("http", ["auth", "edge", "half-close", "idempotency", "imports", "limits", "methods-and-queries", "observability", "rate-limit", "reads", "rejected", "status", "trusted-proxies", "validation", "uploads", "isolation-uploads", "no-key-answers"]),
   ...files("jobs", ["cancel", "counts", "dry-run", "fresh-reads", "long-poll", "processing", "recovery"]),
-  ...files("client", ["client", "import-command", "import-files", "import-server-lost", "jobs-command"]),
+  ...files("client", ["client", "import-command", "import-files", "import-server-lost", "jobs-command", "rejected-csv-injection"]),
   ...files("openapi", ["properties"]),
-  ...files("webhooks", ["cli", "kill", "webhooks"]),
+  ...files("webhooks", ["cli", "kill", "webhooks", "isolation", "ping"]),
   ...files("console", ["console"]),
   file("cli/cli"),
   ...files("durability", ["contention", "kill", "poison", "responsive", "shutdown"]),
 ];
 
 const overTls = [
-  ...files("http", ["auth", "edge", "half-close", "imports", "limits", "methods-and-queries", "rate-limit", "trusted-proxies", "validation"]),
+  ...files("http", ["auth", "edge", "half-close", "imports", "limits", "methods-and-queries", "rate-limit", "trusted-proxies", "validation", "uploads", "isolation-uploads", "no-key-answers", "security-headers"]),
   ...files("jobs", ["long-poll"]),
-  ...files("client", ["client", "import-command", "import-files", "import-server-lost", "jobs-command"]),
+  ...files("client", ["client", "import-command", "import-files", "import-server-lost", "jobs-command", "rejected-csv-injection"]),
   ...files("openapi", ["properties"]),
-  ...files("webhooks", ["cli", "webhooks"]),
+  ...files("webhooks", ["cli", "webhooks", "isolation", "ping"]),
   ...files("console", ["console"]),
 ];
 
