@@ -61,28 +61,18 @@ export class Metrics {
     });
     // Per environment only when the operator asks (--metrics-environment-labels): /metrics needs no key, and without
     // one nothing may tell an environment's name or numbers (DECISIONS 15).
-    if (environmentLabels) {
-      new Gauge({
-        name: "importd_queue_depth",
-        help: "Jobs waiting to run (Pending), by environment.",
-        labelNames: ["environment"] as const,
-        registers: [this.registry],
-        async collect() {
-          const depths = await jobs.queueDepth();
-          this.reset();
-          for (const { environment, pending } of depths) this.set({ environment }, pending);
-        },
-      });
-    } else {
-      new Gauge({
-        name: "importd_queue_depth",
-        help: "Jobs waiting to run (Pending), all environments.",
-        registers: [this.registry],
-        async collect() {
-          this.set((await jobs.queueDepth()).reduce((total, { pending }) => total + pending, 0));
-        },
-      });
-    }
+    new Gauge({
+      name: "importd_queue_depth",
+      help: `Jobs waiting to run (Pending), ${environmentLabels ? "by environment" : "all environments"}.`,
+      labelNames: environmentLabels ? (["environment"] as const) : [],
+      registers: [this.registry],
+      async collect() {
+        const depths = await jobs.queueDepth();
+        this.reset();
+        if (environmentLabels) for (const { environment, pending } of depths) this.set({ environment }, pending);
+        else this.set(depths.reduce((total, { pending }) => total + pending, 0));
+      },
+    });
   }
 
   readonly contentType = this.registry.contentType;
