@@ -3,11 +3,11 @@
 // they do not meet). Each process's output is printed whole when it ends, then one line per pass, then the total;
 // exits non-zero if any pass failed, so that a failure in one pass never hides another.
 //
-//   bun tests/run.ts [--pass NAME]... [--long] [-- bun test arguments]
+//   bun tests/run.ts [--pass NAME]... [--long] [--measure DIR] [-- bun test arguments]
 //
 // --pass runs only the passes named; --long runs the long suites at their full settings instead (`npm run test:long`,
-// see longSettings in tests/passes.ts).
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+// see longSettings in tests/passes.ts); --measure writes each process's per-file durations to DIR/<pass>-<shard>.json.
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { longFiles, longSettings, passes, SkippedPass, type Pass } from "./passes";
@@ -28,7 +28,7 @@ export function counts(output: string): { passed: number; failed: number } {
  * Runs one pass to its end. `print` gets each shard's output when it ends (all of it together, so that passes
  * running side by side do not interleave); without it, the output goes straight to this process's.
  */
-export async function runPass(pass: Pass, options: { args?: string[]; long?: boolean; print?: (text: string) => void } = {}): Promise<PassResult> {
+export async function runPass(pass: Pass, options: { args?: string[]; long?: boolean; measure?: string; print?: (text: string) => void } = {}): Promise<PassResult> {
   const started = performance.now();
   const seconds = () => Math.round((performance.now() - started) / 1000);
   let files = pass.files;
@@ -48,7 +48,15 @@ export async function runPass(pass: Pass, options: { args?: string[]; long?: boo
   const logs = mkdtempSync(join(tmpdir(), `importd-pass-${pass.name}-`));
   try {
     const shard = async (index: number) => {
-      const args = [...(shards > 1 ? [`--shard=${index}/${shards}`, `--timings=${timings}`] : []), ...files, ...(options.args ?? [])];
+      // --measure: each process writes its files' durations to a file of its own (bun writes to the first --timings).
+      const measured = options.measure ? join(options.measure, `${pass.name}-${index}.json`) : undefined;
+      if (measured) writeFileSync(measured, JSON.stringify({ version: 1, files: {} }));
+      const args = [
+        ...(measured ? [`--timings=${measured}`, "--update-timings"] : []),
+        ...(shards > 1 ? [`--shard=${index}/${shards}`, `--timings=${timings}`] : []),
+        ...files,
+        ...(options.args ?? []),
+      ];
       const env = { ...process.env, ...setUp.env, ...(options.long ? longSettings : {}) };
       // bunfig.toml's timeout is the tests'; hooks take the command line's (they start PostgreSQL and servers, which
       // takes more than bun's 5 s on a machine that runs the passes side by side).
@@ -89,6 +97,8 @@ if (import.meta.main) {
   const own = dashes < 0 ? argv : argv.slice(0, dashes);
   const args = dashes < 0 ? [] : argv.slice(dashes + 1);
   const long = own.includes("--long");
+  const measure = own.flatMap((arg, i) => (own[i - 1] === "--measure" ? [arg] : []))[0];
+  if (measure) mkdirSync(measure, { recursive: true });
   const named = own.flatMap((arg, i) => (own[i - 1] === "--pass" ? [arg] : []));
   const unknown = named.filter((name) => !passes.some((pass) => pass.name === name));
   if (unknown.length > 0) throw new Error(`no pass named ${unknown.join(", ")}: the passes are ${passes.map((pass) => pass.name).join(", ")}`);
@@ -97,7 +107,7 @@ if (import.meta.main) {
   console.log(`running ${chosen.map((pass) => `${pass.name}${pass.shards > 1 && !long ? ` (${pass.shards} shards)` : ""}`).join(", ")} side by side${long ? ", long suites at full settings" : ""}`);
   const results = await Promise.all(
     chosen.map((pass) =>
-      runPass(pass, { args, long, print: (text) => process.stdout.write(text) }).catch((error): PassResult => {
+      runPass(pass, { args, long, measure, print: (text) => process.stdout.write(text) }).catch((error): PassResult => {
         console.error(`pass ${pass.name} could not run: ${error instanceof Error ? error.stack : error}`);
         return { name: pass.name, passed: 0, failed: 0, seconds: 0, status: "failed" };
       }),
