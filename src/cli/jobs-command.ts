@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { createClient, ImportdConnectionError, ImportdProblem, type ImportdClient, type JobDocument, type RejectedRecord } from "../client";
-import { isTerminal, jobStatuses } from "../jobs/states";
+import { isTerminal, jobStatuses } from "../domain/job";
 import { UsageError, type Output } from "./errors";
 import { RejectedColumns } from "../client/rejected-csv";
 import { jobSummary, jobTable, rejectedJson } from "./job-views";

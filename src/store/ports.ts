@@ -10,8 +10,7 @@
  * Storage faults reach the rest of importd as the named errors of store/errors.ts, never as a driver's codes.
  */
 import type { FailureLog } from "../access/failure-limiter";
-import type { JobOutput } from "../jobs/outcome";
-import type { JobStatus } from "../jobs/states";
+import type { JobOutput, JobStatus } from "../domain/job";
 import type { ResourceDefinition } from "../resources/definition";
 
 export type Job = {
@@ -205,7 +204,7 @@ export type WebhookSubscription = {
  */
 export type DeliveryAttempt = { attempt: number; at: string; status: number | null; error: string | null; durationMs: number };
 
-/** One event for one subscription, from the outbox. `status`: see webhooks/events.ts, DeliveryStatus. */
+/** One event for one subscription, from the outbox. `status`: a DeliveryStatus (domain/delivery.ts). */
 export type WebhookDelivery = {
   id: number;
   messageId: string;

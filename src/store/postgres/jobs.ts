@@ -1,6 +1,5 @@
 import type pg from "pg";
-import type { JobOutput } from "../../jobs/outcome";
-import { JobStatus } from "../../jobs/states";
+import { JobStatus, type JobOutput } from "../../domain/job";
 import { StaleClaim } from "../errors";
 import { idempotencyWindowStart } from "../idempotency";
 import { endedJobs, isRetained, toJob, type JobRow } from "../job-row";

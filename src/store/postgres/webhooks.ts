@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { DeliveryStatus } from "../../webhooks/events";
+import { DeliveryStatus } from "../../domain/delivery";
 import { outboxRows } from "../../webhooks/outbox";
 import type { ClaimedDelivery, DeliveryAttempt, DeliveryClaimRequest, DeliveryOutcome, Job, WebhookDelivery, WebhookStore, WebhookSubscription } from "../ports";
 import { inTransaction, statement, type Queryable } from "./connection";

@@ -1,5 +1,5 @@
 import type { ClaimedDelivery, DeliveryClaimRequest, Job, DeliveryAttempt, DeliveryOutcome, WebhookDelivery, WebhookStore, WebhookSubscription } from "../ports";
-import { DeliveryStatus } from "../../webhooks/events";
+import { DeliveryStatus } from "../../domain/delivery";
 import { outboxRows } from "../../webhooks/outbox";
 import { unsyncedWriteTransaction, writeTransaction, type Db } from "./database";
 import { answer } from "./faults";
