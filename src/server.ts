@@ -28,6 +28,7 @@ import { selfSignedFiles, selfSignedIdentity } from "./tls/self-signed";
 import { expectedNames, serverNames, transportFor } from "./tls/transport";
 import { watchFiles } from "./tls/watch";
 import { WebhookDispatcher } from "./webhooks/dispatcher";
+import { outboxRows } from "./webhooks/outbox";
 
 /** The certificate a TLS server serves, for the operator: where it is, and its fingerprint. */
 export type ServedCertificate = { path: string; fingerprint: string; validTo: Date; names: string; selfSigned: boolean; createdNow: boolean };
@@ -78,7 +79,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   const given = transport.tls && transport.files ? readIdentity(transport.files.cert, transport.files.key) : undefined;
   // Before anything else touches the database: on SQLite, a second server must not requeue the first one's
   // running jobs, so opening the store as a server takes the data directory for this process.
-  const store = await openStore(config, { server: true });
+  const store = await openStore(config, { server: true, outbox: outboxRows });
   // An older importd, or a umask of 022, left the data directory readable by every user of the machine. Once the
   // store is open: a data directory refused (another application's database, say) is that one line, and left as it is.
   const tightened = tightenDataDirectory(config.dataDir);

@@ -229,6 +229,18 @@ export type DeliveryClaimRequest = { token: string; limit: number; perEnvironmen
 /** What an attempt leaves the delivery as: delivered, to be tried again at `retryAt`, or given up (`failed`); `disable` the subscription (410). */
 export type DeliveryOutcome = { status: "delivered" } | { status: "pending"; retryAt: string } | { status: "failed"; disable?: string };
 
+/** One delivery the end of a job makes: its event, for one subscription, with the body sent at every attempt. */
+export type OutboxRow = { messageId: string; webhookId: number; environmentId: number; jobId: number; event: string; url: string; body: string };
+
+/**
+ * What the end of jobs writes to the webhook outbox: a row per job and subscription that wants its event, given the
+ * environment's subscriptions (those a 410 disabled left out). Made above the store (webhooks/outbox.ts, which knows
+ * the events and their bodies) and handed to it when it is opened; the job queue calls it in the transaction that
+ * makes the jobs terminal (completeRun, cancel), with the subscriptions as that transaction reads them, and writes
+ * the rows there: a delivery is as durable as the job's end.
+ */
+export type OutboxRows = (jobs: readonly Job[], subscriptions: ReadonlyArray<{ id: number; url: string; events: readonly string[] }>) => OutboxRow[];
+
 /**
  * Webhook subscriptions and their outbox. The outbox is written by the job queue itself, in the transaction that
  * makes a job terminal (completeRun, cancel); deliveries are claimed as runs are, with a token and a lease, so
