@@ -9,7 +9,6 @@
  *
  * Storage faults reach the rest of importd as the named errors of store/errors.ts, never as a driver's codes.
  */
-import type { FailureLog } from "../access/failure-limiter";
 import type { JobOutput, JobStatus } from "../domain/job";
 import type { ResourceDefinition } from "../resources/definition";
 
@@ -265,6 +264,22 @@ export interface WebhookStore {
   recordAttempt(delivery: ClaimedDelivery, attempt: DeliveryAttempt, outcome: DeliveryOutcome): Promise<boolean>;
   /** When the next pending delivery is due, if any: how long the dispatcher may sleep. */
   nextDueAt(): Promise<string | undefined>;
+}
+
+/** How long a failed authentication counts against its client (access/failure-limiter.ts): a sliding minute. */
+export const failureWindowMs = 60_000;
+
+/**
+ * Where failed authentications are counted, by client (access/failure-limiter.ts's failureKey): in this process's
+ * memory (MemoryFailureLog) where it alone serves the store, in the store where several instances share it. A log
+ * may forget a failure once it is older than failureWindowMs.
+ */
+export interface FailureLog {
+  /** No failure within the last minute anywhere: nobody needs to be looked up (a hint; false when unsure). */
+  readonly empty: boolean;
+  /** The times (ms since the epoch) of the client's newest failures after `since`, at most `limit`, oldest first. */
+  recent(client: string, since: number, limit: number): Promise<number[]>;
+  add(client: string, at: number): Promise<void>;
 }
 
 /** A moment in a store's history, from CommitWatch.mark. */
