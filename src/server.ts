@@ -11,7 +11,7 @@ import { internalError } from "./http/problem";
 import { pathOf, routable } from "./http/request-target";
 import { answerHeaders, withHeaders } from "./http/security-headers";
 import { retainedSince, type Services } from "./http/services";
-import { IntakeService } from "./jobs/intake-service";
+import { IntakeService } from "./worker/intake-service";
 import { UploadGate } from "./http/uploads";
 import type { Log } from "./log";
 import { Metrics } from "./observability/metrics";
