@@ -16,7 +16,7 @@ import { UploadGate } from "./http/uploads";
 import type { Log } from "./log";
 import { Metrics } from "./observability/metrics";
 import { checkReadiness } from "./observability/readiness";
-import { observeRequests } from "./observability/requests";
+import { observeRequests } from "./http/request-log";
 import { tightenDataDirectory } from "./store/data-directory";
 import { openStore } from "./store/open";
 import { cachedJobs } from "./store/read-cache";
