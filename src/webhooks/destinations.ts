@@ -43,6 +43,9 @@ import { ipv4In, ipv6Groups } from "../net/ipv6";
 /** An IP address, without a zone. */
 type Address = { text: string; family: 4 | 6 };
 
+// The list the checks below take, as net/allow-list.ts parses it.
+export type { AllowList };
+
 /** Answers every address of a name, as node:dns/promises `lookup(name, { all: true })` does. Injectable for tests. */
 export type Lookup = (hostname: string, options: { all: true }) => Promise<Array<{ address: string; family: number }>>;
 
