@@ -9,7 +9,7 @@ import { lockDataDirectory, type ServerLock } from "./server-lock";
 import { SqliteWebhooks } from "./webhooks";
 import { WriteLock } from "./write-lock";
 
-/** A stopped appliance's store, read by storage copy, ends no job: it writes no outbox row either. */
+/** Storage copy reads a stopped appliance's store and ends no job in it: no webhook delivery to make (it would throw). */
 const endsNoJob: OutboxRows = () => {
   throw new Error("a stopped appliance's store, opened to be copied, ends no job");
 };
