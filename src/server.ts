@@ -19,6 +19,7 @@ import { checkReadiness } from "./observability/readiness";
 import { observeRequests } from "./http/request-log";
 import { tightenDataDirectory } from "./store/data-directory";
 import { openStore } from "./store/open";
+import { outboxRows } from "./webhooks/outbox";
 import { cachedJobs } from "./store/read-cache";
 import { WorkerPool } from "./worker/pool";
 import { JobScheduler } from "./worker/scheduler";
@@ -28,7 +29,6 @@ import { selfSignedFiles, selfSignedIdentity } from "./tls/self-signed";
 import { expectedNames, serverNames, transportFor } from "./tls/transport";
 import { watchFiles } from "./tls/watch";
 import { WebhookDispatcher } from "./webhooks/dispatcher";
-import { outboxRows } from "./webhooks/outbox";
 
 /** The certificate a TLS server serves, for the operator: where it is, and its fingerprint. */
 export type ServedCertificate = { path: string; fingerprint: string; validTo: Date; names: string; selfSigned: boolean; createdNow: boolean };

@@ -1,12 +1,12 @@
 import type { Access } from "../access/access";
 import type { FailureLimiter } from "../access/failure-limiter";
 import type { Config } from "../config";
+import type { IntakeService } from "../worker/intake-service";
 import type { JobWaits } from "../jobs/job-waits";
 import type { Log } from "../log";
 import type { Metrics } from "../observability/metrics";
 import type { ReadinessReport } from "../observability/readiness";
 import type { JobQueue, JobReads, RecordReads, WebhookStore } from "../store/ports";
-import type { IntakeService } from "../worker/intake-service";
 import type { UploadGate } from "./uploads";
 
 /** What the HTTP layer is handed; built in server.ts, so that tests build their own. */
