@@ -10,6 +10,7 @@ import { openPool, Transaction } from "../src/store/postgres/connection";
 import { PostgresRecords } from "../src/store/postgres/records";
 import * as schema from "../src/store/postgres/schema";
 import { PostgresStore } from "../src/store/postgres/store";
+import { outboxRows } from "../src/webhooks/outbox";
 import { asset } from "./lib/data";
 import { stopPostgres, withFreshDatabase } from "./lib/postgres";
 import { median } from "./lib/stats";
@@ -28,7 +29,7 @@ try {
       for (const way of (repeat % 2 === 0 ? ["json", "copy"] : ["copy", "json"]) as Way[]) {
         await withFreshDatabase(async (url) => {
           // Migrated and with an environment, as importd leaves it; then a pool of one connection, warmed up.
-          const store = await PostgresStore.open(url);
+          const store = await PostgresStore.open(url, { outbox: outboxRows });
           const environmentId = (await new Access(store.access).createEnvironment("bench")).id;
           await store.close();
           const { pool } = openPool(url, { max: 1 });

@@ -1,8 +1,8 @@
 import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { availableParallelism, userInfo } from "node:os";
 import { dirname, resolve } from "node:path";
+import { parseWebhookAllow, type AllowList } from "./net/allow-list";
 import { parseCidr } from "./net/cidr";
-import { parseWebhookAllow, type AllowList } from "./webhooks/destinations";
 
 /**
  * Configuration: flags beat IMPORTD_* environment variables, which beat defaults. Read once in main,

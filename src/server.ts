@@ -11,14 +11,15 @@ import { internalError } from "./http/problem";
 import { pathOf, routable } from "./http/request-target";
 import { answerHeaders, withHeaders } from "./http/security-headers";
 import { retainedSince, type Services } from "./http/services";
-import { IntakeService } from "./jobs/intake-service";
+import { IntakeService } from "./worker/intake-service";
 import { UploadGate } from "./http/uploads";
 import type { Log } from "./log";
 import { Metrics } from "./observability/metrics";
 import { checkReadiness } from "./observability/readiness";
-import { observeRequests } from "./observability/requests";
+import { observeRequests } from "./http/request-log";
 import { tightenDataDirectory } from "./store/data-directory";
 import { openStore } from "./store/open";
+import { outboxRows } from "./webhooks/outbox";
 import { cachedJobs } from "./store/read-cache";
 import { WorkerPool } from "./worker/pool";
 import { JobScheduler } from "./worker/scheduler";
@@ -78,7 +79,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   const given = transport.tls && transport.files ? readIdentity(transport.files.cert, transport.files.key) : undefined;
   // Before anything else touches the database: on SQLite, a second server must not requeue the first one's
   // running jobs, so opening the store as a server takes the data directory for this process.
-  const store = await openStore(config, { server: true });
+  const store = await openStore(config, { server: true, outbox: outboxRows });
   // An older importd, or a umask of 022, left the data directory readable by every user of the machine. Once the
   // store is open: a data directory refused (another application's database, say) is that one line, and left as it is.
   const tightened = tightenDataDirectory(config.dataDir);

@@ -3,6 +3,7 @@
  * the requests it keeps in flight at a time far below 2,000.
  */
 import { SqliteStore } from "../../src/store/sqlite/store";
+import { outboxRows } from "../../src/webhooks/outbox";
 
 export type HeldPolls = { close(): void };
 
@@ -11,7 +12,7 @@ export type HeldPolls = { close(): void };
  * wakes the server's scheduler to run it. Its polls are held until their wait is over.
  */
 export async function parkJob(dataDir: string): Promise<number> {
-  const store = SqliteStore.open(dataDir);
+  const store = SqliteStore.open(dataDir, { outbox: outboxRows });
   try {
     const environment = await store.access.findEnvironment("default");
     const body = new TextEncoder().encode(JSON.stringify([{ id: "parked", name: "Waits" }]));

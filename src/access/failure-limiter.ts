@@ -1,23 +1,6 @@
 import { addressesIn } from "../net/cidr";
 import { ipv4In, ipv6Groups } from "../net/ipv6";
-
-/**
- * Slows down guessing: counts failed authentications per client (see failureKey) over a sliding minute. Once a
- * client has failed `perMinute` times, it is refused (429) until its oldest counted failure leaves the
- * window, whatever key it sends then; a correct guess would otherwise still get through.
- *
- * The failures are kept in a FailureLog, under each client's failureKey: this process's memory when it alone serves
- * the store (SQLite), the database when several instances share it (PostgreSQL), so that the limit holds across them.
- */
-export interface FailureLog {
-  /** No failure within the last minute anywhere: nobody needs to be looked up (a hint; false when unsure). */
-  readonly empty: boolean;
-  /** The times (ms since the epoch) of the client's newest failures after `since`, at most `limit`, oldest first. */
-  recent(client: string, since: number, limit: number): Promise<number[]>;
-  add(client: string, at: number): Promise<void>;
-}
-
-export const failureWindowMs = 60_000;
+import { failureWindowMs, type FailureLog } from "../store/ports";
 
 // An IPv4 client written as IPv6: by a dual-stack socket (::ffff:a.b.c.d), or by a translator that gives IPv4
 // clients to an IPv6-only server in the well-known NAT64 prefix (64:ff9b::a.b.c.d).
@@ -36,6 +19,15 @@ export function failureKey(client: string): string {
   return `${groups.slice(0, 4).map((group) => group.toString(16)).join(":")}::/64`;
 }
 
+/**
+ * Slows down guessing: counts failed authentications per client (see failureKey) over a sliding minute
+ * (failureWindowMs). Once a client has failed `perMinute` times, it is refused (429) until its oldest counted failure
+ * leaves the window, whatever key it sends then; a correct guess would otherwise still get through.
+ *
+ * The failures are kept in a FailureLog (store/ports.ts), under each client's failureKey: this process's memory when
+ * it alone serves the store (SQLite), the database when several instances share it (PostgreSQL), so that the limit
+ * holds across them.
+ */
 export class FailureLimiter {
   constructor(
     private readonly perMinute: number,

@@ -1,12 +1,13 @@
 import { Access } from "../access/access";
 import type { Config } from "../config";
 import { openStore } from "../store/open";
+import { outboxRows } from "../webhooks/outbox";
 import { UsageError, type Output } from "./errors";
 
 
 /** Runs `fn` against the store (migrated, so the CLI works before a first serve). */
 async function withAccess<T>(config: Config, fn: (access: Access) => Promise<T>): Promise<T> {
-  const store = await openStore(config);
+  const store = await openStore(config, { outbox: outboxRows });
   try {
     return await fn(new Access(store.access));
   } finally {

@@ -1,8 +1,8 @@
 import { parseArgs } from "node:util";
 import { createClient, ImportdConnectionError, ImportdProblem, type ImportdClient, type JobDocument, type RejectedRecord } from "../client";
-import { isTerminal, jobStatuses } from "../jobs/states";
+import { isTerminal, jobStatuses } from "../domain/job";
 import { UsageError, type Output } from "./errors";
-import { RejectedColumns } from "../client/rejected-csv";
+import { RejectedColumns } from "../importer/rejected-csv";
 import { jobSummary, jobTable, rejectedJson } from "./job-views";
 import { connectionFlags, connectionUsage, keyRefused, serverConnection } from "./server-connection";
 

@@ -7,6 +7,7 @@ import { redactedUrl } from "../store/postgres/connection";
 import { PostgresStore } from "../store/postgres/store";
 import { databaseFile } from "../store/sqlite/database";
 import { SqliteStore } from "../store/sqlite/store";
+import { outboxRows } from "../webhooks/outbox";
 import { UsageError, type Output } from "./errors";
 
 export const storageUsage = `importd storage copy --data-dir <dir> --to <postgres-url>
@@ -59,7 +60,7 @@ export async function copyToPostgres(dataDir: string, databaseUrl: string, onTab
   }
   const source = SqliteStore.openStopped(dataDir);
   try {
-    const target = await PostgresStore.open(databaseUrl);
+    const target = await PostgresStore.open(databaseUrl, { outbox: outboxRows });
     try {
       return await source.snapshot((tables) => target.fill(tables, onTable));
     } finally {

@@ -1,5 +1,5 @@
 import type { ImportdClient, RejectedRecord } from "../client";
-import { RejectedColumns } from "../client/rejected-csv";
+import { RejectedColumns } from "../importer/rejected-csv";
 
 /**
  * Saves a job's rejected records as the CSV `importd jobs rejected` writes (the same columns: every field the records

@@ -1,7 +1,7 @@
 import type { Access } from "../access/access";
 import type { FailureLimiter } from "../access/failure-limiter";
 import type { Config } from "../config";
-import type { IntakeService } from "../jobs/intake-service";
+import type { IntakeService } from "../worker/intake-service";
 import type { JobWaits } from "../jobs/job-waits";
 import type { Log } from "../log";
 import type { Metrics } from "../observability/metrics";

@@ -1,11 +1,11 @@
 import { resourceByJobType, resourceByPath } from "../resources/registry";
 import type { Reference, ResourceDefinition } from "../resources/definition";
 import { displayName, type BatchValidation } from "../resources/validate";
+import type { JobOutput, JobStatus } from "../domain/job";
 import type { ClaimedRun, Completion, Job, JobQueue, RejectedRecord, RunRecords } from "../store/ports";
 import { readBatch, type Records, type ValidBatch } from "./batch";
-import { batchFailure, duplicateIdsOutcome, recordOutcome, type AppliedCounts, type JobOutput, type Rejection } from "./outcome";
+import { batchFailure, duplicateIdsOutcome, recordOutcome, type AppliedCounts, type Rejection } from "./outcome";
 import { requestBody } from "./payload";
-import type { JobStatus } from "./states";
 
 function findDuplicateIds(records: Records): Map<string, number[]> {
   const firstIndex = new Map<string, number>();

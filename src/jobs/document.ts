@@ -2,7 +2,7 @@ import { t, type Static } from "elysia";
 import { Type } from "@sinclair/typebox";
 import type { Job } from "../store/ports";
 import { jobTypes } from "../resources/registry";
-import { isTerminal, jobStatuses, type JobStatus } from "./states";
+import { isTerminal, jobStatuses, type JobStatus } from "../domain/job";
 
 // Integers the server sends are TypeBox's plain Type.Integer: Elysia's t.Integer writes its input coercion
 // (a string or an integer) into the OpenAPI document, and generated clients would type them so.

@@ -1,29 +1,13 @@
-import { JobStatus } from "./states";
+import { JobStatus, type JobOutput } from "../domain/job";
 
 /**
- * What a finished job reports. `message` is for people: how many failed, which (index and id) and why,
- * grouped by reason, bounded in length. `errors` is for programs, capped at `maxOutputErrors`.
+ * What a finished job reports (its shape: JobOutput, in domain/job.ts). `message` is for people: how many failed,
+ * which (index and id) and why, grouped by reason, bounded in length. `errors` is for programs, capped at
+ * `maxOutputErrors`.
  */
 
 /** One rejected record. `reason` groups records in the message; `message` is this record's own text. */
 export type Rejection = { index: number; id: string; field: string; reason: string; message: string };
-
-export type JobOutput = {
-  message: string;
-  total: number;
-  applied: number;
-  rejected: number;
-  errors: Array<{ index: number; id: string; field: string; message: string }>;
-  /**
-   * What applying did: applied = created + updated + unchanged (an unchanged record equals the stored one and is
-   * not written). Absent only from jobs finished by an importd from before they were counted.
-   */
-  created?: number;
-  updated?: number;
-  unchanged?: number;
-  /** Present, true, on a job canceled on request before it started. */
-  canceled?: true;
-};
 
 /** What applying did to the applied records. */
 export type AppliedCounts = { created: number; updated: number; unchanged: number };

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { JobResult } from "../jobs/apply";
-import { jobStatuses } from "../jobs/states";
+import { jobStatuses } from "../domain/job";
 import type { JobReads } from "../store/ports";
 
 /**

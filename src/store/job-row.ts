@@ -1,5 +1,4 @@
-import type { JobOutput } from "../jobs/outcome";
-import type { JobStatus } from "../jobs/states";
+import type { JobOutput, JobStatus } from "../domain/job";
 import type { ClaimedRun, Completion, Job } from "./ports";
 
 /** A jobs row as both backends read it (camelCase keys; output as the JSON text stored). */

@@ -1,6 +1,6 @@
 // The one place that knows which backends exist: the server, the CLI and the worker threads open their
 // store here.
-import type { Store, StoreHandle } from "./ports";
+import type { OutboxRows, Store, StoreHandle } from "./ports";
 import { redactedUrl } from "./postgres/connection";
 import { PostgresStore, type PostgresHandle } from "./postgres/store";
 import { SqliteStore, type SqliteHandle } from "./sqlite/store";
@@ -10,17 +10,17 @@ export type StoreLocation = { dataDir: string; databaseUrl?: string };
 /**
  * The store of the configured backend, migrated: PostgreSQL at `databaseUrl` if there is one, else SQLite in
  * the data directory. `server`: opened by the server (not by a CLI command), which on SQLite must be the only
- * one (StoreInUse otherwise).
+ * one (StoreInUse otherwise). `outbox`: what a job's end writes for the webhooks (webhooks/outbox.ts's outboxRows).
  */
-export async function openStore(location: StoreLocation, { server = false } = {}): Promise<Store> {
-  if (location.databaseUrl) return PostgresStore.open(location.databaseUrl, { server });
-  return SqliteStore.open(location.dataDir, { server });
+export async function openStore(location: StoreLocation, { server = false, outbox }: { server?: boolean; outbox: OutboxRows }): Promise<Store> {
+  if (location.databaseUrl) return PostgresStore.open(location.databaseUrl, { server, outbox });
+  return SqliteStore.open(location.dataDir, { server, outbox });
 }
 
 /** A worker thread's store, from the handle its server's store gave it. */
-export function openStoreInThread(handle: StoreHandle): Store {
-  if (handle.backend === "sqlite") return SqliteStore.openInThread(handle as SqliteHandle);
-  if (handle.backend === "postgres") return PostgresStore.openInThread(handle as PostgresHandle);
+export function openStoreInThread(handle: StoreHandle, options: { outbox: OutboxRows }): Store {
+  if (handle.backend === "sqlite") return SqliteStore.openInThread(handle as SqliteHandle, options);
+  if (handle.backend === "postgres") return PostgresStore.openInThread(handle as PostgresHandle, options);
   throw new Error(`unknown store backend ${handle.backend}`);
 }
 

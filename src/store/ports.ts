@@ -9,9 +9,7 @@
  *
  * Storage faults reach the rest of importd as the named errors of store/errors.ts, never as a driver's codes.
  */
-import type { FailureLog } from "../access/failure-limiter";
-import type { JobOutput } from "../jobs/outcome";
-import type { JobStatus } from "../jobs/states";
+import type { JobOutput, JobStatus } from "../domain/job";
 import type { ResourceDefinition } from "../resources/definition";
 
 export type Job = {
@@ -205,7 +203,7 @@ export type WebhookSubscription = {
  */
 export type DeliveryAttempt = { attempt: number; at: string; status: number | null; error: string | null; durationMs: number };
 
-/** One event for one subscription, from the outbox. `status`: see webhooks/events.ts, DeliveryStatus. */
+/** One event for one subscription, from the outbox. `status`: a DeliveryStatus (domain/delivery.ts). */
 export type WebhookDelivery = {
   id: number;
   messageId: string;
@@ -229,6 +227,18 @@ export type DeliveryClaimRequest = { token: string; limit: number; perEnvironmen
 
 /** What an attempt leaves the delivery as: delivered, to be tried again at `retryAt`, or given up (`failed`); `disable` the subscription (410). */
 export type DeliveryOutcome = { status: "delivered" } | { status: "pending"; retryAt: string } | { status: "failed"; disable?: string };
+
+/** One delivery the end of a job makes: its event, for one subscription, with the body sent at every attempt. */
+export type OutboxRow = { messageId: string; webhookId: number; environmentId: number; jobId: number; event: string; url: string; body: string };
+
+/**
+ * What the end of jobs writes to the webhook outbox: a row per job and subscription that wants its event, given the
+ * environment's subscriptions (those a 410 disabled left out). Made above the store (webhooks/outbox.ts, which knows
+ * the events and their bodies) and handed to it when it is opened; the job queue calls it in the transaction that
+ * makes the jobs terminal (completeRun, cancel), with the subscriptions as that transaction reads them, and writes
+ * the rows there: a delivery is as durable as the job's end.
+ */
+export type OutboxRows = (jobs: readonly Job[], subscriptions: ReadonlyArray<{ id: number; url: string; events: readonly string[] }>) => OutboxRow[];
 
 /**
  * Webhook subscriptions and their outbox. The outbox is written by the job queue itself, in the transaction that
@@ -254,6 +264,22 @@ export interface WebhookStore {
   recordAttempt(delivery: ClaimedDelivery, attempt: DeliveryAttempt, outcome: DeliveryOutcome): Promise<boolean>;
   /** When the next pending delivery is due, if any: how long the dispatcher may sleep. */
   nextDueAt(): Promise<string | undefined>;
+}
+
+/** How long a failed authentication counts against its client (access/failure-limiter.ts): a sliding minute. */
+export const failureWindowMs = 60_000;
+
+/**
+ * Where failed authentications are counted, by client (access/failure-limiter.ts's failureKey): in this process's
+ * memory (MemoryFailureLog) where it alone serves the store, in the store where several instances share it. A log
+ * may forget a failure once it is older than failureWindowMs.
+ */
+export interface FailureLog {
+  /** No failure within the last minute anywhere: nobody needs to be looked up (a hint; false when unsure). */
+  readonly empty: boolean;
+  /** The times (ms since the epoch) of the client's newest failures after `since`, at most `limit`, oldest first. */
+  recent(client: string, since: number, limit: number): Promise<number[]>;
+  add(client: string, at: number): Promise<void>;
 }
 
 /** A moment in a store's history, from CommitWatch.mark. */

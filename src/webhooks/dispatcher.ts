@@ -1,6 +1,6 @@
 import type { Log } from "../log";
+import type { AllowList } from "../net/allow-list";
 import type { ClaimedDelivery, DeliveryOutcome, WebhookStore } from "../store/ports";
-import type { AllowList } from "./destinations";
 import { nextAttemptAt } from "./retries";
 import { sendWebhook, type Attempt } from "./send";
 

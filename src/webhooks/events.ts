@@ -1,4 +1,4 @@
-import { JobStatus } from "../jobs/states";
+import { JobStatus } from "../domain/job";
 import type { Job } from "../store/ports";
 
 /**
@@ -15,10 +15,6 @@ export const WebhookEvent = {
 } as const;
 export type WebhookEvent = (typeof WebhookEvent)[keyof typeof WebhookEvent];
 export const webhookEvents: readonly WebhookEvent[] = Object.values(WebhookEvent);
-
-/** Where a delivery stands: pending (until delivered, or given up), delivered, failed (given up, or its receiver gone), or canceled (its subscription removed). */
-export const DeliveryStatus = { Pending: "pending", Delivered: "delivered", Failed: "failed", Canceled: "canceled" } as const;
-export type DeliveryStatus = (typeof DeliveryStatus)[keyof typeof DeliveryStatus];
 
 /** The event a terminal job's end is: a canceled job's is job.canceled, not job.failed. */
 export function eventOf(job: Job): WebhookEvent | undefined {

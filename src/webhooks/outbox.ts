@@ -1,5 +1,5 @@
 import { jobDocument } from "../jobs/document";
-import type { Job } from "../store/ports";
+import type { Job, OutboxRow } from "../store/ports";
 import { eventOf, newMessageId, type WebhookEvent } from "./events";
 
 // What is sent: the bodies of events and pings, and the outbox rows a job's end writes (see events.ts for the events).
@@ -10,11 +10,10 @@ export const eventBody = (event: WebhookEvent, job: Job) => JSON.stringify({ typ
 /** A `ping` (POST /v2/webhooks/{id}/test): the subscription it tests. */
 export const pingBody = (webhook: { id: number; url: string }, at: Date) => JSON.stringify({ type: "ping", timestamp: at.toISOString(), data: { webhookId: webhook.id, url: webhook.url } });
 
-export type OutboxRow = { messageId: string; webhookId: number; environmentId: number; jobId: number; event: WebhookEvent; url: string; body: string };
-
 /**
  * The outbox rows for jobs that just ended: one per job and subscription that wants its event (a subscription
- * disabled by a 410 wants none). `subscriptions` are the environment's, read in the transaction that ends them.
+ * disabled by a 410 wants none). `subscriptions` are the environment's, read in the transaction that ends them. Every
+ * store is opened with this (see OutboxRows in store/ports.ts), which calls it in that transaction.
  */
 export function outboxRows(jobs: readonly Job[], subscriptions: ReadonlyArray<{ id: number; url: string; events: readonly string[] }>): OutboxRow[] {
   const rows: OutboxRow[] = [];

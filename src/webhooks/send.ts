@@ -2,7 +2,8 @@ import { STATUS_CODES } from "node:http";
 import { isIP } from "node:net";
 import { checkServerIdentity } from "node:tls";
 import { Webhook } from "standardwebhooks";
-import { type AllowList, checkUrl, type Lookup, resolveDestination } from "./destinations";
+import type { AllowList } from "../net/allow-list";
+import { checkUrl, type Lookup, resolveDestination } from "./destinations";
 
 /**
  * One delivery attempt of one webhook (Standard Webhooks: webhook-id, webhook-timestamp, webhook-signature). Retries,

@@ -8,6 +8,7 @@ import { resourceByPath } from "../resources/registry";
 import { StorageError } from "../store/errors";
 import { openStoreInThread } from "../store/open";
 import type { Store } from "../store/ports";
+import { outboxRows } from "../webhooks/outbox";
 import { ParsedBatches } from "./parsed-batches";
 import type { ReplyMessage, TaskMessage, TaskType, TaskTypes, ThreadTestHooks, ToWorker } from "./protocol";
 
@@ -68,7 +69,7 @@ const reply = (message: ReplyMessage) => self.postMessage(message);
 self.onmessage = async (event: MessageEvent<ToWorker>) => {
   const message = event.data;
   if (message.type === "init") {
-    store = openStoreInThread(message.store);
+    store = openStoreInThread(message.store, { outbox: outboxRows });
     testHooks = message.testHooks ?? {};
     reply({ type: "ready" });
     return;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { jobStatuses } from "../../src/jobs/states";
+import { jobStatuses } from "../../src/domain/job";
 import { jobTypes } from "../../src/resources/registry";
 import { heldPolls, importAndWait, importBatch, type JobDocument } from "../helpers/api";
 import { importd } from "../helpers/process";

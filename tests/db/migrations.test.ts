@@ -8,6 +8,7 @@ import { SqliteStore } from "../../src/store/sqlite/store";
 import journal from "../../drizzle/meta/_journal.json";
 import postgresJournal from "../../drizzle-pg/meta/_journal.json";
 import { embeddedMigrationTags as postgresMigrationTags } from "../../src/store/postgres/migrations";
+import { outboxRows } from "../../src/webhooks/outbox";
 import { tempDir } from "../helpers/server";
 
 test("every drizzle-kit migration is embedded, in journal order", () => {
@@ -50,7 +51,7 @@ test("upgrading a database with jobs numbers them in their id order, and new job
   expect(db.$client.query("SELECT id, sequence FROM jobs ORDER BY id").all()).toEqual([{ id: 1, sequence: 1 }, { id: 2, sequence: 2 }]);
   closeDatabase(db);
 
-  const store = SqliteStore.open(dir);
+  const store = SqliteStore.open(dir, { outbox: outboxRows });
   const [answer] = await store.queue.enqueue([{ environmentId: 1, type: "SubArea", recordCount: 0, body: new TextEncoder().encode("[]") }]);
   const run = await store.queue.claimRun({ token: "t", environmentId: 1, alone: true }, groupLimits);
   expect(run!.jobs.map((job) => job.id)).toEqual([2]);

@@ -4,6 +4,7 @@ import { rmSync } from "node:fs";
 import { Access } from "../../src/access/access";
 import { databaseFile } from "../../src/store/sqlite/database";
 import { SqliteStore } from "../../src/store/sqlite/store";
+import { outboxRows } from "../../src/webhooks/outbox";
 import { importAndWait, terminal, type JobDocument } from "../helpers/api";
 import { fromSourceWith, spawnServer, type ServerProcess } from "../helpers/process";
 import { seededRandom } from "../helpers/random";
@@ -54,7 +55,7 @@ function makeBatch(round: number, environment: string, index: number, size: numb
 
 test(`SIGKILL at ${rounds} random moments of a stream of imports: nothing accepted is lost, nothing is half-applied, the last write wins`, async () => {
   const keys = new Map<string, string>();
-  const store = SqliteStore.open(dataDir);
+  const store = SqliteStore.open(dataDir, { outbox: outboxRows });
   const access = new Access(store.access);
   for (const environment of environments) {
     await access.createEnvironment(environment);

@@ -1,4 +1,5 @@
 import { PostgresStore } from "../../src/store/postgres/store";
+import { outboxRows } from "../../src/webhooks/outbox";
 import { createTestDatabase } from "./postgres";
 
 let template: Promise<string> | undefined;
@@ -7,7 +8,7 @@ let template: Promise<string> | undefined;
 function migratedTemplate(): Promise<string> {
   return (template ??= (async () => {
     const database = await createTestDatabase();
-    const store = await PostgresStore.open(database.url);
+    const store = await PostgresStore.open(database.url, { outbox: outboxRows });
     await store.close();
     return database.name;
   })());

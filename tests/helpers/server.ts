@@ -7,6 +7,7 @@ import { Access } from "../../src/access/access";
 import { openStore } from "../../src/store/open";
 import type { Job, JobQueue, Store } from "../../src/store/ports";
 import { closeDatabase, openDatabase, writeTransaction, type Db } from "../../src/store/sqlite/database";
+import { outboxRows } from "../../src/webhooks/outbox";
 import { testBackend, testTls } from "./backend";
 import { freshPostgresDatabase } from "./postgres-store";
 import { testSql, type TestSql } from "./sql";
@@ -81,7 +82,7 @@ export async function startTestServer(overrides: Partial<Config> = {}): Promise<
     const db = side;
     return writeTransaction(db, () => db.$client.query(text).all(...(params as never[])) as T[]);
   };
-  const store = () => (sideStore ??= openStore(config));
+  const store = () => (sideStore ??= openStore(config, { outbox: outboxRows }));
   return {
     ...server,
     dataDir,

@@ -2,6 +2,7 @@ import { afterAll, afterEach, describe, expect, test } from "bun:test";
 import { Access } from "../../src/access/access";
 import { groupLimits } from "../../src/jobs/apply";
 import { openStore } from "../../src/store/open";
+import { outboxRows } from "../../src/webhooks/outbox";
 import { waitForJob } from "../helpers/api";
 import { freshPostgresDatabase } from "../helpers/postgres-store";
 import { enqueueJob, startTestServer, tempDir, testBackend, type TestServer } from "../helpers/server";
@@ -25,7 +26,7 @@ describe("crash recovery", () => {
     const dir = tempDir();
     const database = testBackend === "postgres" ? await freshPostgresDatabase() : undefined;
     if (database) drops.push(database.drop);
-    const store = await openStore({ dataDir: dir, databaseUrl: database?.url });
+    const store = await openStore({ dataDir: dir, databaseUrl: database?.url }, { outbox: outboxRows });
     const access = new Access(store.access);
     await access.createEnvironment("default");
     const key = await access.createKey("default");

@@ -3,6 +3,7 @@ import { chownSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { testSql } from "../helpers/sql";
 import { PostgresStore } from "../../src/store/postgres/store";
+import { outboxRows } from "../../src/webhooks/outbox";
 import { getJob, importBatch, postJson, waitForJob } from "../helpers/api";
 import { postgresServer, requirePostgres } from "../helpers/postgres";
 import { fillTheDisk, importUntilRefused, jobsMetTheFullDisk } from "../helpers/disk";
@@ -46,7 +47,7 @@ if (requirePostgres("importd on PostgreSQL with a full disk")) {
       await sql.unsafe(`CREATE DATABASE "${name}" TABLESPACE "${name}"`);
     });
     const url = pg.url(name);
-    await (await PostgresStore.open(url)).close();
+    await (await PostgresStore.open(url, { outbox: outboxRows })).close();
 
     server = await spawnServer(tempDir("importd-pg-diskfull-data-"), ["--database-url", url, "--workers", "2"]);
     const key = server.firstRunKey!;

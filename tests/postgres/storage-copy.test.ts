@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { testSql, type TestSql } from "../helpers/sql";
 import { copiedTableNames } from "../../src/store/sqlite/dump";
 import { SqliteStore } from "../../src/store/sqlite/store";
+import { outboxRows } from "../../src/webhooks/outbox";
 import { getJob, postJson, waitForJob, importBatch, importAndWait, type JobDocument } from "../helpers/api";
 import { requirePostgres, testPassword } from "../helpers/postgres";
 import { freshPostgresDatabase } from "../helpers/postgres-store";
@@ -83,7 +84,7 @@ if (requirePostgres("importd storage copy")) {
 
     // Jobs accepted but not yet run, as the killed server left them; and a job purged after it (its id is
     // never to be handed out again).
-    const store = SqliteStore.open(dataDir);
+    const store = SqliteStore.open(dataDir, { outbox: outboxRows });
     const interrupted = store.db.$client.query("SELECT id FROM jobs WHERE status = 'Processing'").get() as { id: number };
     const encode = (records: unknown[]) => new TextEncoder().encode(JSON.stringify(records));
     const pendingFirst = await enqueueJob(store.queue, 1, "Asset", 2, encode([asset(0, { name: "pending first" }), asset(60)]));

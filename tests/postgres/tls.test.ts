@@ -3,6 +3,7 @@ import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseError } from "../../src/store/errors";
 import { PostgresStore } from "../../src/store/postgres/store";
+import { outboxRows } from "../../src/webhooks/outbox";
 import { importd, spawnServer } from "../helpers/process";
 import { postgresServer, requirePostgres, testPassword } from "../helpers/postgres";
 import { freshPostgresDatabase } from "../helpers/postgres-store";
@@ -32,7 +33,7 @@ if (requirePostgres("importd on PostgreSQL over TLS")) {
   test("sslmode=verify-full with sslrootcert: the connections are TLS, checked against the authority and the host name; an instance serves on it", async () => {
     const { caFile } = await postgresServer();
     const url = withParams(await database(), { sslmode: "verify-full", sslrootcert: caFile });
-    const store = await PostgresStore.open(url);
+    const store = await PostgresStore.open(url, { outbox: outboxRows });
     cleanups.push(() => store.close());
     expect(await sslInUse(store)).toBe(true);
 
@@ -52,10 +53,10 @@ if (requirePostgres("importd on PostgreSQL over TLS")) {
 
   test("sslmode=require encrypts without checking the certificate, as libpq does; without sslmode, no TLS", async () => {
     const plainUrl = await database();
-    const required = await PostgresStore.open(withParams(plainUrl, { sslmode: "require" }));
+    const required = await PostgresStore.open(withParams(plainUrl, { sslmode: "require" }), { outbox: outboxRows });
     cleanups.push(() => required.close());
     expect(await sslInUse(required)).toBe(true);
-    const plain = await PostgresStore.open(plainUrl);
+    const plain = await PostgresStore.open(plainUrl, { outbox: outboxRows });
     cleanups.push(() => plain.close());
     expect(await sslInUse(plain)).toBe(false);
   });
@@ -73,7 +74,7 @@ if (requirePostgres("importd on PostgreSQL over TLS")) {
     for (const [params, line, host] of cases) {
       const target = new URL(withParams(url, params));
       if (host) target.hostname = host;
-      const refused = await PostgresStore.open(target.toString()).catch((error) => error);
+      const refused = await PostgresStore.open(target.toString(), { outbox: outboxRows }).catch((error) => error);
       expect(refused).toBeInstanceOf(DatabaseError);
       expect(refused.message).toMatch(line);
       expect(refused.message).not.toContain(testPassword);

@@ -5,6 +5,7 @@ import { resourceByPath } from "../../src/resources/registry";
 import { onPool, openPool, Transaction } from "../../src/store/postgres/connection";
 import { PostgresJobReads } from "../../src/store/postgres/jobs";
 import { PostgresStore } from "../../src/store/postgres/store";
+import { outboxRows } from "../../src/webhooks/outbox";
 import { requirePostgres } from "../helpers/postgres";
 import { freshPostgresDatabase } from "../helpers/postgres-store";
 import { testSql } from "../helpers/sql";
@@ -92,7 +93,7 @@ if (requirePostgres("the PostgreSQL store's connections")) {
     cleanups.push(() => admin.end());
     const big = 2 ** 33 + 5;
     await admin.unsafe(`ALTER TABLE jobs ALTER COLUMN id RESTART WITH ${big}`);
-    const store = await PostgresStore.open(url);
+    const store = await PostgresStore.open(url, { outbox: outboxRows });
     cleanups.push(() => store.close());
     const environmentId = (await new Access(store.access).createEnvironment("one")).id;
     const [enqueued] = await store.queue.enqueue([{ environmentId, type: "SubArea", recordCount: 1, body: encode([{ id: "a", name: "A" }]) }]);

@@ -8,6 +8,7 @@ import { openPool, Transaction } from "../../src/store/postgres/connection";
 import { faultCode } from "../../src/store/postgres/faults";
 import { copyFromRecords } from "../../src/store/postgres/records";
 import { PostgresStore } from "../../src/store/postgres/store";
+import { outboxRows } from "../../src/webhooks/outbox";
 import { fillTheDisk } from "../helpers/disk";
 import { postgresServer, requirePostgres } from "../helpers/postgres";
 import { freshPostgresDatabase } from "../helpers/postgres-store";
@@ -80,7 +81,7 @@ if (requirePostgres("the PostgreSQL store's COPY")) {
     const filler = join(mountPoint, "filler");
     fillTheDisk(filler);
 
-    const store = await PostgresStore.open(database.url);
+    const store = await PostgresStore.open(database.url, { outbox: outboxRows });
     cleanups.push(() => store.close());
     const environmentId = (await new Access(store.access).createEnvironment("one")).id;
     const enqueue = async (type: string, records: unknown[]) => {

@@ -9,6 +9,7 @@ import { freshPostgresDatabase } from "../helpers/postgres-store";
 import { testSql } from "../helpers/sql";
 import { listenerCheck, WakeUps } from "../../src/store/postgres/wake-ups";
 import { workChannel } from "../../src/store/postgres/jobs";
+import { outboxRows } from "../../src/webhooks/outbox";
 
 // What only a store shared by several processes must do: several PostgresStores on one database stand for
 // several importd instances (each has its own pools, as each instance has).
@@ -26,7 +27,7 @@ if (requirePostgres("the PostgreSQL store's multi-instance tests")) {
       cleanups.push(database.drop);
       url = database.url;
     }
-    const stores = await Promise.all(Array.from({ length: count }, () => PostgresStore.open(url!)));
+    const stores = await Promise.all(Array.from({ length: count }, () => PostgresStore.open(url!, { outbox: outboxRows })));
     for (const store of stores) cleanups.push(() => store.close());
     return { url, stores };
   }
@@ -190,17 +191,17 @@ if (requirePostgres("the PostgreSQL store's multi-instance tests")) {
 
   test("faults: an unreachable database is StorageUnavailable; a wrong password or a missing database is one line without the password", async () => {
     const server = await postgresServer();
-    const nowhere = PostgresStore.openInThread({ backend: "postgres", url: "postgres://importd:pw@127.0.0.1:1/importd" });
+    const nowhere = PostgresStore.openInThread({ backend: "postgres", url: "postgres://importd:pw@127.0.0.1:1/importd" }, { outbox: outboxRows });
     await expect(nowhere.queue.enqueue([{ environmentId: 1, type: "SubArea", recordCount: 0, body: encode([]) }])).rejects.toBeInstanceOf(StorageUnavailable);
     await nowhere.close();
 
     const wrongPassword = server.url("postgres").replace(encodeURIComponent(testPassword), "not-the-password");
-    const refused = await PostgresStore.open(wrongPassword).catch((error) => error);
+    const refused = await PostgresStore.open(wrongPassword, { outbox: outboxRows }).catch((error) => error);
     expect(refused).toBeInstanceOf(DatabaseError);
     expect(refused.message).toContain("cannot log in to postgres://importd_test:***@127.0.0.1:");
     expect(refused.message).not.toContain("not-the-password");
 
-    const missing = await PostgresStore.open(server.url("no_such_database")).catch((error) => error);
+    const missing = await PostgresStore.open(server.url("no_such_database"), { outbox: outboxRows }).catch((error) => error);
     expect(missing).toBeInstanceOf(DatabaseError);
     expect(missing.message).toContain("Create it first");
     expect(missing.message).not.toContain(testPassword);

@@ -4,6 +4,7 @@ import { Access } from "../../src/access/access";
 import { groupLimits } from "../../src/jobs/apply";
 import type { StalledInstance, StoreEvents } from "../../src/store/ports";
 import { PostgresStore } from "../../src/store/postgres/store";
+import { outboxRows } from "../../src/webhooks/outbox";
 import { requirePostgres } from "../helpers/postgres";
 import { freshPostgresDatabase } from "../helpers/postgres-store";
 import { testSql, type TestSql } from "../helpers/sql";
@@ -36,7 +37,7 @@ if (requirePostgres("the PostgreSQL liveness tests")) {
   }
   async function serving(url: string) {
     const openedAt = Date.now();
-    const store = await PostgresStore.open(url, { server: true });
+    const store = await PostgresStore.open(url, { server: true, outbox: outboxRows });
     cleanups.push(() => store.close());
     const stalled: Array<StalledInstance & { afterMs: number }> = [];
     const problems: unknown[] = [];

@@ -5,6 +5,7 @@ import { Access } from "../../src/access/access";
 import { changeCounterOf, writeTransaction } from "../../src/store/sqlite/database";
 import { environments } from "../../src/store/sqlite/schema";
 import { SqliteStore } from "../../src/store/sqlite/store";
+import { outboxRows } from "../../src/webhooks/outbox";
 import { projectRoot } from "../helpers/process";
 import { tempDir } from "../helpers/server";
 
@@ -18,7 +19,7 @@ afterEach(async () => {
 });
 
 const open = (dataDir: string, server = false) => {
-  const store = SqliteStore.open(dataDir, { server });
+  const store = SqliteStore.open(dataDir, { server, outbox: outboxRows });
   opened.push(store);
   return store;
 };

@@ -6,6 +6,7 @@ import { importd, projectRoot, spawnServer, type ServerProcess } from "../helper
 import { enqueueJob, tempDir } from "../helpers/server";
 import { until } from "../helpers/until";
 import { SqliteStore } from "../../src/store/sqlite/store";
+import { outboxRows } from "../../src/webhooks/outbox";
 import { encryptedKey, servedSerial, shownSerial, testAuthority, writeIdentity, type TestAuthority } from "../helpers/tls";
 
 // The operator's own certificate (--tls-cert, --tls-key): served on any address, loopback included; every problem
@@ -117,7 +118,7 @@ test("renewed certificate files are served to new connections without a restart,
   // In flight on connections made before the renewal, both held by the test (not by how long some work takes, which a
   // faster machine shortens): a long poll on a job put straight into the queue, which nothing wakes until the upload
   // arrives (as tests/helpers/server.ts's parkJob does), and an upload whose last bytes wait for the test's word.
-  const store = SqliteStore.open(serverDataDir);
+  const store = SqliteStore.open(serverDataDir, { outbox: outboxRows });
   const environmentId = (await store.access.findEnvironment("default"))!.id;
   const parked = await enqueueJob(store.queue, environmentId, "Asset", 1, new TextEncoder().encode(JSON.stringify(assets(1, 300_000))));
   await store.close();

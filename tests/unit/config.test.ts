@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError, loadConfig, options } from "../../src/config";
-import { parseWebhookAllow, type AllowList } from "../../src/webhooks/destinations";
+import { parseWebhookAllow, type AllowList } from "../../src/net/allow-list";
 import { tempDir } from "../helpers/server";
 
 const dir = tempDir("importd-config-");

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { IntakeService } from "../../src/jobs/intake-service";
+import { IntakeService } from "../../src/worker/intake-service";
 import type { IntakeResult } from "../../src/jobs/intake";
 import { resourceByPath } from "../../src/resources/registry";
 import type { Placement, WorkerPool } from "../../src/worker/pool";

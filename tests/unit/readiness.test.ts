@@ -3,6 +3,7 @@ import { rmSync } from "node:fs";
 import { checkReadiness } from "../../src/observability/readiness";
 import { SqliteStore } from "../../src/store/sqlite/store";
 import type { WorkerPool } from "../../src/worker/pool";
+import { outboxRows } from "../../src/webhooks/outbox";
 import { tempDir } from "../helpers/server";
 
 const dirs: string[] = [];
@@ -11,7 +12,7 @@ afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true 
 function database(migrated: boolean) {
   const dir = tempDir();
   dirs.push(dir);
-  const store = SqliteStore.open(dir);
+  const store = SqliteStore.open(dir, { outbox: outboxRows });
   // As if the last migrations had not been applied yet.
   if (!migrated) store.db.$client.exec("DELETE FROM __drizzle_migrations WHERE rowid > (SELECT min(rowid) FROM __drizzle_migrations)");
   return store;

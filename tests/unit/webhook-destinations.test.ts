@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { checkUrl, type Lookup, parseWebhookAllow, resolveDestination } from "../../src/webhooks/destinations";
+import { parseWebhookAllow } from "../../src/net/allow-list";
+import { checkUrl, type Lookup, resolveDestination } from "../../src/webhooks/destinations";
 
 /** A resolver that knows only these names, and counts what it was asked. */
 function fakeDns(table: Record<string, string[]>): Lookup & { asked: string[] } {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { parseWebhookAllow } from "../../src/webhooks/destinations";
+import { parseWebhookAllow } from "../../src/net/allow-list";
 import { importd } from "../helpers/process";
 import { Receiver } from "../helpers/receiver";
 import { startTestServer, type TestServer } from "../helpers/server";

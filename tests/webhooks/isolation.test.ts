@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { Server } from "bun";
-import { parseWebhookAllow } from "../../src/webhooks/destinations";
+import { parseWebhookAllow } from "../../src/net/allow-list";
 import { maxInFlightPerEnvironment } from "../../src/webhooks/dispatcher";
 import { importAndWait, importBatch, waitForJob } from "../helpers/api";
 import { Receiver } from "../helpers/receiver";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { parseWebhookAllow } from "../../src/webhooks/destinations";
+import { parseWebhookAllow } from "../../src/net/allow-list";
 import { pingsPerMinute } from "../../src/webhooks/ping-limit";
 import { importAndWait } from "../helpers/api";
 import { Receiver } from "../helpers/receiver";

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { Webhook } from "standardwebhooks";
-import { parseWebhookAllow } from "../../src/webhooks/destinations";
+import { parseWebhookAllow } from "../../src/net/allow-list";
 import { maxResponseBytes, sendWebhook, type SendOptions } from "../../src/webhooks/send";
 import { testAuthority } from "../helpers/tls";
 

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
-import { parseWebhookAllow } from "../../src/webhooks/destinations";
+import { parseWebhookAllow } from "../../src/net/allow-list";
 import { importAndWait, waitForJob } from "../helpers/api";
 import { Receiver } from "../helpers/receiver";
 import { asset, seedReferenceData } from "../helpers/records";

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { StorageUnavailable } from "../../src/store/errors";
 import { WorkerCrashed, WorkerPool, type ThreadStores } from "../../src/worker/pool";
+import { outboxRows } from "../../src/webhooks/outbox";
 import { tempDir } from "../helpers/server";
 import { until } from "../helpers/until";
 
@@ -174,7 +175,7 @@ describe("WorkerPool", () => {
 
   test("the real worker thread opens the database and answers", async () => {
     const { SqliteStore } = await import("../../src/store/sqlite/store");
-    const store = SqliteStore.open(tempDir());
+    const store = SqliteStore.open(tempDir(), { outbox: outboxRows });
     pool = new WorkerPool({ entry: threadEntry, size: 1, stores: store });
     await pool.ready();
     expect(await pool.run("purge", { before: "2000-01-01T00:00:00.000Z" })).toEqual({ count: 0 });

@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { ImportdProblem, type ImportdClient, type JobDocument, type Page, type RejectedRecord } from "../../client";
-import { terminalStatuses } from "../../jobs/states";
+import { terminalStatuses } from "../../domain/job";
 import { downloadRejectedCsv } from "../downloads";
 import { count, duration, time } from "../format";
 import { PageButtons, useCursorPages } from "../pages";

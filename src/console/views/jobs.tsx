@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import type { ImportdClient, JobDocument } from "../../client";
-import { jobStatuses } from "../../jobs/states";
+import { jobStatuses } from "../../domain/job";
 import { jobTypes } from "../../resources/registry";
 import { count, time } from "../format";
 import { PageButtons, useCursorPages } from "../pages";

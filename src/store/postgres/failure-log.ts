@@ -1,4 +1,4 @@
-import { failureWindowMs, type FailureLog } from "../../access/failure-limiter";
+import { failureWindowMs, type FailureLog } from "../ports";
 import { statement, type Queryable } from "./connection";
 import { answer } from "./faults";
 

@@ -1,6 +1,5 @@
 import type pg from "pg";
-import type { JobOutput } from "../../jobs/outcome";
-import { JobStatus } from "../../jobs/states";
+import { JobStatus, type JobOutput } from "../../domain/job";
 import { StaleClaim } from "../errors";
 import { idempotencyWindowStart } from "../idempotency";
 import { endedJobs, isRetained, toJob, type JobRow } from "../job-row";
@@ -14,6 +13,7 @@ import type {
   JobListOptions,
   JobQueue,
   JobReads,
+  OutboxRows,
   QueueHead,
   RejectedRecord,
   RunLimits,
@@ -112,6 +112,8 @@ export class PostgresJobQueue implements JobQueue {
   constructor(
     private readonly pool: pg.Pool,
     private readonly records: PostgresRecords,
+    // The webhook deliveries a job's end writes, in the transaction that ends it (see OutboxRows).
+    private readonly outboxRows: OutboxRows,
     // A statement outside any transaction, on whichever connection of the pool is free.
     private readonly any: Queryable = onPool(pool),
     // The serving instance this queue's intakes are of (none for a CLI command's).
@@ -253,7 +255,7 @@ export class PostgresJobQueue implements JobQueue {
         if (rejected.length > 0) await transaction.query(insertRejections(jobId, ...columns));
         await transaction.query(deletePayload(jobId));
       }
-      await PostgresWebhooks.writeOutbox(transaction, run.environmentId, endedJobs(run, completions, completedAt));
+      await PostgresWebhooks.writeOutbox(transaction, run.environmentId, endedJobs(run, completions, completedAt), this.outboxRows);
       await transaction.commit();
       await this.notify(doneChannel, ids.join(","));
     } catch (error) {
@@ -290,7 +292,7 @@ export class PostgresJobQueue implements JobQueue {
         const [row] = await tx.query<ClaimRow>(cancelPending(environmentId, jobId, JSON.stringify(output), now()));
         if (row) {
           await tx.query(deletePayload(jobId));
-          await PostgresWebhooks.writeOutbox(tx, environmentId, [toJob(row)]);
+          await PostgresWebhooks.writeOutbox(tx, environmentId, [toJob(row)], this.outboxRows);
         }
         return row;
       });

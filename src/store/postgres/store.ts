@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { CopyReport, CopySource } from "../copy";
 import { DatabaseError } from "../errors";
-import type { Store, StoreEvents, StoreHandle } from "../ports";
+import type { OutboxRows, Store, StoreEvents, StoreHandle } from "../ports";
 import { PostgresAccessStore } from "./access";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { deadlines, onPool, openClient, openPool, statement, type Db } from "./connection";
@@ -47,6 +47,7 @@ export class PostgresStore implements Store {
     private readonly url: string,
     private readonly pool: pg.Pool,
     db: Db,
+    outboxRows: OutboxRows,
     // The serving instance whose connections these are (see liveness.ts); none for a CLI command's store.
     private readonly instance?: string,
     // The serving instance's heartbeat, kept by its server thread's store (not by its worker threads').
@@ -54,7 +55,7 @@ export class PostgresStore implements Store {
   ) {
     const any = onPool(pool);
     this.records = new PostgresRecords(db);
-    this.queue = new PostgresJobQueue(pool, this.records, any, instance);
+    this.queue = new PostgresJobQueue(pool, this.records, outboxRows, any, instance);
     this.jobs = new PostgresJobReads(any);
     this.access = new PostgresAccessStore(pool, db, any);
     this.failures = new PostgresFailureLog(any);
@@ -63,9 +64,10 @@ export class PostgresStore implements Store {
 
   /**
    * Connects and migrates (one instance at a time). `server`: a serving instance, which names its connections after
-   * itself and writes its first heartbeat before it runs anything.
+   * itself and writes its first heartbeat before it runs anything. `outbox`: the webhook deliveries a job's end writes
+   * (see OutboxRows).
    */
-  static async open(url: string, { server = false } = {}): Promise<PostgresStore> {
+  static async open(url: string, { server = false, outbox }: { server?: boolean; outbox: OutboxRows }): Promise<PostgresStore> {
     const instance = server ? randomUUID() : undefined;
     const { pool, db } = openPool(url, { max: serverConnections, instance });
     const liveness = instance ? new InstanceLiveness(onPool(pool), instance) : undefined;
@@ -77,13 +79,13 @@ export class PostgresStore implements Store {
       throw connectionProblem(error, url);
     }
     liveness?.start();
-    return new PostgresStore(url, pool, db, instance, liveness);
+    return new PostgresStore(url, pool, db, outbox, instance, liveness);
   }
 
   /** A worker thread's own pool; the server has migrated. */
-  static openInThread(handle: PostgresHandle): PostgresStore {
+  static openInThread(handle: PostgresHandle, { outbox }: { outbox: OutboxRows }): PostgresStore {
     const { pool, db } = openPool(handle.url, { max: workerConnections, instance: handle.instance });
-    return new PostgresStore(handle.url, pool, db, handle.instance);
+    return new PostgresStore(handle.url, pool, db, outbox, handle.instance);
   }
 
   handleFor(): PostgresHandle {

@@ -1,7 +1,6 @@
 import type pg from "pg";
-import { DeliveryStatus } from "../../webhooks/events";
-import { outboxRows } from "../../webhooks/outbox";
-import type { ClaimedDelivery, DeliveryAttempt, DeliveryClaimRequest, DeliveryOutcome, Job, WebhookDelivery, WebhookStore, WebhookSubscription } from "../ports";
+import { DeliveryStatus } from "../../domain/delivery";
+import type { ClaimedDelivery, DeliveryAttempt, DeliveryClaimRequest, DeliveryOutcome, Job, OutboxRows, WebhookDelivery, WebhookStore, WebhookSubscription } from "../ports";
 import { inTransaction, statement, type Queryable } from "./connection";
 import { answer, retried } from "./faults";
 
@@ -103,11 +102,11 @@ export class PostgresWebhooks implements WebhookStore {
     private readonly any: Queryable,
   ) {}
 
-  /** Writes the outbox rows of jobs that just ended, in the transaction that ends them (`tx`). */
-  static async writeOutbox(tx: Queryable, environmentId: number, jobs: readonly Job[]): Promise<void> {
+  /** Writes the outbox rows (`rowsOf`) of jobs that just ended, in the transaction that ends them (`tx`). */
+  static async writeOutbox(tx: Queryable, environmentId: number, jobs: readonly Job[], rowsOf: OutboxRows): Promise<void> {
     const subscriptions = (await tx.query<SubscriptionRow>(activeSubscriptions(environmentId))).map(toSubscription);
     if (subscriptions.length === 0) return;
-    const rows = outboxRows(jobs, subscriptions);
+    const rows = rowsOf(jobs, subscriptions);
     if (rows.length === 0) return;
     const column = <K extends keyof (typeof rows)[number]>(key: K) => rows.map((row) => row[key]);
     await tx.query(insertOutbox(column("messageId"), column("webhookId"), column("environmentId"), column("jobId"), column("event"), column("url"), column("body"), now()));

@@ -1,6 +1,5 @@
 import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
-import type { JobOutput } from "../../jobs/outcome";
-import { JobStatus } from "../../jobs/states";
+import { JobStatus, type JobOutput } from "../../domain/job";
 import { StaleClaim } from "../errors";
 import { idempotencyWindowStart } from "../idempotency";
 import { endedJobs, isRetained, toJob, type JobRow } from "../job-row";
@@ -14,6 +13,7 @@ import type {
   JobListOptions,
   JobQueue,
   JobReads,
+  OutboxRows,
   QueueHead,
   RejectedRecord,
   RunLimits,
@@ -67,11 +67,14 @@ export class SqliteJobQueue implements JobQueue {
   private readonly deletePayloads;
   private readonly queueHeads;
   private readonly tables: RecordTables;
-  // Writes a job's webhook deliveries in the transaction that ends it (the outbox).
+  // Writes a job's webhook deliveries in the transaction that ends it (the outbox), as `outboxRows` makes them.
   private readonly outbox: SqliteWebhooks;
   private lastCheckpoint = 0;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    private readonly outboxRows: OutboxRows,
+  ) {
     this.tables = new RecordTables(db);
     this.outbox = new SqliteWebhooks(db);
     // The statements on every small job's path (its intake, its run's claim and end) are written out in SQL: they
@@ -222,7 +225,7 @@ export class SqliteJobQueue implements JobQueue {
           this.insertRejections(jobId, rejected);
           records += output.total;
         }
-        this.outbox.writeOutbox(run.environmentId, endedJobs(run, completions, completedAt));
+        this.outbox.writeOutbox(run.environmentId, endedJobs(run, completions, completedAt), this.outboxRows);
       });
     } catch (error) {
       throw translateFault(error);
@@ -285,7 +288,7 @@ export class SqliteJobQueue implements JobQueue {
           .all();
         if (canceled) {
           tx.delete(jobPayloads).where(eq(jobPayloads.jobId, jobId)).run();
-          this.outbox.writeOutbox(environmentId, [toJob(canceled)]);
+          this.outbox.writeOutbox(environmentId, [toJob(canceled)], this.outboxRows);
           return { job: toJob(canceled), canceled: true };
         }
         const [job] = tx.select().from(jobs).where(and(eq(jobs.id, jobId), eq(jobs.environmentId, environmentId))).all();

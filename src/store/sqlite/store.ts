@@ -1,5 +1,5 @@
 import type { CopySource } from "../copy";
-import type { CommitWatch, Store, StoreHandle } from "../ports";
+import type { CommitWatch, OutboxRows, Store, StoreHandle } from "../ports";
 import { SqliteAccessStore } from "./access";
 import { changeCounterOf, closeDatabase, migrate, migrationsApplied, openDatabase, type Db } from "./database";
 import { withSnapshot } from "./dump";
@@ -8,6 +8,11 @@ import { RecordTables } from "./records";
 import { lockDataDirectory, type ServerLock } from "./server-lock";
 import { SqliteWebhooks } from "./webhooks";
 import { WriteLock } from "./write-lock";
+
+/** Storage copy reads a stopped appliance's store and ends no job in it: no webhook delivery to make (it would throw). */
+const endsNoJob: OutboxRows = () => {
+  throw new Error("a stopped appliance's store, opened to be copied, ends no job");
+};
 
 /** What a worker thread needs to open the data directory's database: the write lock's memory comes along. */
 export type SqliteHandle = StoreHandle & { backend: "sqlite"; dataDir: string; writeLock: SharedArrayBuffer; owner: number };
@@ -29,13 +34,14 @@ export class SqliteStore implements Store {
 
   private constructor(
     readonly db: Db,
+    outboxRows: OutboxRows,
     private readonly dataDir: string,
     // Only the server's connection, the last to close, folds the WAL back at close.
     private readonly checkpointAtClose: boolean,
     // The server's hold on the data directory (see server-lock.ts); the CLI and worker threads have none.
     private readonly serverLock?: ServerLock,
   ) {
-    this.queue = new SqliteJobQueue(db);
+    this.queue = new SqliteJobQueue(db, outboxRows);
     this.jobs = new SqliteJobReads(db);
     this.records = new RecordTables(db);
     this.access = new SqliteAccessStore(db);
@@ -49,10 +55,11 @@ export class SqliteStore implements Store {
 
   /**
    * Opens (creating it if need be) and migrates the data directory's database. `server`: first takes the data
-   * directory for this process, before anything is read or written (StoreInUse if another server has it).
+   * directory for this process, before anything is read or written (StoreInUse if another server has it). `outbox`:
+   * the webhook deliveries a job's end writes (see OutboxRows).
    */
-  static open(dataDir: string, { server = false } = {}): SqliteStore {
-    return SqliteStore.openLocked(dataDir, server ? lockDataDirectory(dataDir) : undefined);
+  static open(dataDir: string, { server = false, outbox }: { server?: boolean; outbox: OutboxRows }): SqliteStore {
+    return SqliteStore.openLocked(dataDir, outbox, server ? lockDataDirectory(dataDir) : undefined);
   }
 
   /**
@@ -60,10 +67,10 @@ export class SqliteStore implements Store {
    * read (for storage copy; StoreInUse if a server runs on it).
    */
   static openStopped(dataDir: string): SqliteStore {
-    return SqliteStore.openLocked(dataDir, lockDataDirectory(dataDir, "stop it first: storage copy reads a stopped appliance's data, and its pending jobs are finished on PostgreSQL"));
+    return SqliteStore.openLocked(dataDir, endsNoJob, lockDataDirectory(dataDir, "stop it first: storage copy reads a stopped appliance's data, and its pending jobs are finished on PostgreSQL"));
   }
 
-  private static openLocked(dataDir: string, lock: ServerLock | undefined): SqliteStore {
+  private static openLocked(dataDir: string, outbox: OutboxRows, lock: ServerLock | undefined): SqliteStore {
     let db: Db | undefined;
     try {
       db = openDatabase(dataDir);
@@ -73,12 +80,12 @@ export class SqliteStore implements Store {
       lock?.release();
       throw error;
     }
-    return new SqliteStore(db, dataDir, true, lock);
+    return new SqliteStore(db, outbox, dataDir, true, lock);
   }
 
   /** A worker thread's own connection, taking turns with the process's other writing threads. */
-  static openInThread(handle: SqliteHandle): SqliteStore {
-    return new SqliteStore(openDatabase(handle.dataDir, { writeLock: new WriteLock(handle.writeLock, handle.owner) }), handle.dataDir, false);
+  static openInThread(handle: SqliteHandle, { outbox }: { outbox: OutboxRows }): SqliteStore {
+    return new SqliteStore(openDatabase(handle.dataDir, { writeLock: new WriteLock(handle.writeLock, handle.owner) }), outbox, handle.dataDir, false);
   }
 
   handleFor(threadNumber: number): SqliteHandle {

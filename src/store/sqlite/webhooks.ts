@@ -1,6 +1,5 @@
-import type { ClaimedDelivery, DeliveryClaimRequest, Job, DeliveryAttempt, DeliveryOutcome, WebhookDelivery, WebhookStore, WebhookSubscription } from "../ports";
-import { DeliveryStatus } from "../../webhooks/events";
-import { outboxRows } from "../../webhooks/outbox";
+import type { ClaimedDelivery, DeliveryClaimRequest, Job, DeliveryAttempt, DeliveryOutcome, OutboxRows, WebhookDelivery, WebhookStore, WebhookSubscription } from "../ports";
+import { DeliveryStatus } from "../../domain/delivery";
 import { unsyncedWriteTransaction, writeTransaction, type Db } from "./database";
 import { answer } from "./faults";
 
@@ -27,10 +26,10 @@ export class SqliteWebhooks implements WebhookStore {
   }
 
   /**
-   * Writes the outbox rows of jobs that just ended, inside the caller's write transaction: the delivery is then
-   * as durable as the job's end. One query of the environment's subscriptions, indexed: nothing when it has none.
+   * Writes the outbox rows (`rowsOf`) of jobs that just ended, inside the caller's write transaction: the delivery is
+   * then as durable as the job's end. One query of the environment's subscriptions, indexed: nothing when it has none.
    */
-  writeOutbox(environmentId: number, jobs: readonly Job[]): void {
+  writeOutbox(environmentId: number, jobs: readonly Job[], rowsOf: OutboxRows): void {
     const subscriptions = this.client
       .query<SubscriptionRow, [number]>(`SELECT ${subscriptionColumns} FROM webhooks WHERE environment_id = ?1 AND disabled_at IS NULL`)
       .all(environmentId);
@@ -40,7 +39,7 @@ export class SqliteWebhooks implements WebhookStore {
        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, '${DeliveryStatus.Pending}', 0, ?8, ?8)`,
     );
     const at = now();
-    for (const row of outboxRows(jobs, subscriptions.map(toSubscription))) {
+    for (const row of rowsOf(jobs, subscriptions.map(toSubscription))) {
       insert.run(row.messageId, row.webhookId, row.environmentId, row.jobId, row.event, row.url, row.body, at);
     }
   }

@@ -2,8 +2,8 @@
 // either way, for a person to fix and import again. csv-stringify's build for browsers (its Node build needs Buffer),
 // which runs in Bun as well.
 import { stringify } from "csv-stringify/browser/esm/sync";
-import type { RejectedRecord } from "./index";
-import { neutralizedCell, neutralizedNote } from "../importer/spreadsheet-cell";
+import type { RejectedRecord } from "../client";
+import { neutralizedCell, neutralizedNote } from "./spreadsheet-cell";
 
 /**
  * A record's fields as CSV cells by column name: nested objects flattened into dotted names

@@ -1,8 +1,8 @@
+import type { IntakeResult } from "../jobs/intake";
 import type { Log } from "../log";
 import type { ResourceDefinition } from "../resources/definition";
-import type { WorkerPool } from "../worker/pool";
-import type { JobScheduler } from "../worker/scheduler";
-import type { IntakeResult } from "./intake";
+import type { WorkerPool } from "./pool";
+import type { JobScheduler } from "./scheduler";
 
 export type IntakeRequest = {
   environmentId: number;

@@ -1,7 +1,7 @@
-import { clientAddress } from "../http/client-address";
-import { pathOf } from "../http/request-target";
 import type { Log } from "../log";
-import type { Metrics } from "./metrics";
+import type { Metrics } from "../observability/metrics";
+import { clientAddress } from "./client-address";
+import { pathOf } from "./request-target";
 
 type Handler = (request: Request) => Response | Promise<Response>;
 
