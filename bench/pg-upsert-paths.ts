@@ -2,7 +2,7 @@
 // the store can (records as JSON in the merge statement; COPY into a temporary table, then the merge), into a fresh
 // database, alternating the ways, each inside a transaction as a run's is: first into the empty table (all created),
 // then the same again with every name changed (all updated). Prints the median times and the ratio COPY ÷ JSON per
-// size; below 1, COPY is faster. store/postgres/records.ts's copyFromRecords comes from here (docs/performance.md).
+// size; below 1, COPY is faster. store/postgres/records.ts's copyFromRecords comes from here (bench/history/performance-log.md, "The PostgreSQL driver").
 import { drizzle } from "drizzle-orm/node-postgres";
 import { Access } from "../src/access/access";
 import { resourceByPath } from "../src/resources/registry";

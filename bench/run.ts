@@ -344,7 +344,7 @@ async function manySmallJobs() {
   // packages, so `npm ci` fails): the baseline is the issue's fallback, a minimal durable bun:sqlite queue loop.
   const baselineName = "bun:sqlite queue loop";
   // Jobs of an environment run in id order: once the last is terminal, all are. Where the CPU goes, by thread of
-  // the server and for this script (the 20 clients): docs/performance.md, "Round three, third part".
+  // the server and for this script (the 20 clients): bench/history/performance-log.md, "Round three, third part".
   const cpuOf = (server: BenchServer) => () => ({ ...threadCpuMsOf(server.pid), "bench (the clients)": ownCpuMs() });
   const measure = () => withServer((server) => smallJobRates([server], (lasts) => server.waitSucceeded(Math.max(...lasts), 2), cpuOf(server)));
   // Each run is short (a second or two), so a slow moment weighs a lot: baseline and importd runs alternate.

@@ -16,7 +16,7 @@ export type BenchServer = {
   pid: number;
   dataDir: string;
   process: ServerProcess;
-  /** A file is posted as a client uploading it would (curl's --data-binary @file): see docs/performance.md. */
+  /** A file is posted as a client uploading it would (curl's --data-binary @file): see bench/history/performance-log.md, "Running it". */
   post(resource: string, body: Uint8Array | string | BunFile): Promise<{ id: number }>;
   status(id: number): Promise<JobStatus>;
   /** Polls every `intervalMs` until the job is terminal; throws unless it Succeeded. */
