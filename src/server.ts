@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import { Access } from "./access/access";
 import { FailureLimiter, MemoryFailureLog } from "./access/failure-limiter";
 import type { Config } from "./config";
@@ -23,14 +22,9 @@ import { cachedJobs } from "./store/read-cache";
 import { WorkerPool } from "./worker/pool";
 import { JobScheduler } from "./worker/scheduler";
 import { JobWaits } from "./jobs/job-waits";
-import { certifies, identityWarnings, readIdentity, type TlsIdentity } from "./tls/identity";
-import { selfSignedFiles, selfSignedIdentity } from "./tls/self-signed";
-import { expectedNames, serverNames, transportFor } from "./tls/transport";
-import { watchFiles } from "./tls/watch";
+import { operatorIdentity, ServingIdentity, warnIfPlainAndExposed, type ServedCertificate } from "./tls/serving-identity";
+import { transportFor } from "./tls/transport";
 import { WebhookDispatcher } from "./webhooks/dispatcher";
-
-/** The certificate a TLS server serves, for the operator: where it is, and its fingerprint. */
-export type ServedCertificate = { path: string; fingerprint: string; validTo: Date; names: string; selfSigned: boolean; createdNow: boolean };
 
 export type RunningServer = {
   url: string;
@@ -63,19 +57,11 @@ function listenFailure(error: unknown, config: Config): string {
 
 const purgeIntervalMs = 60 * 60 * 1000;
 
-const readFileOr = (path: string, otherwise: string) => {
-  try {
-    return readFileSync(path, "utf8");
-  } catch {
-    return otherwise;
-  }
-};
-
 /** Opens and migrates the store, recovers interrupted runs, starts the workers and the HTTP server. */
 export async function startServer(config: Config, log: Log): Promise<RunningServer> {
   const transport = transportFor(config);
   // The operator's certificate is checked before anything is opened: a bad file is one line, and nothing else done.
-  const given = transport.tls && transport.files ? readIdentity(transport.files.cert, transport.files.key) : undefined;
+  const given = operatorIdentity(transport);
   // Before anything else touches the database: on SQLite, a second server must not requeue the first one's
   // running jobs, so opening the store as a server takes the data directory for this process.
   const store = await openStore(config, { server: true });
@@ -88,28 +74,11 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   if (tightened.failed.length > 0) {
     log({ level: "warn", msg: "the data directory holds files other users may read that are not importd's user's to change: give them to that user, or remove their group and other permissions (chmod go-rwx)", files: tightened.failed });
   }
-  // Made once the data directory is this process's (on SQLite), so that two starts never make two.
-  const selfSigned = transport.tls && !given ? await selfSignedIdentity(config.dataDir, serverNames(config.host, config.tlsSan)).catch(async (error) => {
+  const tls = transport.tls ? await ServingIdentity.start(config, transport, given, log).catch(async (error) => {
     await store.close();
     throw error;
   }) : undefined;
-  let identity = given ?? selfSigned?.identity;
-  const certificatePath = transport.tls ? (transport.files?.cert ?? selfSignedFiles(config.dataDir).cert) : undefined;
-  const warnAbout = (served: TlsIdentity) => {
-    for (const warning of identityWarnings(served, [...expectedNames(config.host), ...(selfSigned ? [] : config.tlsSan)])) log({ level: "warn", msg: warning, certificate: certificatePath });
-  };
-  if (identity) warnAbout(identity);
-  if (selfSigned && !selfSigned.created) {
-    const unnamed = config.tlsSan.filter((name) => !certifies(selfSigned.identity, name));
-    if (unnamed.length > 0) log({ level: "warn", msg: `the self-signed certificate made at the first start does not name ${unnamed.join(", ")} (--tls-san): delete ${selfSignedFiles(config.dataDir).dir} to have a new one made (clients then trust its new fingerprint)` });
-  }
-  // Only the operator's certificate is renewed as a matter of course (the self-signed one, at a SIGHUP only).
-  if (transport.tls && transport.files && readFileOr("/proc/sys/net/ipv4/tcp_migrate_req", "1").trim() === "0") {
-    log({ level: "warn", msg: "net.ipv4.tcp_migrate_req is 0: when a renewed certificate is served, a connection that arrives in that very instant may be reset (the client sees ECONNRESET). Set it to 1 (sysctl -w net.ipv4.tcp_migrate_req=1, or deploy/importd-sysctl.conf) and Linux hands such connections to the new listener" });
-  }
-  if (!transport.tls && transport.exposed) {
-    log({ level: "warn", msg: `plain HTTP on ${config.host}, an address other machines can reach (--insecure-http): API keys and data cross the network unencrypted. Serve HTTPS instead (leave out --insecure-http), or only behind a TLS proxy on a network you trust` });
-  }
+  warnIfPlainAndExposed(config, transport, log);
   // On SQLite, the lookups every request makes (its key, the job it polls) are answered from memory while
   // nothing was committed; elsewhere they go to the database each time.
   const access = new Access(store.access, store.commits);
@@ -215,7 +184,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
       // Validating and storing a 100 MB batch takes a few seconds; keep the connection meanwhile. A body that stalls
       // or crawls is cut off long before this by readBody (--body-stall-seconds): this is the last resort.
       idleTimeout: connectionIdleSeconds,
-    }, identity);
+    }, tls?.identity);
   } catch (error) {
     await consoleFiles.stop();
     await scheduler.stop();
@@ -237,32 +206,18 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   void purge();
   const purgeTimer = setInterval(purge, purgeIntervalMs);
 
-  // Renewed files (or a SIGHUP) are served to new connections; files that are not good yet (a key written before its
-  // certificate, say) keep the certificate in use, with a warning.
+  // Renewed files (or a SIGHUP) are served to new connections.
   const reloadCertificate = () => {
-    if (!transport.tls || stopping) return;
-    try {
-      const files = transport.files ?? selfSignedFiles(config.dataDir);
-      const renewed = readIdentity(files.cert, files.key);
-      if (renewed.fingerprint === identity?.fingerprint) return;
-      server.reload(renewed);
-      identity = renewed;
-      log({ msg: "serving a renewed TLS certificate to new connections", certificate: certificatePath, serial: renewed.serial, fingerprint: renewed.fingerprint, validTo: renewed.validTo.toISOString() });
-      warnAbout(renewed);
-    } catch (error) {
-      log({ level: "warn", msg: `kept the TLS certificate in use: ${(error as Error).message}`, certificate: certificatePath });
-    }
+    if (tls && !stopping) tls.reload(server);
   };
-  const unwatch = transport.tls && transport.files ? watchFiles([transport.files.cert, transport.files.key], reloadCertificate) : () => {};
+  const unwatch = tls?.watch(reloadCertificate) ?? (() => {});
 
   const shownHost = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host.includes(":") && !config.host.startsWith("[") ? `[${config.host}]` : config.host;
   return {
     url: `${transport.tls ? "https" : "http"}://${shownHost}:${server.port}`,
     port: server.port,
     firstRunKey,
-    certificate: identity && certificatePath
-      ? { path: certificatePath, fingerprint: identity.fingerprint, validTo: identity.validTo, names: identity.names, selfSigned: selfSigned !== undefined, createdNow: selfSigned?.created ?? false }
-      : undefined,
+    certificate: tls?.certificate(),
     reloadCertificate,
     bodiesInFlight: () => uploads.inFlight(),
     stop: () =>
