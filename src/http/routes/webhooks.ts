@@ -13,7 +13,8 @@ import { bodyProblemResponses, environmentParameter, jsonBody, jsonResponse, pat
 import { notFound, Problem, tooManyPings, validationProblem } from "../problem";
 import { createdWebhookSchema, deliveryListSchema, maxUrlLength, pingResultSchema, webhookListSchema, webhookRequestSchema } from "../schemas";
 import type { Services } from "../services";
-import { findJobOf, jobIdParameter } from "./jobs";
+import { findJobOf } from "./jobs";
+import { jobIdParameter } from "./jobs.docs";
 
 /** Subscriptions per environment: each ended job is written to the outbox once per subscription. */
 export const maxSubscriptions = 100;
