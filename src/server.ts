@@ -25,6 +25,7 @@ import { JobWaits } from "./jobs/job-waits";
 import { operatorIdentity, ServingIdentity, warnIfPlainAndExposed, type ServedCertificate } from "./tls/serving-identity";
 import { transportFor } from "./tls/transport";
 import { WebhookDispatcher } from "./webhooks/dispatcher";
+import { WebhookSubscriptions } from "./webhooks/subscriptions";
 
 export type RunningServer = {
   url: string;
@@ -142,7 +143,8 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
     stallSeconds: config.bodyStallSeconds,
     minBytesPerSecond: config.bodyMinBytesPerSecond,
   });
-  const services: Services = { config, log, access, failedAuthentications, intake, uploads, jobs: jobReads, queue: store.queue, jobWaits, records: store.records, webhooks: store.webhooks, deliveries, metrics, readiness };
+  const subscriptions = new WebhookSubscriptions({ store: store.webhooks, allow: config.webhookAllow, log });
+  const services: Services = { config, log, access, failedAuthentications, intake, uploads, jobs: jobReads, queue: store.queue, jobWaits, records: store.records, webhooks: store.webhooks, subscriptions, deliveries, metrics, readiness };
 
   const app = buildApp(services);
   const consoleFiles = ConsoleFiles.open();

@@ -1,27 +1,20 @@
 import { Elysia, t } from "elysia";
 import type { OpenAPIV3 } from "openapi-types";
 import type { WebhookSubscription } from "../../store/ports";
-import { resolveDestination } from "../../webhooks/destinations";
-import { newMessageId, newSigningSecret, webhookEvents } from "../../webhooks/events";
-import { pingBody } from "../../webhooks/outbox";
+import { webhookEvents } from "../../webhooks/events";
 import { retryDelaysMs } from "../../webhooks/retries";
-import { PingLimit, pingsPerMinute } from "../../webhooks/ping-limit";
-import { sendWebhook } from "../../webhooks/send";
+import { pingsPerMinute } from "../../webhooks/ping-limit";
+import { maxSubscriptions } from "../../webhooks/subscriptions";
 import { authentication } from "../auth";
 import { readBody, requireJson } from "../body";
 import { bodyProblemResponses, environmentParameter, jsonBody, jsonResponse, pathParameter, problemResponses } from "../openapi";
-import { notFound, Problem, tooManyPings, validationProblem } from "../problem";
+import { notFound, validationProblem } from "../problem";
 import { createdWebhookSchema, deliveryListSchema, maxUrlLength, pingResultSchema, webhookListSchema, webhookRequestSchema } from "../schemas";
 import type { Services } from "../services";
 import { findJobOf } from "./jobs";
 import { jobIdParameter } from "./jobs.docs";
 
-/** Subscriptions per environment: each ended job is written to the outbox once per subscription. */
-export const maxSubscriptions = 100;
-
 const webhookIdParameter: OpenAPIV3.ParameterObject = { name: "id", in: "path", required: true, description: "The subscription's id, as its 201 answered it.", schema: { type: "integer", minimum: 1 } };
-
-const unprocessable = (errors: Record<string, string[]>) => new Problem(422, "Unprocessable Content", Object.values(errors).flat().join(" "), errors);
 
 const subscriptionNotFound = () => notFound("No webhook subscription with this id exists in this environment.");
 const idOf = (text: string) => (/^[1-9][0-9]{0,9}$/.test(text) ? Number(text) : undefined);
@@ -32,7 +25,7 @@ const deliveryRules =
   "with a JSON body `{type, timestamp, data}` whose data is the job document as GET /v2/status/{id} gives it. A 2xx answer within 10 s delivers; redirects are not followed; " +
   `anything else is retried with exponential backoff and jitter (about ${schedule} apart) for 24 hours, under the same webhook-id. 410 Gone disables the subscription.`;
 
-/** The body of POST /v2/webhooks, checked field by field (400), then where it points (422). */
+/** The body of POST /v2/webhooks, checked field by field (400); where it points is the service's to judge (422). */
 function readSubscription(body: Uint8Array): { url: string; events: string[] } {
   let value: unknown;
   try {
@@ -62,8 +55,7 @@ const shown = (subscription: WebhookSubscription) => {
 /** Webhook subscriptions (DECISIONS 10) and a job's deliveries. */
 export const webhookRoutes = (services: Services) => {
   const findJob = findJobOf(services);
-  const { webhooks, config, log } = services;
-  const pings = new PingLimit();
+  const { webhooks, subscriptions } = services;
   return new Elysia()
     .use(authentication(services))
     .post(
@@ -78,25 +70,7 @@ export const webhookRoutes = (services: Services) => {
         } finally {
           upload.end();
         }
-        // Where it points is checked now, its name resolved as each delivery will: a URL into the appliance's network
-        // is refused here, not only at delivery.
-        let url: URL;
-        try {
-          url = new URL(wanted.url);
-        } catch {
-          throw unprocessable({ url: [`${wanted.url.slice(0, 100)} is not a URL: give an absolute http or https URL.`] });
-        }
-        const destination = await resolveDestination(url, config.webhookAllow);
-        if (!destination.ok) {
-          // What the name resolved to is the operator's to know, not the key holder's (destinations.ts, Refusal).
-          if (destination.resolved !== undefined) log({ level: "warn", msg: "webhook subscription refused", environmentId, origin: url.origin, resolved: destination.resolved });
-          throw unprocessable({ url: [destination.reason] });
-        }
-        if ((await webhooks.list(environmentId)).length >= maxSubscriptions) {
-          throw unprocessable({ $: [`The environment has ${maxSubscriptions} webhook subscriptions, the most it may have: remove one first (DELETE /v2/webhooks/{id}).`] });
-        }
-        const secret = newSigningSecret();
-        const subscription = await webhooks.create(environmentId, { url: url.href, events: wanted.events, secret });
+        const { subscription, secret } = await subscriptions.subscribe(environmentId, wanted);
         set.status = 201;
         set.headers.location = `/${params.env}/v2/webhooks/${subscription.id}`;
         return { ...shown(subscription), secret };
@@ -176,14 +150,9 @@ export const webhookRoutes = (services: Services) => {
       "/webhooks/:id/test",
       async ({ params, environmentId }) => {
         const id = idOf(params.id);
-        const subscription = id === undefined ? undefined : await webhooks.find(environmentId, id);
-        if (!subscription) throw subscriptionNotFound();
-        const waitSeconds = pings.take(environmentId);
-        if (waitSeconds !== undefined) throw tooManyPings(pingsPerMinute, waitSeconds);
-        const messageId = newMessageId();
-        const sent = await sendWebhook({ url: subscription.url, messageId, body: pingBody(subscription, new Date()), secret: subscription.secret, allow: config.webhookAllow });
-        if (sent.resolved !== undefined) log({ level: "warn", msg: "webhook ping refused", environmentId, webhookId: subscription.id, origin: new URL(subscription.url).origin, resolved: sent.resolved });
-        return { delivered: sent.delivered, messageId, status: sent.status ?? null, error: sent.error ?? null, durationMs: Math.round(sent.durationMs) };
+        const sent = id === undefined ? undefined : await subscriptions.ping(environmentId, id);
+        if (!sent) throw subscriptionNotFound();
+        return { delivered: sent.delivered, messageId: sent.messageId, status: sent.status ?? null, error: sent.error ?? null, durationMs: Math.round(sent.durationMs) };
       },
       {
         params: t.Object({ env: environmentParameter, id: pathParameter }),
