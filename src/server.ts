@@ -5,7 +5,7 @@ import { buildApp } from "./http/app";
 import { connectionIdleSeconds } from "./http/body";
 import { ConsoleFiles } from "./http/console";
 import { Listener } from "./http/listener";
-import { clientAddressOf, rememberClientAddress, trustedProxies } from "./http/client-address";
+import { clientAddressOf, rememberClientAddress, trustedProxies, type ProxyTrust } from "./http/client-address";
 import { internalError } from "./http/problem";
 import { pathOf, routable } from "./http/request-target";
 import { answerHeaders, withHeaders } from "./http/security-headers";
@@ -58,6 +58,53 @@ function listenFailure(error: unknown, config: Config): string {
 
 const purgeIntervalMs = 60 * 60 * 1000;
 
+/** An older importd, or a umask of 022, left the data directory readable by every user of the machine: no longer, and said. */
+function tightenAndSay(dataDir: string, log: Log): void {
+  const tightened = tightenDataDirectory(dataDir);
+  if (tightened.changed.length > 0) {
+    log({ level: "warn", msg: "took group and other permissions off the data directory and its files: they hold webhook signing secrets, key hashes and every environment's records, for importd's user alone", changed: tightened.changed });
+  }
+  if (tightened.failed.length > 0) {
+    log({ level: "warn", msg: "the data directory holds files other users may read that are not importd's user's to change: give them to that user, or remove their group and other permissions (chmod go-rwx)", files: tightened.failed });
+  }
+}
+
+/**
+ * Every request's way from the listener to its answer: the client's address (the one a trusted proxy forwarded for),
+ * the console's files or the API, the security headers on every answer, a log line and a count for each; and for
+ * whatever escaped every handler (the app's own error handler included), a 500 that leaks nothing. `idle` resolves
+ * once no request is being handled.
+ */
+function frontDoor(parts: { app: { fetch(request: Request): Response | Promise<Response> }; consoleFiles: ConsoleFiles; tls: boolean; isTrustedProxy: ProxyTrust; log: Log; metrics: Metrics }) {
+  const { app, consoleFiles, isTrustedProxy, log } = parts;
+  const headers = answerHeaders(parts.tls);
+  const withOurHeaders = (answer: Response | Promise<Response>) => (answer instanceof Response ? withHeaders(answer, headers) : answer.then((response) => withHeaders(response, headers)));
+  const requests = observeRequests((request) => {
+    const path = pathOf(request.url);
+    if (consoleFiles.serves(request.method, path)) return withOurHeaders(consoleFiles.fetch(request, path).then((answer) => answer ?? app.fetch(request)));
+    return withOurHeaders(app.fetch(request));
+  }, log, parts.metrics);
+  return {
+    fetch: (received: Request, bunServer: { requestIP(request: Request): { address: string } | null }) => {
+      const request = routable(received);
+      // Asked at once: once the client has closed the connection (a half-close after its request, say), Bun no
+      // longer knows the address, and the request's log line must still name it.
+      const peer = bunServer.requestIP(received)?.address ?? "unknown";
+      rememberClientAddress(request, peer, () => clientAddressOf(peer, request.headers.get("x-forwarded-for"), isTrustedProxy));
+      return requests.fetch(request);
+    },
+    error: (error: Error) => {
+      try {
+        log({ level: "error", msg: "unhandled error", error: String(error?.stack ?? error) });
+      } catch {
+        // The log itself failed: the answer must still go out.
+      }
+      return withHeaders(internalError().toResponse(), headers);
+    },
+    idle: () => requests.idle(),
+  };
+}
+
 /** Opens and migrates the store, recovers interrupted runs, starts the workers and the HTTP server. */
 export async function startServer(config: Config, log: Log): Promise<RunningServer> {
   const transport = transportFor(config);
@@ -66,15 +113,9 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   // Before anything else touches the database: on SQLite, a second server must not requeue the first one's
   // running jobs, so opening the store as a server takes the data directory for this process.
   const store = await openStore(config, { server: true });
-  // An older importd, or a umask of 022, left the data directory readable by every user of the machine. Once the
-  // store is open: a data directory refused (another application's database, say) is that one line, and left as it is.
-  const tightened = tightenDataDirectory(config.dataDir);
-  if (tightened.changed.length > 0) {
-    log({ level: "warn", msg: "took group and other permissions off the data directory and its files: they hold webhook signing secrets, key hashes and every environment's records, for importd's user alone", changed: tightened.changed });
-  }
-  if (tightened.failed.length > 0) {
-    log({ level: "warn", msg: "the data directory holds files other users may read that are not importd's user's to change: give them to that user, or remove their group and other permissions (chmod go-rwx)", files: tightened.failed });
-  }
+  // Once the store is open: a data directory refused (another application's database, say) is that one line, and
+  // left as it is.
+  tightenAndSay(config.dataDir, log);
   const tls = transport.tls ? await ServingIdentity.start(config, transport, given, log).catch(async (error) => {
     await store.close();
     throw error;
@@ -148,36 +189,15 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
 
   const app = buildApp(services);
   const consoleFiles = ConsoleFiles.open();
-  const headers = answerHeaders(transport.tls);
-  const withOurHeaders = (answer: Response | Promise<Response>) => (answer instanceof Response ? withHeaders(answer, headers) : answer.then((response) => withHeaders(response, headers)));
-  const requests = observeRequests((request) => {
-    const path = pathOf(request.url);
-    if (consoleFiles.serves(request.method, path)) return withOurHeaders(consoleFiles.fetch(request, path).then((answer) => answer ?? app.fetch(request)));
-    return withOurHeaders(app.fetch(request));
-  }, log, metrics);
   const isTrustedProxy = trustedProxies(config.trustedProxies);
+  const requests = frontDoor({ app, consoleFiles, tls: transport.tls, isTrustedProxy, log, metrics });
   let server: Listener;
   try {
     server = Listener.open({
-      fetch: (received, bunServer) => {
-        const request = routable(received);
-        // Asked at once: once the client has closed the connection (a half-close after its request, say), Bun no
-        // longer knows the address, and the request's log line must still name it.
-        const peer = bunServer.requestIP(received)?.address ?? "unknown";
-        rememberClientAddress(request, peer, () => clientAddressOf(peer, request.headers.get("x-forwarded-for"), isTrustedProxy));
-        return requests.fetch(request);
-      },
-      // Whatever escaped every handler (the app's own error handler included). Never Bun's development page,
-      // which shows the working directory, source paths and a stack trace.
+      fetch: requests.fetch,
+      error: requests.error,
+      // Never Bun's development page, which shows the working directory, source paths and a stack trace.
       development: false,
-      error: (error) => {
-        try {
-          log({ level: "error", msg: "unhandled error", error: String(error?.stack ?? error) });
-        } catch {
-          // The log itself failed: the answer must still go out.
-        }
-        return withHeaders(internalError().toResponse(), headers);
-      },
       port: config.port,
       hostname: config.host,
       // Our own limit is enforced in readBody, while reading, so that a chunked body is cut off too and every
