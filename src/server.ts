@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import { Access } from "./access/access";
 import { FailureLimiter, MemoryFailureLog } from "./access/failure-limiter";
 import type { Config } from "./config";
@@ -6,7 +5,7 @@ import { buildApp } from "./http/app";
 import { connectionIdleSeconds } from "./http/body";
 import { ConsoleFiles } from "./http/console";
 import { Listener } from "./http/listener";
-import { clientAddressOf, rememberClientAddress, trustedProxies } from "./http/client-address";
+import { clientAddressOf, rememberClientAddress, trustedProxies, type ProxyTrust } from "./http/client-address";
 import { internalError } from "./http/problem";
 import { pathOf, routable } from "./http/request-target";
 import { answerHeaders, withHeaders } from "./http/security-headers";
@@ -19,19 +18,15 @@ import { checkReadiness } from "./observability/readiness";
 import { observeRequests } from "./http/request-log";
 import { tightenDataDirectory } from "./store/data-directory";
 import { openStore } from "./store/open";
-import { outboxRows } from "./webhooks/outbox";
 import { cachedJobs } from "./store/read-cache";
 import { WorkerPool } from "./worker/pool";
 import { JobScheduler } from "./worker/scheduler";
 import { JobWaits } from "./jobs/job-waits";
-import { certifies, identityWarnings, readIdentity, type TlsIdentity } from "./tls/identity";
-import { selfSignedFiles, selfSignedIdentity } from "./tls/self-signed";
-import { expectedNames, serverNames, transportFor } from "./tls/transport";
-import { watchFiles } from "./tls/watch";
+import { operatorIdentity, ServingIdentity, warnIfPlainAndExposed, type ServedCertificate } from "./tls/serving-identity";
+import { transportFor } from "./tls/transport";
+import { outboxRows } from "./webhooks/outbox";
 import { WebhookDispatcher } from "./webhooks/dispatcher";
-
-/** The certificate a TLS server serves, for the operator: where it is, and its fingerprint. */
-export type ServedCertificate = { path: string; fingerprint: string; validTo: Date; names: string; selfSigned: boolean; createdNow: boolean };
+import { WebhookSubscriptions } from "./webhooks/subscriptions";
 
 export type RunningServer = {
   url: string;
@@ -64,53 +59,69 @@ function listenFailure(error: unknown, config: Config): string {
 
 const purgeIntervalMs = 60 * 60 * 1000;
 
-const readFileOr = (path: string, otherwise: string) => {
-  try {
-    return readFileSync(path, "utf8");
-  } catch {
-    return otherwise;
-  }
-};
-
-/** Opens and migrates the store, recovers interrupted runs, starts the workers and the HTTP server. */
-export async function startServer(config: Config, log: Log): Promise<RunningServer> {
-  const transport = transportFor(config);
-  // The operator's certificate is checked before anything is opened: a bad file is one line, and nothing else done.
-  const given = transport.tls && transport.files ? readIdentity(transport.files.cert, transport.files.key) : undefined;
-  // Before anything else touches the database: on SQLite, a second server must not requeue the first one's
-  // running jobs, so opening the store as a server takes the data directory for this process.
-  const store = await openStore(config, { server: true, outbox: outboxRows });
-  // An older importd, or a umask of 022, left the data directory readable by every user of the machine. Once the
-  // store is open: a data directory refused (another application's database, say) is that one line, and left as it is.
-  const tightened = tightenDataDirectory(config.dataDir);
+/** An older importd, or a umask of 022, left the data directory readable by every user of the machine: no longer, and said. */
+function tightenAndSay(dataDir: string, log: Log): void {
+  const tightened = tightenDataDirectory(dataDir);
   if (tightened.changed.length > 0) {
     log({ level: "warn", msg: "took group and other permissions off the data directory and its files: they hold webhook signing secrets, key hashes and every environment's records, for importd's user alone", changed: tightened.changed });
   }
   if (tightened.failed.length > 0) {
     log({ level: "warn", msg: "the data directory holds files other users may read that are not importd's user's to change: give them to that user, or remove their group and other permissions (chmod go-rwx)", files: tightened.failed });
   }
-  // Made once the data directory is this process's (on SQLite), so that two starts never make two.
-  const selfSigned = transport.tls && !given ? await selfSignedIdentity(config.dataDir, serverNames(config.host, config.tlsSan)).catch(async (error) => {
+}
+
+/**
+ * Every request's way from the listener to its answer: the client's address (the one a trusted proxy forwarded for),
+ * the console's files or the API, the security headers on every answer, a log line and a count for each; and for
+ * whatever escaped every handler (the app's own error handler included), a 500 that leaks nothing. `idle` resolves
+ * once no request is being handled.
+ */
+function frontDoor(parts: { app: { fetch(request: Request): Response | Promise<Response> }; consoleFiles: ConsoleFiles; tls: boolean; isTrustedProxy: ProxyTrust; log: Log; metrics: Metrics }) {
+  const { app, consoleFiles, isTrustedProxy, log } = parts;
+  const headers = answerHeaders(parts.tls);
+  const withOurHeaders = (answer: Response | Promise<Response>) => (answer instanceof Response ? withHeaders(answer, headers) : answer.then((response) => withHeaders(response, headers)));
+  const requests = observeRequests((request) => {
+    const path = pathOf(request.url);
+    if (consoleFiles.serves(request.method, path)) return withOurHeaders(consoleFiles.fetch(request, path).then((answer) => answer ?? app.fetch(request)));
+    return withOurHeaders(app.fetch(request));
+  }, log, parts.metrics);
+  return {
+    fetch: (received: Request, bunServer: { requestIP(request: Request): { address: string } | null }) => {
+      const request = routable(received);
+      // Asked at once: once the client has closed the connection (a half-close after its request, say), Bun no
+      // longer knows the address, and the request's log line must still name it.
+      const peer = bunServer.requestIP(received)?.address ?? "unknown";
+      rememberClientAddress(request, peer, () => clientAddressOf(peer, request.headers.get("x-forwarded-for"), isTrustedProxy));
+      return requests.fetch(request);
+    },
+    error: (error: Error) => {
+      try {
+        log({ level: "error", msg: "unhandled error", error: String(error?.stack ?? error) });
+      } catch {
+        // The log itself failed: the answer must still go out.
+      }
+      return withHeaders(internalError().toResponse(), headers);
+    },
+    idle: () => requests.idle(),
+  };
+}
+
+/** Opens and migrates the store, recovers interrupted runs, starts the workers and the HTTP server. */
+export async function startServer(config: Config, log: Log): Promise<RunningServer> {
+  const transport = transportFor(config);
+  // The operator's certificate is checked before anything is opened: a bad file is one line, and nothing else done.
+  const given = operatorIdentity(transport);
+  // Before anything else touches the database: on SQLite, a second server must not requeue the first one's
+  // running jobs, so opening the store as a server takes the data directory for this process.
+  const store = await openStore(config, { server: true, outbox: outboxRows });
+  // Once the store is open: a data directory refused (another application's database, say) is that one line, and
+  // left as it is.
+  tightenAndSay(config.dataDir, log);
+  const tls = transport.tls ? await ServingIdentity.start(config, transport, given, log).catch(async (error) => {
     await store.close();
     throw error;
   }) : undefined;
-  let identity = given ?? selfSigned?.identity;
-  const certificatePath = transport.tls ? (transport.files?.cert ?? selfSignedFiles(config.dataDir).cert) : undefined;
-  const warnAbout = (served: TlsIdentity) => {
-    for (const warning of identityWarnings(served, [...expectedNames(config.host), ...(selfSigned ? [] : config.tlsSan)])) log({ level: "warn", msg: warning, certificate: certificatePath });
-  };
-  if (identity) warnAbout(identity);
-  if (selfSigned && !selfSigned.created) {
-    const unnamed = config.tlsSan.filter((name) => !certifies(selfSigned.identity, name));
-    if (unnamed.length > 0) log({ level: "warn", msg: `the self-signed certificate made at the first start does not name ${unnamed.join(", ")} (--tls-san): delete ${selfSignedFiles(config.dataDir).dir} to have a new one made (clients then trust its new fingerprint)` });
-  }
-  // Only the operator's certificate is renewed as a matter of course (the self-signed one, at a SIGHUP only).
-  if (transport.tls && transport.files && readFileOr("/proc/sys/net/ipv4/tcp_migrate_req", "1").trim() === "0") {
-    log({ level: "warn", msg: "net.ipv4.tcp_migrate_req is 0: when a renewed certificate is served, a connection that arrives in that very instant may be reset (the client sees ECONNRESET). Set it to 1 (sysctl -w net.ipv4.tcp_migrate_req=1, or deploy/importd-sysctl.conf) and Linux hands such connections to the new listener" });
-  }
-  if (!transport.tls && transport.exposed) {
-    log({ level: "warn", msg: `plain HTTP on ${config.host}, an address other machines can reach (--insecure-http): API keys and data cross the network unencrypted. Serve HTTPS instead (leave out --insecure-http), or only behind a TLS proxy on a network you trust` });
-  }
+  warnIfPlainAndExposed(config, transport, log);
   // On SQLite, the lookups every request makes (its key, the job it polls) are answered from memory while
   // nothing was committed; elsewhere they go to the database each time.
   const access = new Access(store.access, store.commits);
@@ -174,40 +185,20 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
     stallSeconds: config.bodyStallSeconds,
     minBytesPerSecond: config.bodyMinBytesPerSecond,
   });
-  const services: Services = { config, log, access, failedAuthentications, intake, uploads, jobs: jobReads, queue: store.queue, jobWaits, records: store.records, webhooks: store.webhooks, deliveries, metrics, readiness };
+  const subscriptions = new WebhookSubscriptions({ store: store.webhooks, allow: config.webhookAllow, log });
+  const services: Services = { config, log, access, failedAuthentications, intake, uploads, jobs: jobReads, queue: store.queue, jobWaits, records: store.records, webhooks: store.webhooks, subscriptions, deliveries, metrics, readiness };
 
   const app = buildApp(services);
   const consoleFiles = ConsoleFiles.open();
-  const headers = answerHeaders(transport.tls);
-  const withOurHeaders = (answer: Response | Promise<Response>) => (answer instanceof Response ? withHeaders(answer, headers) : answer.then((response) => withHeaders(response, headers)));
-  const requests = observeRequests((request) => {
-    const path = pathOf(request.url);
-    if (consoleFiles.serves(request.method, path)) return withOurHeaders(consoleFiles.fetch(request, path).then((answer) => answer ?? app.fetch(request)));
-    return withOurHeaders(app.fetch(request));
-  }, log, metrics);
   const isTrustedProxy = trustedProxies(config.trustedProxies);
+  const requests = frontDoor({ app, consoleFiles, tls: transport.tls, isTrustedProxy, log, metrics });
   let server: Listener;
   try {
     server = Listener.open({
-      fetch: (received, bunServer) => {
-        const request = routable(received);
-        // Asked at once: once the client has closed the connection (a half-close after its request, say), Bun no
-        // longer knows the address, and the request's log line must still name it.
-        const peer = bunServer.requestIP(received)?.address ?? "unknown";
-        rememberClientAddress(request, peer, () => clientAddressOf(peer, request.headers.get("x-forwarded-for"), isTrustedProxy));
-        return requests.fetch(request);
-      },
-      // Whatever escaped every handler (the app's own error handler included). Never Bun's development page,
-      // which shows the working directory, source paths and a stack trace.
+      fetch: requests.fetch,
+      error: requests.error,
+      // Never Bun's development page, which shows the working directory, source paths and a stack trace.
       development: false,
-      error: (error) => {
-        try {
-          log({ level: "error", msg: "unhandled error", error: String(error?.stack ?? error) });
-        } catch {
-          // The log itself failed: the answer must still go out.
-        }
-        return withHeaders(internalError().toResponse(), headers);
-      },
       port: config.port,
       hostname: config.host,
       // Our own limit is enforced in readBody, while reading, so that a chunked body is cut off too and every
@@ -216,7 +207,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
       // Validating and storing a 100 MB batch takes a few seconds; keep the connection meanwhile. A body that stalls
       // or crawls is cut off long before this by readBody (--body-stall-seconds): this is the last resort.
       idleTimeout: connectionIdleSeconds,
-    }, identity);
+    }, tls?.identity);
   } catch (error) {
     await consoleFiles.stop();
     await scheduler.stop();
@@ -238,32 +229,18 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   void purge();
   const purgeTimer = setInterval(purge, purgeIntervalMs);
 
-  // Renewed files (or a SIGHUP) are served to new connections; files that are not good yet (a key written before its
-  // certificate, say) keep the certificate in use, with a warning.
+  // Renewed files (or a SIGHUP) are served to new connections.
   const reloadCertificate = () => {
-    if (!transport.tls || stopping) return;
-    try {
-      const files = transport.files ?? selfSignedFiles(config.dataDir);
-      const renewed = readIdentity(files.cert, files.key);
-      if (renewed.fingerprint === identity?.fingerprint) return;
-      server.reload(renewed);
-      identity = renewed;
-      log({ msg: "serving a renewed TLS certificate to new connections", certificate: certificatePath, serial: renewed.serial, fingerprint: renewed.fingerprint, validTo: renewed.validTo.toISOString() });
-      warnAbout(renewed);
-    } catch (error) {
-      log({ level: "warn", msg: `kept the TLS certificate in use: ${(error as Error).message}`, certificate: certificatePath });
-    }
+    if (tls && !stopping) tls.reload(server);
   };
-  const unwatch = transport.tls && transport.files ? watchFiles([transport.files.cert, transport.files.key], reloadCertificate) : () => {};
+  const unwatch = tls?.watch(reloadCertificate) ?? (() => {});
 
   const shownHost = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host.includes(":") && !config.host.startsWith("[") ? `[${config.host}]` : config.host;
   return {
     url: `${transport.tls ? "https" : "http"}://${shownHost}:${server.port}`,
     port: server.port,
     firstRunKey,
-    certificate: identity && certificatePath
-      ? { path: certificatePath, fingerprint: identity.fingerprint, validTo: identity.validTo, names: identity.names, selfSigned: selfSigned !== undefined, createdNow: selfSigned?.created ?? false }
-      : undefined,
+    certificate: tls?.certificate(),
     reloadCertificate,
     bodiesInFlight: () => uploads.inFlight(),
     stop: () =>

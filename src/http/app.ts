@@ -5,7 +5,7 @@ import { Elysia, ValidationError } from "elysia";
 import pkg from "../../package.json" with { type: "json" };
 import { allowedMethods } from "./allowed-methods";
 import { authenticate } from "./auth";
-import { internalError, methodNotAllowed, notFound, Problem, storageProblem, validationProblem } from "./problem";
+import { internalError, methodNotAllowed, notFound, Problem, storageProblem, validationProblem, webhookProblem } from "./problem";
 import { queryNamesOf, repeatedParameters } from "./query-once";
 import { pathOf } from "./request-target";
 import { importRoutes } from "./routes/imports";
@@ -33,8 +33,8 @@ checked first); a query parameter sent empty, or given more than once, is a 400 
 
 function toProblem(code: string | number, error: unknown, request: Request, methodsOf: (path: string) => string[] | undefined): Problem | undefined {
   if (error instanceof Problem) return error;
-  const storage = storageProblem(error);
-  if (storage) return storage;
+  const refused = storageProblem(error) ?? webhookProblem(error);
+  if (refused) return refused;
   if (code === "NOT_FOUND") {
     const allowed = methodsOf(pathOf(request.url));
     return allowed ? methodNotAllowed(request.method, allowed) : notFound();

@@ -1,5 +1,6 @@
 import type { FieldErrors } from "../resources/validate";
 import { StorageError, StorageFull } from "../store/errors";
+import { PingsExhausted, SubscriptionRefused } from "../webhooks/subscriptions";
 import { WorkerCrashed } from "../worker/pool";
 
 /**
@@ -159,5 +160,12 @@ export function storageProblem(error: unknown): Problem | undefined {
   if (error instanceof StorageError || error instanceof WorkerCrashed) {
     return serviceUnavailable("The server could not use its storage just now; nothing was accepted or changed. Send the request again.");
   }
+  return undefined;
+}
+
+/** Where a webhook subscription's rules become an HTTP answer (webhooks/subscriptions.ts). Undefined for any other error. */
+export function webhookProblem(error: unknown): Problem | undefined {
+  if (error instanceof SubscriptionRefused) return new Problem(422, "Unprocessable Content", error.message, { [error.field]: [error.message] });
+  if (error instanceof PingsExhausted) return tooManyPings(error.pingsPerMinute, error.retryAfterSeconds);
   return undefined;
 }

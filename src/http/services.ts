@@ -7,6 +7,7 @@ import type { Log } from "../log";
 import type { Metrics } from "../observability/metrics";
 import type { ReadinessReport } from "../observability/readiness";
 import type { JobQueue, JobReads, RecordReads, WebhookStore } from "../store/ports";
+import type { WebhookSubscriptions } from "../webhooks/subscriptions";
 import type { UploadGate } from "./uploads";
 
 /** What the HTTP layer is handed; built in server.ts, so that tests build their own. */
@@ -23,6 +24,8 @@ export type Services = {
   jobWaits: JobWaits;
   records: RecordReads;
   webhooks: WebhookStore;
+  /** Subscribing and pinging, by the subscription rules. */
+  subscriptions: WebhookSubscriptions;
   /** Tells the webhook dispatcher that a delivery may be due now (a job was canceled here). */
   deliveries: { wake(): void };
   metrics: Metrics;

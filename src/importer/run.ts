@@ -9,7 +9,7 @@ import { progressEntry, progressLine, type Progress } from "./progress";
 import { RejectedFile } from "./rejected-file";
 import { formatOf, where, type Format, type SourceRecord } from "./source";
 import { importSummary, plural } from "./summary";
-import { surveyFile, unknownFieldsMessage } from "./survey";
+import { surveyFile, unknownFieldsError } from "./survey";
 import { SourceError, type InputFile } from "./text";
 
 export type ImportRun = {
@@ -67,7 +67,7 @@ export async function runImport(run: ImportRun): Promise<number> {
       }
       problemsOfFile = survey.unknown.length;
     } else if (!run.ignoreUnknownColumns) {
-      throw new SourceError(unknownFieldsMessage(run.file, run.resource, survey.unknown, format));
+      throw unknownFieldsError(run.file, run.resource, survey.unknown, format);
     } else {
       run.note(`Not importing what ${run.resource.path} does not define (--ignore-unknown-columns): ${survey.unknown.map(({ name }) => shown(name)).join(", ")}.`);
     }

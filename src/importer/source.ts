@@ -5,7 +5,9 @@ import { isRejectedFile, restoredCell } from "./spreadsheet-cell";
 import { isCsvSyntaxError, type LineEnding } from "./csv-dialect";
 import { fieldPaths, isMeta, isNote } from "./fields";
 import { numberCellProblem } from "./number-cell";
+import { SourceProblemCode } from "./problems";
 import { SourceError, textOf, type InputFile } from "./text";
+import { sourceError } from "./words";
 
 /**
  * Reads an input file record by record, streaming, so that memory stays bounded whatever its size.
@@ -42,7 +44,7 @@ export function formatOf(path: string): Format {
   if (extension === ".csv" || extension === ".tsv") return "csv";
   if (extension === ".ndjson" || extension === ".jsonl") return "ndjson";
   if (extension === ".json") return "json";
-  throw new SourceError(`cannot tell the format of '${path}' from its name: name it .csv, .tsv, .ndjson (or .jsonl) or .json, or pass --format csv, ndjson or json`);
+  throw sourceError({ code: SourceProblemCode.FormatUnknown, path });
 }
 
 /** `onBytes` hears how much of the file has been read, for progress and the time left. */
@@ -137,7 +139,7 @@ export class JsonArraySplitter {
     if (!this.started) {
       const first = chunk.search(/\S/);
       if (first === -1) return elements;
-      if (chunk[first] !== "[") throw new SourceError(`${this.path} is not a JSON array: it must start with '[' (a file of one JSON object per line is NDJSON: name it .ndjson, or pass --format ndjson)`);
+      if (chunk[first] !== "[") throw sourceError({ code: SourceProblemCode.NotAJsonArray, path: this.path });
       this.started = true;
       this.depth = 1;
       i = from = first + 1;

@@ -3,7 +3,9 @@ import type { ResourceDefinition } from "../resources/definition";
 import { CsvStructure, delimiterName, delimiters, detectDelimiter, firstRecord, splitRecord } from "./csv-dialect";
 import { fieldPaths, isMeta, isNote, nearestField, shown } from "./fields";
 import { JsonArraySplitter, LineSplitter, type CsvDialect, type Format } from "./source";
+import { SourceProblemCode, type UnknownField } from "./problems";
 import { SourceError, textOf, type InputFile } from "./text";
+import { sourceError } from "./words";
 
 /**
  * The first read of a file, before anything is sent (DECISIONS 12: what the file says is what is imported, or
@@ -15,7 +17,7 @@ import { SourceError, textOf, type InputFile } from "./text";
  * a GB; a JSON file's records are, to see their fields.
  */
 
-export type UnknownField = { name: string; where: string; count?: number; suggestion?: string };
+export type { UnknownField };
 export type Survey = { records: number; csv?: CsvDialect; unknown: UnknownField[] };
 
 /** How much of a CSV file's start is read to find its header row. */
@@ -35,7 +37,7 @@ async function surveyCsv(file: InputFile, resource: ResourceDefinition, wanted: 
     if (header !== undefined || head.length > headLimit) break;
   }
   header ??= head.length > headLimit ? undefined : head;
-  if (header === undefined) throw new SourceError(`${path} line 1 is longer than 1 MB: is this a CSV file? Pass --format if it is another kind.`);
+  if (header === undefined) throw sourceError({ code: SourceProblemCode.FirstLineTooLong, path });
   if (head === "") throw new SourceError(`${path} is empty: importd needs a header row that names the columns, then a row per record.`);
   if (header.trim() === "") throw new SourceError(`${path} has no header row: its first line is empty. importd needs a first row that names the columns (${fieldPaths(resource.schema).leaves.slice(0, 4).join(", ")}, …).`);
 
@@ -84,28 +86,20 @@ function chooseDelimiter(path: string, header: string, resource: ResourceDefinit
   for (const matches of [isField, (cell: string) => nearestField(cell, leaves) !== undefined]) {
     const { delimiter, tied } = detectDelimiter(header, matches);
     if (delimiter) return delimiter;
-    if (tied.length > 1) {
-      throw new SourceError(`cannot tell whether ${path} is delimited by ${tied.map(delimiterName).join(" or ")}: its header reads as well with each. Pass --delimiter (',', ';' or tab).`);
-    }
+    if (tied.length > 1) throw sourceError({ code: SourceProblemCode.DelimiterTied, path, tied });
   }
   throw notAHeader(path, header, resource);
 }
 
-function notAHeader(path: string, header: string, resource: ResourceDefinition, delimiter?: string): SourceError {
-  const { leaves } = fieldPaths(resource.schema);
-  return new SourceError(
-    `${path} line 1 is not a header row of ${resource.path}: none of its cells names a field ` +
-      `(read ${delimiter ? `with ${delimiterName(delimiter)}` : `with ${delimiters.map(delimiterName).join(", ")}`}: ${shown(header)}). ` +
-      `importd needs a first row that names the columns: ${leaves.join(", ")}. If line 1 is data, add a header row; if the file holds other records, choose another --resource.`,
-  );
-}
+const notAHeader = (path: string, header: string, resource: ResourceDefinition, delimiter?: string) =>
+  sourceError({ code: SourceProblemCode.NotAHeader, path, resource: resource.path, header, delimiter, fields: fieldPaths(resource.schema).leaves });
 
 function checkHeader(path: string, headers: string[], delimiter: string, header: string, resource: ResourceDefinition, isField: (cell: string) => boolean): void {
   const { required, leaves } = fieldPaths(resource.schema);
   const named = (name: string) => (isField(name) && !isMeta(name)) || nearestField(name, leaves) !== undefined;
   if (!headers.some(named)) {
     const better = delimiters.find((other) => other !== delimiter && splitRecord(header, other).some((cell) => named(cell.trim())));
-    if (better) throw new SourceError(`${path} line 1 names no field of ${resource.path} when read with ${delimiterName(delimiter)}, but it does with ${delimiterName(better)}: pass --delimiter ${better === "\t" ? "tab" : `'${better}'`}, or leave --delimiter out.`);
+    if (better) throw sourceError({ code: SourceProblemCode.DelimiterWrong, path, resource: resource.path, delimiter, better });
     throw notAHeader(path, header, resource, delimiter);
   }
   const columns = new Map<string, number[]>();
@@ -187,16 +181,6 @@ async function surveyJson(file: InputFile, format: Format, resource: ResourceDef
   return { records, unknown: [...unknown.values()] };
 }
 
-/** The message for fields the resource does not define: each with where it is and the field it may have meant. */
-export function unknownFieldsMessage(path: string, resource: ResourceDefinition, unknown: UnknownField[], format: Format): string {
-  const kind = format === "csv" ? "column" : "field";
-  const lines = unknown.slice(0, 20).map(
-    ({ name, where, count, suggestion }) =>
-      `  ${shown(name)} (${where}${count !== undefined && count > 1 ? ` and ${count - 1} more record${count === 2 ? "" : "s"}` : ""})${suggestion ? `: did you mean ${suggestion}?` : ""}`,
-  );
-  if (unknown.length > 20) lines.push(`  and ${unknown.length - 20} more`);
-  return (
-    `${path}: ${unknown.length === 1 ? `1 ${kind} is` : `${unknown.length} ${kind}s are`} not ${unknown.length === 1 ? "a field" : "fields"} of ${resource.path}, and would not be imported:\n${lines.join("\n")}\n` +
-    `Rename ${unknown.length === 1 ? "it" : "them"} in the file, or pass --ignore-unknown-columns to import the file without ${unknown.length === 1 ? "it" : "them"}. Nothing was sent.`
-  );
-}
+/** The fields the resource does not define, found by the survey, as the error that stops the import. */
+export const unknownFieldsError = (path: string, resource: ResourceDefinition, unknown: UnknownField[], format: Format) =>
+  sourceError({ code: SourceProblemCode.UnknownFields, path, resource: resource.path, kind: format === "csv" ? "column" : "field", unknown });

@@ -1,3 +1,5 @@
+import { SourceError } from "./problems";
+
 /**
  * A file's bytes as UTF-8 text, streamed, refusing with the line what is not text: a NUL byte (a binary file, or
  * UTF-16 without its mark), a byte sequence that is not UTF-8 (a file saved as Windows-1252, say, whose accents
@@ -5,8 +7,8 @@
  * is imported, or the user is told (DECISIONS 12). A byte order mark is dropped.
  */
 
-/** Something about the file that stops the import before it sends anything more; said in one line, exit 2. */
-export class SourceError extends Error {}
+// Made in problems.ts, beside the codes and values it may carry; found here as before.
+export { SourceError };
 
 /**
  * A file to import, which can be read from its start as often as the import needs (the survey reads it before the

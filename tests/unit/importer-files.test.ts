@@ -13,7 +13,7 @@ import { Journal } from "../../src/importer/journal";
 import { numberCellProblem } from "../../src/importer/number-cell";
 import { rejectedFileName, RejectedRows } from "../../src/importer/rejected-rows";
 import { dataCellsOf, formatOf, readJsonArray, readNdjson, readSource, type Format } from "../../src/importer/source";
-import { everyCellQuoted, surveyFile, unknownFieldsMessage } from "../../src/importer/survey";
+import { everyCellQuoted, surveyFile, unknownFieldsError } from "../../src/importer/survey";
 import { importSummary, type Summary } from "../../src/importer/summary";
 import { conversion, invalidUtf8At, SourceError, type InputFile } from "../../src/importer/text";
 import { assetResource } from "../../src/resources/assets";
@@ -339,24 +339,28 @@ describe("a file read from a web byte stream, as a browser's File gives it", () 
       [fromBlob("lines.json", '{"id":"A-1"}\n{"id":"A-2"}\n'), "json", assetResource],
       [fromBlob("long.csv", "x".repeat(1_100_000)), "csv", assetResource],
     ];
-    const messages = await Promise.all(
+    const errors = await Promise.all(
       refusals.map(async ([file, format, resource, delimiter]) => {
-        const survey = await surveyFile(file, format, resource, { delimiter }).catch((error: SourceError) => error.message);
-        if (typeof survey === "string") return survey;
-        if (survey.unknown.length > 0) return unknownFieldsMessage(file.name, resource, survey.unknown, format);
+        const survey = await surveyFile(file, format, resource, { delimiter }).catch((error: SourceError) => error);
+        if (survey instanceof SourceError) return survey;
+        if (survey.unknown.length > 0) return unknownFieldsError(file.name, resource, survey.unknown, format);
         for await (const _ of readSource(file, format, resource.schema, survey.csv)) void _;
-        return "read without a problem";
+        throw new Error(`${file.name} was read without a problem`);
       }),
     );
-    messages.push((() => { try { return formatOf("export.txt"), ""; } catch (error) { return (error as Error).message; } })());
-    for (const message of messages) expect(message).toContain("--");
-    const translated = messages.map(inConsoleWords);
+    errors.push((() => { try { return formatOf("export.txt"), new SourceError(""); } catch (error) { return error as SourceError; } })());
+    // Each carries its code and values; its message is the CLI's words, which name the flags.
+    expect(errors.map((error) => error.problem?.code)).toEqual(["unknown-fields", "delimiter-tied", "delimiter-wrong", "not-a-header", "not-a-json-array", "first-line-too-long", "format-unknown"]);
+    for (const error of errors) expect(error.message).toContain("--");
+    const translated = errors.map(inConsoleWords);
     for (const message of translated) expect(message).not.toContain("--");
     expect(translated[0]).toContain('did you mean description?');
     expect(translated[0]).toContain('or tick "Ignore unknown columns" to import the file without it.');
     expect(translated[1]).toContain("its header reads as well with each. Choose the delimiter.");
     expect(translated[2]).toContain("but it does with ';': choose ';' as the delimiter, or choose \"Detect\" as the delimiter.");
+    expect(translated[3]).toEndWith("If line 1 is data, add a header row; if the file holds other records, choose another resource.");
     expect(translated[4]).toContain("name it .ndjson, or choose NDJSON as the format)");
+    expect(translated[5]).toEndWith("is this a CSV file? Choose the format if it is another kind.");
     expect(translated.at(-1)).toContain("or choose the format");
   });
 });

@@ -1,13 +1,32 @@
-/** The importer's messages name the CLI's flags; the console has a control for each. */
-export function inConsoleWords(message: string): string {
-  return message
-    .replaceAll("pass --ignore-unknown-columns to import the file without", 'tick "Ignore unknown columns" to import the file without')
-    .replaceAll("--ignore-unknown-columns", '"Ignore unknown columns"')
-    .replace(/[Pp]ass --delimiter \(',', ';' or tab\)/g, "Choose the delimiter")
-    .replace(/pass --delimiter (tab|'.')/g, (_, delimiter: string) => `choose ${delimiter === "tab" ? "tab" : delimiter} as the delimiter`)
-    .replaceAll("leave --delimiter out", 'choose "Detect" as the delimiter')
-    .replace(/[Pp]ass --format csv, ndjson or json/g, "choose the format")
-    .replace(/pass --format (csv|ndjson|json)\b/g, (_, format: string) => `choose ${format === "csv" ? "CSV" : format === "json" ? "JSON" : "NDJSON"} as the format`)
-    .replace(/[Pp]ass --format if it is another kind/g, "Choose the format if it is another kind")
-    .replaceAll("choose another --resource", "choose another resource");
+import { SourceProblemCode, type SourceError } from "../../importer/problems";
+import { delimiterName } from "../../importer/csv-dialect";
+import { delimitersTied, notAHeader, unknownFields } from "../../importer/words";
+
+/**
+ * A file's problem in the console's words: where the CLI names its flags (importer/words.ts), the console names the
+ * controls of its page. A problem that no choice remedies is said as the importer says it.
+ */
+export function inConsoleWords(error: SourceError): string {
+  const problem = error.problem;
+  if (!problem) return error.message;
+  switch (problem.code) {
+    case SourceProblemCode.FirstLineTooLong:
+      return `${problem.path} line 1 is longer than 1 MB: is this a CSV file? Choose the format if it is another kind.`;
+    case SourceProblemCode.DelimiterTied:
+      return `${delimitersTied(problem)} Choose the delimiter.`;
+    case SourceProblemCode.DelimiterWrong: {
+      const { path, resource, delimiter, better } = problem;
+      return `${path} line 1 names no field of ${resource} when read with ${delimiterName(delimiter)}, but it does with ${delimiterName(better)}: choose ${delimiterName(better)} as the delimiter, or choose "Detect" as the delimiter.`;
+    }
+    case SourceProblemCode.NotAHeader:
+      return `${notAHeader(problem)} If line 1 is data, add a header row; if the file holds other records, choose another resource.`;
+    case SourceProblemCode.UnknownFields: {
+      const them = problem.unknown.length === 1 ? "it" : "them";
+      return `${unknownFields(problem)}\nRename ${them} in the file, or tick "Ignore unknown columns" to import the file without ${them}. Nothing was sent.`;
+    }
+    case SourceProblemCode.FormatUnknown:
+      return `cannot tell the format of '${problem.path}' from its name: name it .csv, .tsv, .ndjson (or .jsonl) or .json, or choose the format`;
+    case SourceProblemCode.NotAJsonArray:
+      return `${problem.path} is not a JSON array: it must start with '[' (a file of one JSON object per line is NDJSON: name it .ndjson, or choose NDJSON as the format)`;
+  }
 }

@@ -3,7 +3,7 @@ import { ChunkedImport, type Rejection } from "../../importer/chunked-import";
 import { shown } from "../../importer/fields";
 import { rejectedFileName, RejectedRows } from "../../importer/rejected-rows";
 import { formatOf, SourceError, where } from "../../importer/source";
-import { surveyFile, unknownFieldsMessage } from "../../importer/survey";
+import { surveyFile, unknownFieldsError } from "../../importer/survey";
 import type { InputFile } from "../../importer/text";
 import { resourceByPath } from "../../resources/registry";
 import { problemText } from "../problems";
@@ -40,7 +40,7 @@ async function runOrder(order: ImportOrder, post: (message: FromWorker) => void)
   try {
     const format = order.format ?? formatOf(order.file.name);
     const survey = await surveyFile(input, format, resource, { delimiter: order.delimiter });
-    if (survey.unknown.length > 0 && !order.ignoreUnknownColumns) throw new SourceError(unknownFieldsMessage(order.file.name, resource, survey.unknown, format));
+    if (survey.unknown.length > 0 && !order.ignoreUnknownColumns) throw unknownFieldsError(order.file.name, resource, survey.unknown, format);
     total = survey.records;
     const ignored = survey.unknown.map(({ name }) => shown(name));
     post({ type: "surveyed", records: survey.records, ignored });
@@ -112,7 +112,7 @@ async function runOrder(order: ImportOrder, post: (message: FromWorker) => void)
     const resumable = !order.dryRun && !(error instanceof SourceError) && (isTransient(error) || queued > 0);
     const said =
       error instanceof SourceError
-        ? inConsoleWords(error.message)
+        ? inConsoleWords(error)
         : error instanceof ImportdProblem || error instanceof ImportdConnectionError
           ? problemText(error, order.environment)
           : String((error as Error)?.message ?? error);

@@ -1,6 +1,6 @@
 import { Elysia, t } from "elysia";
 import { jobDocument, jobDocumentSchema, retryAfterSeconds } from "../../jobs/document";
-import { isTerminal } from "../../jobs/states";
+import { isTerminal } from "../../domain/job";
 import type { ResourceDefinition } from "../../resources/definition";
 import { resources } from "../../resources/registry";
 import { maxErrorKeys } from "../../resources/validate";

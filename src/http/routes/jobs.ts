@@ -1,18 +1,17 @@
 import { Elysia, t } from "elysia";
-import type { OpenAPIV3 } from "openapi-types";
-import { jobDocument, jobDocumentSchema, retryAfterSeconds } from "../../jobs/document";
+import { jobDocument, retryAfterSeconds } from "../../jobs/document";
 import { canceledOutput } from "../../jobs/outcome";
 import { readDryRun } from "./imports";
-import { jobPageSchema, rejectedRecordPageSchema } from "../schemas";
-import { maxWaitSeconds, preferPattern, preferredWait } from "../../jobs/job-waits";
-import { isTerminal, jobStatuses, type JobStatus } from "../../jobs/states";
+import { preferredWait } from "../../jobs/job-waits";
+import { isTerminal, jobStatuses, type JobStatus } from "../../domain/job";
 import { jobTypes } from "../../resources/registry";
 import { authentication } from "../auth";
-import { environmentParameter, pathParameter, jsonResponse, problemResponses } from "../openapi";
-import { page, pageLimit, pageParameters, youSent } from "../paging";
+import { environmentParameter, pathParameter } from "../openapi";
+import { page, pageLimit, youSent } from "../paging";
 import { conflict, notFound, validationProblem } from "../problem";
 import { retainedSince, type Services } from "../services";
 import type { Job } from "../../store/ports";
+import { jobDocs, jobIdFormat, recordIndexFormat } from "./jobs.docs";
 
 const jobNotFound = () => notFound("No job with this id exists in this environment (job documents are kept for a limited time after they finish).");
 
@@ -28,32 +27,8 @@ const cannotCancel = (status: JobStatus) =>
       : `The job has already finished (${status}): there is nothing left to cancel.`,
   );
 
-/** Job ids in paths: the integer the 202 answered (anything else names no job: 404). */
-export const jobIdParameter: OpenAPIV3.ParameterObject = {
-  name: "id",
-  in: "path",
-  required: true,
-  description: "The job id, as the 202 answered it. Any other value names no job: 404.",
-  schema: { type: "integer", minimum: 1, example: 1 },
-};
-
-const preferParameter: OpenAPIV3.ParameterObject = {
-  name: "Prefer",
-  in: "header",
-  required: false,
-  description:
-    `\`wait=<seconds>\` (RFC 7240): hold the answer until the job is terminal or the wait is over (at most ${maxWaitSeconds} s; a larger wish, however many digits, gets ${maxWaitSeconds}), then answer as usual. ` +
-    "Without it the answer is immediate. Other preferences may stand beside it (`respond-async, wait=10`); the first wait counts. " +
-    "A wait that is not a whole number of seconds is not an error: it is ignored, as RFC 7240 says, and the answer is immediate.",
-  schema: { type: "string", pattern: preferPattern, example: "wait=30" },
-};
-
-const recordIndex = /^(0|[1-9][0-9]{0,14})$/;
-const parseIndex = (text: string) => (recordIndex.test(text) ? Number(text) : undefined);
-
-/** Job ids are positive integers; anything else simply names no job. */
-const jobId = /^[1-9][0-9]{0,14}$/;
-const parseJobId = (text: string) => (jobId.test(text) ? Number(text) : undefined);
+const parseIndex = (text: string) => (recordIndexFormat.test(text) ? Number(text) : undefined);
+const parseJobId = (text: string) => (jobIdFormat.test(text) ? Number(text) : undefined);
 
 /** The environment's job named in the path, or a 404 (unknown, another environment's, or expired, alike). */
 export const findJobOf = (services: Services) => async (environmentId: number, idText: string) => {
@@ -92,25 +67,7 @@ export const jobRoutes = (services: Services) => {
           await held.done;
         }
       },
-      {
-        params: t.Object({ env: environmentParameter, id: pathParameter }),
-        detail: {
-          operationId: "getJob",
-          parameters: [jobIdParameter, preferParameter],
-          summary: "Get a job's status",
-          tags: ["Jobs"],
-          description:
-            "Poll until importJobStatus is Succeeded, PartiallySucceeded or Failed. While it is not, the answer carries Retry-After (seconds). " +
-            "With `Prefer: wait=<seconds>` (long polling) the answer comes as soon as the job ends, whichever instance ran it, or when the wait is over; it carries `Preference-Applied`.",
-          responses: {
-            200: jsonResponse(jobDocumentSchema, "The job.", {
-              "Retry-After": { schema: { type: "integer" }, description: "Seconds to wait before polling again; only while the job is not terminal." },
-              "Preference-Applied": { schema: { type: "string", example: "wait=30" }, description: "The wait applied, when the request asked for one with Prefer." },
-            }),
-            ...problemResponses(400, 401, 429, 404, 503),
-          },
-        },
-      },
+      { params: t.Object({ env: environmentParameter, id: pathParameter }), detail: jobDocs.getJob },
     )
     .get(
       "/status/:id/rejected",
@@ -132,23 +89,7 @@ export const jobRoutes = (services: Services) => {
       {
         params: t.Object({ env: environmentParameter, id: pathParameter }),
         query: t.Object({ limit: t.Optional(t.String()), after: t.Optional(t.String()) }),
-        detail: {
-          operationId: "listRejectedRecords",
-          summary: "List the records a finished job rejected",
-          tags: ["Jobs"],
-          description:
-            "Every record the job did not apply, in batch order, as it was sent, with its index in the batch and why. " +
-            "When nothing was applied (a batch-level failure), every record is listed. Kept as long as the job document. " +
-            "Fix the records and send them again as a new batch.",
-          parameters: [
-            jobIdParameter,
-            ...pageParameters("The nextCursor of the previous page (a record index): records after it.", recordIndex),
-          ],
-          responses: {
-            200: jsonResponse(rejectedRecordPageSchema, "A page of rejected records."),
-            ...problemResponses(400, 401, 429, 404, { status: 409, retryAfter: true }, 503),
-          },
-        },
+        detail: jobDocs.listRejectedRecords,
       },
     )
     .post(
@@ -167,23 +108,7 @@ export const jobRoutes = (services: Services) => {
         if (result.job.output?.canceled) return jobDocument(result.job);
         throw cannotCancel(result.job.status);
       },
-      {
-        params: t.Object({ env: environmentParameter, id: pathParameter }),
-        detail: {
-          operationId: "cancelJob",
-          parameters: [jobIdParameter],
-          summary: "Cancel a pending job",
-          tags: ["Jobs"],
-          description:
-            "A Pending job becomes Failed at once, with nothing applied; its output says it was canceled on request (`output.canceled`: true). " +
-            "Canceling it again answers the same. A job that is Processing, or has finished, cannot be canceled: 409 names its status. " +
-            "A job claimed by a worker at the same moment either runs (and the cancel is refused) or is canceled (and nothing of it is applied), never both.",
-          responses: {
-            200: jsonResponse(jobDocumentSchema, "The canceled job."),
-            ...problemResponses(400, 401, 429, 404, 409, 503, 507),
-          },
-        },
-      },
+      { params: t.Object({ env: environmentParameter, id: pathParameter }), detail: jobDocs.cancelJob },
     )
     .get(
       "/jobs",
@@ -206,24 +131,7 @@ export const jobRoutes = (services: Services) => {
       {
         params: t.Object({ env: environmentParameter }),
         query: t.Object({ status: t.Optional(t.String()), type: t.Optional(t.String()), dryRun: t.Optional(t.String()), limit: t.Optional(t.String()), after: t.Optional(t.String()) }),
-        detail: {
-          operationId: "listJobs",
-          summary: "List jobs, newest first",
-          description:
-            "The environment's jobs, newest first, a page at a time, as the job documents GET /v2/status/{id} answers; finished ones are listed as long as they are kept. " +
-            "Filter by status, by type and by dry run; pass a page's nextCursor as `after` for the next page.",
-          tags: ["Jobs"],
-          parameters: [
-            { name: "status", in: "query", required: false, schema: { type: "string", enum: [...jobStatuses] }, description: "Only jobs in this state." } as OpenAPIV3.ParameterObject,
-            { name: "type", in: "query", required: false, schema: { type: "string", enum: [...jobTypes] }, description: "Only jobs of this importJobType: what was imported (Asset for POST /v2/assets, and so on)." } as OpenAPIV3.ParameterObject,
-            { name: "dryRun", in: "query", required: false, schema: { type: "boolean" }, description: "true: only dry runs; false: only real imports; absent: both." },
-            ...pageParameters("The nextCursor of the previous page (a job id): jobs older than it.", jobId),
-          ],
-          responses: {
-            200: jsonResponse(jobPageSchema, "A page of jobs."),
-            ...problemResponses(400, 401, 429, 503),
-          },
-        },
+        detail: jobDocs.listJobs,
       },
     );
 };

@@ -1,37 +1,19 @@
 import { Elysia, t } from "elysia";
-import type { OpenAPIV3 } from "openapi-types";
 import type { WebhookSubscription } from "../../store/ports";
-import { resolveDestination } from "../../webhooks/destinations";
-import { newMessageId, newSigningSecret, webhookEvents } from "../../webhooks/events";
-import { pingBody } from "../../webhooks/outbox";
-import { retryDelaysMs } from "../../webhooks/retries";
-import { PingLimit, pingsPerMinute } from "../../webhooks/ping-limit";
-import { sendWebhook } from "../../webhooks/send";
+import { webhookEvents } from "../../webhooks/events";
 import { authentication } from "../auth";
 import { readBody, requireJson } from "../body";
-import { bodyProblemResponses, environmentParameter, jsonBody, jsonResponse, pathParameter, problemResponses } from "../openapi";
-import { notFound, Problem, tooManyPings, validationProblem } from "../problem";
-import { createdWebhookSchema, deliveryListSchema, maxUrlLength, pingResultSchema, webhookListSchema, webhookRequestSchema } from "../schemas";
+import { environmentParameter, pathParameter } from "../openapi";
+import { notFound, validationProblem } from "../problem";
+import { maxUrlLength } from "../schemas";
 import type { Services } from "../services";
-import { findJobOf, jobIdParameter } from "./jobs";
-
-/** Subscriptions per environment: each ended job is written to the outbox once per subscription. */
-export const maxSubscriptions = 100;
-
-const webhookIdParameter: OpenAPIV3.ParameterObject = { name: "id", in: "path", required: true, description: "The subscription's id, as its 201 answered it.", schema: { type: "integer", minimum: 1 } };
-
-const unprocessable = (errors: Record<string, string[]>) => new Problem(422, "Unprocessable Content", Object.values(errors).flat().join(" "), errors);
+import { findJobOf } from "./jobs";
+import { webhookDocs } from "./webhooks.docs";
 
 const subscriptionNotFound = () => notFound("No webhook subscription with this id exists in this environment.");
 const idOf = (text: string) => (/^[1-9][0-9]{0,9}$/.test(text) ? Number(text) : undefined);
 
-const schedule = retryDelaysMs.map((ms) => (ms < 60_000 ? `${ms / 1000} s` : ms < 3_600_000 ? `${Math.round(ms / 60_000)} min` : `${Math.round(ms / 3_600_000)} h`)).join(", ");
-const deliveryRules =
-  "Events are POSTed as Standard Webhooks messages (webhook-id, webhook-timestamp, webhook-signature `v1,<HMAC-SHA256>` of `id.timestamp.body`, keyed by the subscription's secret), " +
-  "with a JSON body `{type, timestamp, data}` whose data is the job document as GET /v2/status/{id} gives it. A 2xx answer within 10 s delivers; redirects are not followed; " +
-  `anything else is retried with exponential backoff and jitter (about ${schedule} apart) for 24 hours, under the same webhook-id. 410 Gone disables the subscription.`;
-
-/** The body of POST /v2/webhooks, checked field by field (400), then where it points (422). */
+/** The body of POST /v2/webhooks, checked field by field (400); where it points is the service's to judge (422). */
 function readSubscription(body: Uint8Array): { url: string; events: string[] } {
   let value: unknown;
   try {
@@ -61,8 +43,8 @@ const shown = (subscription: WebhookSubscription) => {
 /** Webhook subscriptions (DECISIONS 10) and a job's deliveries. */
 export const webhookRoutes = (services: Services) => {
   const findJob = findJobOf(services);
-  const { webhooks, config, log } = services;
-  const pings = new PingLimit();
+  const { webhooks, subscriptions } = services;
+  const docs = webhookDocs(services.config);
   return new Elysia()
     .use(authentication(services))
     .post(
@@ -77,79 +59,16 @@ export const webhookRoutes = (services: Services) => {
         } finally {
           upload.end();
         }
-        // Where it points is checked now, its name resolved as each delivery will: a URL into the appliance's network
-        // is refused here, not only at delivery.
-        let url: URL;
-        try {
-          url = new URL(wanted.url);
-        } catch {
-          throw unprocessable({ url: [`${wanted.url.slice(0, 100)} is not a URL: give an absolute http or https URL.`] });
-        }
-        const destination = await resolveDestination(url, config.webhookAllow);
-        if (!destination.ok) {
-          // What the name resolved to is the operator's to know, not the key holder's (destinations.ts, Refusal).
-          if (destination.resolved !== undefined) log({ level: "warn", msg: "webhook subscription refused", environmentId, origin: url.origin, resolved: destination.resolved });
-          throw unprocessable({ url: [destination.reason] });
-        }
-        if ((await webhooks.list(environmentId)).length >= maxSubscriptions) {
-          throw unprocessable({ $: [`The environment has ${maxSubscriptions} webhook subscriptions, the most it may have: remove one first (DELETE /v2/webhooks/{id}).`] });
-        }
-        const secret = newSigningSecret();
-        const subscription = await webhooks.create(environmentId, { url: url.href, events: wanted.events, secret });
+        const { subscription, secret } = await subscriptions.subscribe(environmentId, wanted);
         set.status = 201;
         set.headers.location = `/${params.env}/v2/webhooks/${subscription.id}`;
         return { ...shown(subscription), secret };
       },
-      {
-        parse: "none",
-        params: t.Object({ env: environmentParameter }),
-        detail: {
-          operationId: "createWebhook",
-          summary: "Subscribe to the environment's job events",
-          tags: ["Webhooks"],
-          description:
-            "Subscribes a URL to the events of the environment's jobs: job.succeeded, job.partially_succeeded, job.failed, job.canceled (all when `events` is left out). " +
-            "Answers 201 with the subscription and its signing secret, which is shown only here. The URL must be one the operator allows (--webhook-allow): " +
-            "otherwise, or when its name resolves into an address the operator has not allowed, the answer is 422. " +
-            deliveryRules,
-          requestBody: jsonBody(webhookRequestSchema, { url: "https://hooks.example.com/importd", events: ["job.succeeded", "job.failed"] }),
-          responses: {
-            201: jsonResponse(
-              createdWebhookSchema,
-              "Subscribed. Keep the secret: it is how the receiver checks that a message is importd's.",
-              { Location: { schema: { type: "string", example: "/default/v2/webhooks/1" }, description: "The subscription's URL." } },
-              {
-                id: 1,
-                url: "https://hooks.example.com/importd",
-                events: ["job.succeeded", "job.failed"],
-                createdAt: "2026-11-26T10:00:00.000Z",
-                disabledAt: null,
-                disabledReason: null,
-                secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwx5rT1p0kBkU=",
-              },
-            ),
-            ...problemResponses(400, 401, 413, 415, 422),
-            ...bodyProblemResponses(services.config),
-          },
-        },
-      },
+      { parse: "none", params: t.Object({ env: environmentParameter }), detail: docs.createWebhook },
     )
     .get("/webhooks", async ({ environmentId }) => ({ items: (await webhooks.list(environmentId)).map(shown) }), {
       params: t.Object({ env: environmentParameter }),
-      detail: {
-        operationId: "listWebhooks",
-        summary: "List the environment's webhook subscriptions",
-        tags: ["Webhooks"],
-        description: `The environment's subscriptions (at most ${maxSubscriptions}), oldest first, without their secrets. A disabled one (its receiver answered 410 Gone) says when and why.`,
-        responses: {
-          200: jsonResponse(webhookListSchema, "The subscriptions.", undefined, {
-            items: [
-              { id: 1, url: "https://hooks.example.com/importd", events: ["job.succeeded", "job.failed"], createdAt: "2026-11-26T10:00:00.000Z", disabledAt: null, disabledReason: null },
-            ],
-          }),
-          ...problemResponses(401, 429, 503),
-        },
-      },
+      detail: docs.listWebhooks,
     })
     .delete(
       "/webhooks/:id",
@@ -159,59 +78,17 @@ export const webhookRoutes = (services: Services) => {
         set.status = 204;
         return null;
       },
-      {
-        params: t.Object({ env: environmentParameter, id: pathParameter }),
-        detail: {
-          operationId: "deleteWebhook",
-          summary: "Remove a webhook subscription",
-          tags: ["Webhooks"],
-          description: "Removes the subscription: nothing more is sent to it, and its deliveries not yet made are canceled (a job's deliveries keep their history).",
-          parameters: [webhookIdParameter],
-          responses: { 204: { description: "Removed." }, ...problemResponses(401, 429, 404, 503) },
-        },
-      },
+      { params: t.Object({ env: environmentParameter, id: pathParameter }), detail: docs.deleteWebhook },
     )
     .post(
       "/webhooks/:id/test",
       async ({ params, environmentId }) => {
         const id = idOf(params.id);
-        const subscription = id === undefined ? undefined : await webhooks.find(environmentId, id);
-        if (!subscription) throw subscriptionNotFound();
-        const waitSeconds = pings.take(environmentId);
-        if (waitSeconds !== undefined) throw tooManyPings(pingsPerMinute, waitSeconds);
-        const messageId = newMessageId();
-        const sent = await sendWebhook({ url: subscription.url, messageId, body: pingBody(subscription, new Date()), secret: subscription.secret, allow: config.webhookAllow });
-        if (sent.resolved !== undefined) log({ level: "warn", msg: "webhook ping refused", environmentId, webhookId: subscription.id, origin: new URL(subscription.url).origin, resolved: sent.resolved });
-        return { delivered: sent.delivered, messageId, status: sent.status ?? null, error: sent.error ?? null, durationMs: Math.round(sent.durationMs) };
+        const sent = id === undefined ? undefined : await subscriptions.ping(environmentId, id);
+        if (!sent) throw subscriptionNotFound();
+        return { delivered: sent.delivered, messageId: sent.messageId, status: sent.status ?? null, error: sent.error ?? null, durationMs: Math.round(sent.durationMs) };
       },
-      {
-        params: t.Object({ env: environmentParameter, id: pathParameter }),
-        detail: {
-          operationId: "testWebhook",
-          summary: "Send a ping to a webhook subscription",
-          tags: ["Webhooks"],
-          description:
-            "Sends a `ping` event to the subscription now, signed as every event is (`{type: \"ping\", timestamp, data: {webhookId, url}}`), and answers what the receiver did: " +
-            "`delivered` true for a 2xx within 10 s, its status code and the time it took; never what it answered in its body. Not retried, and not stored: a way to check a receiver and its signature check. " +
-            `At most ${pingsPerMinute} pings per minute per environment: beyond, 429 with Retry-After. ` +
-            "A destination the operator does not allow (--webhook-allow, checked again after DNS) is not delivered, and `error` says so without what the name resolves to.",
-          parameters: [webhookIdParameter],
-          responses: {
-            200: jsonResponse(pingResultSchema, "The attempt: delivered or not, the receiver's status code and the time it took.", undefined, {
-              delivered: true,
-              messageId: "msg_6f1c2d9a0b7e4c55a1e3f0d2b8c4a791",
-              status: 204,
-              error: null,
-              durationMs: 41,
-            }),
-            ...problemResponses(401, 429, 404, 503),
-            429: {
-              ...problemResponses(429)[429]!,
-              description: `Too many wrong API keys came from this address, or this environment sent ${pingsPerMinute} pings in the last minute: nothing was sent. Try again after Retry-After seconds.`,
-            },
-          },
-        },
-      },
+      { params: t.Object({ env: environmentParameter, id: pathParameter }), detail: docs.testWebhook },
     )
     .get(
       "/status/:id/deliveries",
@@ -232,39 +109,6 @@ export const webhookRoutes = (services: Services) => {
           })),
         };
       },
-      {
-        params: t.Object({ env: environmentParameter, id: pathParameter }),
-        detail: {
-          operationId: "listJobDeliveries",
-          summary: "A job's webhook deliveries",
-          tags: ["Webhooks"],
-          description:
-            "The webhook deliveries of the job's end, one per subscription that wanted its event, each with every attempt: the receiver's status code and time, or why there was none (never its body). " +
-            "Empty while the job runs, and when no subscription wanted it. " +
-            deliveryRules,
-          parameters: [jobIdParameter],
-          responses: {
-            200: jsonResponse(deliveryListSchema, "The deliveries, oldest first.", undefined, {
-              items: [
-                {
-                  messageId: "msg_6f1c2d9a0b7e4c55a1e3f0d2b8c4a791",
-                  webhookId: 1,
-                  event: "job.succeeded",
-                  url: "https://hooks.example.com/importd",
-                  status: "delivered",
-                  attempts: [
-                    { attempt: 1, at: "2026-11-26T10:00:01.701Z", status: 503, error: "answered 503 Service Unavailable", durationMs: 12 },
-                    { attempt: 2, at: "2026-11-26T10:00:06.930Z", status: 204, error: null, durationMs: 9 },
-                  ],
-                  createdAt: "2026-11-26T10:00:01.692Z",
-                  nextAttemptAt: null,
-                  completedAt: "2026-11-26T10:00:06.941Z",
-                },
-              ],
-            }),
-            ...problemResponses(401, 429, 404, 503),
-          },
-        },
-      },
+      { params: t.Object({ env: environmentParameter, id: pathParameter }), detail: docs.listJobDeliveries },
     );
 };
