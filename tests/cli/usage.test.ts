@@ -1,0 +1,145 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import pkg from "../../package.json" with { type: "json" };
+import { options } from "../../src/config";
+import { importd } from "../helpers/process";
+import { tempDir, testBackend } from "../helpers/server";
+
+// The command line itself: usage errors, --help and --version, where the configuration comes from. None of it
+// reaches a database past opening one, so it runs in the SQLite pass only; the commands' work on the store, on both
+// backends, is in cli.test.ts.
+
+// Spawning Bun takes a moment; a test here runs a few commands.
+const timeoutMs = 30_000;
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+const dataDir = () => {
+  const dir = tempDir("importd-cli-");
+  dirs.push(dir);
+  return dir;
+};
+
+/** Runs a command that must succeed and returns its stdout. */
+async function ok(args: string[], env: Record<string, string> = {}): Promise<string> {
+  const run = await importd(args, env);
+  if (run.code !== 0) throw new Error(`importd ${args.join(" ")} exited ${run.code}: ${run.stderr}`);
+  return run.stdout;
+}
+
+const noStackTrace = (stderr: string) => expect(stderr).not.toMatch(/^\s+at /m);
+const environmentsIn = (stdout: string) => stdout.trim().split("\n").filter(Boolean).map((line) => line.split("\t")[0]);
+
+describe("usage errors", () => {
+  test("an unknown command exits 2 and names it", async () => {
+    const run = await importd(["frobnicate", "--data-dir", dataDir()]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("unknown command 'frobnicate'");
+    expect(run.stderr).toContain("--help");
+    noStackTrace(run.stderr);
+  }, timeoutMs);
+
+  test("an unknown env subcommand exits 2", async () => {
+    const run = await importd(["env", "delete", "x", "--data-dir", dataDir()]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("unknown env command 'delete'");
+  }, timeoutMs);
+
+  test.each([
+    ["an unknown env subcommand", ["env", "delete", "x"]],
+    ["env create without a slug", ["env", "create"]],
+    ["an unknown key subcommand", ["key", "rotate", "1"]],
+    ["key create without a slug", ["key", "create"]],
+    ["key list without a slug", ["key", "list"]],
+    ["key revoke with a non-number", ["key", "revoke", "abc"]],
+    ["key revoke with an id beyond the safe integer range", ["key", "revoke", "9007199254740993"]],
+  ])("%s exits 2 and creates no database", async (_, args) => {
+    const dir = join(dataDir(), "not-yet");
+    const run = await importd([...args, "--data-dir", dir]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("Run importd --help");
+    expect(existsSync(dir)).toBe(false);
+  }, timeoutMs);
+
+  test("an unknown flag exits 2 and names it", async () => {
+    const run = await importd(["env", "list", "--bogus", "--data-dir", dataDir()]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("--bogus");
+    noStackTrace(run.stderr);
+  }, timeoutMs);
+
+  test("--port 70000 gives one clear line on stderr and exit 2, no stack trace", async () => {
+    const run = await importd(["serve", "--port", "70000", "--data-dir", dataDir()]);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe("");
+    expect(run.stderr.trimEnd().split("\n")).toHaveLength(1);
+    expect(run.stderr).toContain("--port must be a whole number from 0 to 65535, not '70000'");
+  }, timeoutMs);
+
+  test("a data directory that is a file gives one clear line and exit 2", async () => {
+    const file = join(dataDir(), "not-a-dir");
+    writeFileSync(file, "");
+    const run = await importd(["serve", "--port", "0", "--data-dir", file]);
+    expect(run.code).toBe(2);
+    expect(run.stderr.trimEnd().split("\n")).toEqual([`importd: --data-dir '${file}' is a file, not a directory`]);
+  }, timeoutMs);
+
+  test("a negative body limit, written as the next argument, gives one clear line and exit 2", async () => {
+    const run = await importd(["serve", "--max-body-bytes", "-5", "--data-dir", dataDir()]);
+    expect(run.code).toBe(2);
+    expect(run.stderr.trimEnd().split("\n")).toEqual(["importd: --max-body-bytes must be a whole number from 1 to 1073741824, not '-5'"]);
+  }, timeoutMs);
+
+  test("a bad IMPORTD_PORT names the variable and exits 2", async () => {
+    const run = await importd(["env", "list", "--data-dir", dataDir()], { IMPORTD_PORT: "eighty" });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("IMPORTD_PORT");
+    noStackTrace(run.stderr);
+  }, timeoutMs);
+});
+
+describe("--help and --version", () => {
+  test("--help lists every command, and every option with its default and environment variable", async () => {
+    const stdout = await ok(["--help"]);
+    for (const command of ["serve", "env create <slug>", "env list", "key create <slug>", "key list <slug>", "key revoke <keyId>", "--help", "--version"]) {
+      expect(stdout).toContain(command);
+    }
+    const lines = stdout.split("\n");
+    for (const option of Object.values(options)) {
+      const line = lines.find((text) => text.trimStart().startsWith(`--${option.flag} `));
+      expect(line, `--${option.flag}`).toBeDefined();
+      expect(line).toContain(option.env);
+      expect(line).toContain(`default ${"shownDefault" in option ? option.shownDefault : option.default}`);
+    }
+    expect(await ok(["serve", "--help"])).toBe(stdout);
+  }, timeoutMs);
+
+  test("--version prints the package version", async () => {
+    expect(await ok(["--version"])).toBe(`${pkg.version}\n`);
+  }, timeoutMs);
+});
+
+describe("configuration sources", () => {
+  // Where SQLite's file is: on PostgreSQL (TEST_BACKEND=postgres) the database URL says where the data is.
+  const sqliteTest = testBackend === "sqlite" ? test : () => {};
+  sqliteTest("IMPORTD_DATA_DIR is used when there is no --data-dir flag", async () => {
+    const dir = dataDir();
+    await ok(["env", "create", "from-env"], { IMPORTD_DATA_DIR: dir });
+    expect(environmentsIn(await ok(["env", "list", "--data-dir", dir]))).toEqual(["from-env"]);
+  }, timeoutMs);
+
+  sqliteTest("--data-dir beats IMPORTD_DATA_DIR", async () => {
+    const [fromEnv, fromFlag] = [dataDir(), dataDir()];
+    await ok(["env", "create", "from-flag", "--data-dir", fromFlag], { IMPORTD_DATA_DIR: fromEnv });
+    expect(environmentsIn(await ok(["env", "list", "--data-dir", fromFlag]))).toEqual(["from-flag"]);
+    expect(environmentsIn(await ok(["env", "list", "--data-dir", fromEnv]))).toEqual([]);
+  }, timeoutMs);
+
+  test("a valid flag beats a bad environment variable", async () => {
+    const dir = dataDir();
+    await ok(["env", "create", "x", "--data-dir", dir, "--port", "8080"], { IMPORTD_PORT: "eighty" });
+  }, timeoutMs);
+});
