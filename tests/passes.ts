@@ -2,26 +2,31 @@
 //
 // The SQLite pass runs every test file. The PostgreSQL pass runs again, with every test server and command on
 // PostgreSQL (TEST_BACKEND=postgres, see tests/helpers/server.ts and tests/helpers/process.ts), the files whose
-// checks go through the store of a server or command that the tests start: what could differ by backend. The TLS
-// pass runs again, with every test server serving HTTPS (TEST_TRANSPORT=tls, see tests/helpers/backend.ts), the
-// files whose checks go through a client that talks to a test server (raw requests, the client library, the CLI,
-// long polls, the browser): what could work only over plain HTTP.
+// checks are about what the store keeps or how it behaves under load and faults: what could differ by backend. The
+// TLS pass runs again, with every test server serving HTTPS (TEST_TRANSPORT=tls, see tests/helpers/backend.ts), the
+// files about the wire: raw requests and bodies, held polls, the client library and the CLI talking to a server,
+// the browser: what could work only over plain HTTP.
 //
 // The rule for a file in a second pass: it goes in only if the pass changes what the file exercises. So these run
 // once, in the SQLite pass:
 //   - what never reaches a test server or never honours TEST_BACKEND/TEST_TRANSPORT: tests/jobs/group-commit,
 //     parse-once and payload (a SQLite store of their own), tests/webhooks/send (sendWebhook against receivers of
-//     its own), tests/openapi/contract (the answer checker, shown on a stand-in);
+//     its own), tests/openapi/contract (the answer checker, shown on a stand-in), tests/cli/usage (the command line
+//     before any database);
 //   - OpenAPI generation and lint (tests/openapi/lint, generated-client, second-generator): the served document
 //     is the same on every backend and transport; tests/http/openapi checks the document against the routes;
-//   - the large-file imports (tests/client/import-large, tests/console/import-large): their point is memory and
-//     streaming on the client's side; the PostgreSQL backend's bulk path has its own tests (tests/store/postgres-copy,
-//     tests/postgres/*), and the HTTPS client's upload is covered by tests/client/import-command and import-files;
-//   - the browser's import (tests/console/import): the page's reading of files; the console's sign-in, live jobs
-//     and cancel over both backends and HTTPS stay (tests/console/console);
-//   - on HTTPS, pure job semantics (tests/jobs/* but long-poll, whose held answers are the transport's business):
-//     the same job rules whatever carries the request; tests/http/* whose point is the store's (idempotency,
-//     rejected, reads, status, counts of observability) run on PostgreSQL, and those about the wire on HTTPS.
+//   - what the server checks before the store: a request's shape (tests/http/validation, methods-and-queries) and
+//     its body's size, pace and share of memory (limits, uploads, isolation-uploads), on PostgreSQL; the same
+//     rules and the OpenAPI properties (tests/openapi/properties) over HTTPS, where the wire's own tests run;
+//   - what the client does with a file before it sends it (tests/client/import-files, rejected-csv-injection, the
+//     large-file imports tests/client/import-large and tests/console/import-large): reading, chunking, memory,
+//     the rejected file; sending it is tests/client/import-command over HTTPS and tests/client/import-server-lost on
+//     both; the PostgreSQL backend's bulk path has its own tests (tests/store/postgres-copy, tests/postgres/*);
+//   - the browser (tests/console/*) on PostgreSQL: a thin reader of the API, whose answers the http and jobs files
+//     check there; over HTTPS the console's sign-in, live jobs and cancel run (tests/console/console);
+//   - on HTTPS, job semantics (tests/jobs/* but long-poll, whose held answers are the transport's business), the
+//     stored data (idempotency, rejected, reads, status, observability), keys and rate limits: the same whatever
+//     carries the request, and run on PostgreSQL, where the store matters.
 // The tests of SQLite's file (tests/cli/database-file, server-lock, tests/durability/disk-full and crash) have their
 // PostgreSQL counterparts in tests/postgres/* (tests/postgres/kill-instances for crash), which the SQLite pass runs.
 
@@ -39,22 +44,20 @@ const file = (path: string) => `./tests/${path}.test.ts`;
 const files = (dir: string, names: string[]) => names.map((name) => file(`${dir}/${name}`));
 
 const onPostgres = [
-  ...files("http", ["auth", "edge", "half-close", "idempotency", "imports", "limits", "methods-and-queries", "observability", "rate-limit", "reads", "rejected", "status", "trusted-proxies", "validation", "uploads", "isolation-uploads", "no-key-answers"]),
+  ...files("http", ["auth", "idempotency", "imports", "no-key-answers", "observability", "rate-limit", "reads", "rejected", "status"]),
   ...files("jobs", ["cancel", "counts", "dry-run", "fresh-reads", "long-poll", "processing", "recovery"]),
-  ...files("client", ["client", "import-command", "import-files", "import-server-lost", "jobs-command", "rejected-csv-injection"]),
+  ...files("client", ["client", "import-server-lost", "jobs-command"]),
   ...files("openapi", ["properties"]),
   ...files("webhooks", ["cli", "kill", "webhooks", "isolation", "ping"]),
-  ...files("console", ["console"]),
   file("cli/cli"),
   ...files("durability", ["contention", "kill", "poison", "responsive", "shutdown"]),
 ];
 
 const overTls = [
-  ...files("http", ["auth", "edge", "half-close", "imports", "limits", "methods-and-queries", "rate-limit", "trusted-proxies", "validation", "uploads", "isolation-uploads", "no-key-answers", "security-headers"]),
+  ...files("http", ["edge", "half-close", "imports", "limits", "security-headers", "trusted-proxies", "uploads"]),
   ...files("jobs", ["long-poll"]),
-  ...files("client", ["client", "import-command", "import-files", "import-server-lost", "jobs-command", "rejected-csv-injection"]),
-  ...files("openapi", ["properties"]),
-  ...files("webhooks", ["cli", "webhooks", "isolation", "ping"]),
+  ...files("client", ["client", "import-command", "import-server-lost"]),
+  ...files("webhooks", ["cli"]),
   ...files("console", ["console"]),
 ];
 
