@@ -34,8 +34,8 @@ export type Pass = {
   name: string;
   /** Test files (paths from the project root); empty means every file. */
   files: string[];
-  /** Separate `bun test` processes that share the files out (by tests/timings.json, slowest first). */
-  shards: number;
+  /** `bun test --parallel` processes that take the files from one list (the slowest first, by tests/timings.json). */
+  processes: number;
   /** The pass's environment, and what to remove after it. */
   setUp(): Promise<{ env: Record<string, string>; tearDown(): void }>;
 };
@@ -64,11 +64,11 @@ const overTls = [
 const noSetUp = async () => ({ env: {}, tearDown() {} });
 
 export const passes: Pass[] = [
-  { name: "sqlite", files: [], shards: 2, setUp: noSetUp },
+  { name: "sqlite", files: [], processes: 3, setUp: noSetUp },
   {
     name: "postgres",
     files: onPostgres,
-    shards: 1,
+    processes: 2,
     async setUp() {
       const { requirePostgres } = await import("./helpers/postgres");
       if (!requirePostgres(`the PostgreSQL pass (${onPostgres.length} files)`)) throw new SkippedPass("no PostgreSQL server binaries");
@@ -78,7 +78,7 @@ export const passes: Pass[] = [
   {
     name: "tls",
     files: overTls,
-    shards: 1,
+    processes: 1,
     // The certificate is made for this run by an authority of the tests' own, which the test process trusts
     // (NODE_EXTRA_CA_CERTS, read by Bun at start: hence a process of its own).
     async setUp() {

@@ -1,4 +1,4 @@
-// `npm test`: every pass of tests/passes.ts side by side, each pass's shards in `bun test` processes of their own
+// `npm test`: every pass of tests/passes.ts side by side, each in a `bun test` of its own (with --parallel processes)
 // (each test file has its own temp directory, ports and database, and each process its own PostgreSQL server, so
 // they do not meet). Each process's output is printed whole when it ends, then one line per pass, then the total;
 // exits non-zero if any pass failed, so that a failure in one pass never hides another.
@@ -6,14 +6,14 @@
 //   bun tests/run.ts [--pass NAME]... [--long] [--measure DIR] [-- bun test arguments]
 //
 // --pass runs only the passes named; --long runs the long suites at their full settings instead (`npm run test:long`,
-// see longSettings in tests/passes.ts); --measure writes each process's per-file durations to DIR/<pass>-<shard>.json.
+// see longSettings in tests/passes.ts); --measure writes each pass's per-file durations to DIR/<pass>.json.
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { longFiles, longSettings, passes, SkippedPass, type Pass } from "./passes";
 
 const root = join(import.meta.dir, "..");
-/** Per-file durations from an earlier run: `bun test --shard` balances by them, and `--parallel` starts the slowest first. */
+/** Per-file durations from an earlier run (`npm run test:timings`): `--parallel` starts the slowest first. */
 const timings = join(root, "tests", "timings.json");
 
 export type PassResult = { name: string; passed: number; failed: number; seconds: number; status: "passed" | "failed" | "skipped"; why?: string };
@@ -25,17 +25,17 @@ export function counts(output: string): { passed: number; failed: number } {
 }
 
 /**
- * Runs one pass to its end. `print` gets each shard's output when it ends (all of it together, so that passes
+ * Runs one pass to its end. `print` gets its output when it ends (all of it together, so that passes
  * running side by side do not interleave); without it, the output goes straight to this process's.
  */
 export async function runPass(pass: Pass, options: { args?: string[]; long?: boolean; measure?: string; print?: (text: string) => void } = {}): Promise<PassResult> {
   const started = performance.now();
   const seconds = () => Math.round((performance.now() - started) / 1000);
   let files = pass.files;
-  let shards = pass.shards;
+  let processes = pass.processes;
   if (options.long) {
     files = longFiles[pass.name] ?? [];
-    shards = 1;
+    processes = 1;
     if (files.length === 0) return { name: pass.name, passed: 0, failed: 0, seconds: 0, status: "skipped", why: "no long suite" };
   }
   let setUp: Awaited<ReturnType<Pass["setUp"]>>;
@@ -47,37 +47,37 @@ export async function runPass(pass: Pass, options: { args?: string[]; long?: boo
   }
   const logs = mkdtempSync(join(tmpdir(), `importd-pass-${pass.name}-`));
   try {
-    const shard = async (index: number) => {
-      // --measure: each process writes its files' durations to a file of its own (bun writes to the first --timings).
-      const measured = options.measure ? join(options.measure, `${pass.name}-${index}.json`) : undefined;
-      if (measured) writeFileSync(measured, JSON.stringify({ version: 1, files: {} }));
-      const args = [
-        ...(measured ? [`--timings=${measured}`, "--update-timings"] : []),
-        ...(shards > 1 ? [`--shard=${index}/${shards}`, `--timings=${timings}`] : []),
-        ...files,
-        ...(options.args ?? []),
-      ];
-      const env = { ...process.env, ...setUp.env, ...(options.long ? longSettings : {}) };
-      // bunfig.toml's timeout is the tests'; hooks take the command line's (they start PostgreSQL and servers, which
-      // takes more than bun's 5 s on a machine that runs the passes side by side).
-      const command = [process.execPath, "test", "--timeout", options.long ? "7200000" : "60000", ...args];
-      if (!options.print) {
-        const proc = Bun.spawn(command, { cwd: root, env, stdio: ["inherit", "inherit", "inherit"] });
-        return { code: await proc.exited, output: "" };
-      }
-      const log = join(logs, `${index}.log`);
-      const fd = openSync(log, "w");
-      const proc = Bun.spawn(command, { cwd: root, env, stdio: ["ignore", fd, fd] });
+    // --measure: the pass writes its files' durations to a file of its own (bun writes to the first --timings).
+    const measured = options.measure ? join(options.measure, `${pass.name}.json`) : undefined;
+    if (measured) writeFileSync(measured, JSON.stringify({ version: 1, files: {} }));
+    // Several processes take the files from one list, the slowest first (by tests/timings.json), each the next as it
+    // is free; --no-isolate: a process runs its files one after another as a single `bun test` would (with one
+    // PostgreSQL server of its own for all of them), instead of a fresh process state for each file.
+    const args = [
+      ...(measured ? [`--timings=${measured}`, "--update-timings"] : []),
+      ...(processes > 1 ? [`--parallel=${processes}`, "--no-isolate"] : []),
+      `--timings=${timings}`,
+      ...files,
+      ...(options.args ?? []),
+    ];
+    const env = { ...process.env, ...setUp.env, ...(options.long ? longSettings : {}) };
+    // bunfig.toml's timeout is the tests'; hooks take the command line's (they start PostgreSQL and servers, which
+    // takes more than bun's 5 s on a machine that runs the passes side by side).
+    const command = [process.execPath, "test", "--timeout", options.long ? "7200000" : "60000", ...args];
+    if (!options.print) {
+      const proc = Bun.spawn(command, { cwd: root, env, stdio: ["inherit", "inherit", "inherit"] });
       const code = await proc.exited;
-      closeSync(fd);
-      const output = readFileSync(log, "utf8");
-      const name = shards > 1 ? `${pass.name} ${index}/${shards}` : pass.name;
-      options.print(`\n===== ${name}: ${command.slice(1).join(" ").slice(0, 300)}\n${output}===== ${name} exited ${code} after ${seconds()} s\n`);
-      return { code, output };
-    };
-    const results = await Promise.all(Array.from({ length: shards }, (_, i) => shard(i + 1)));
-    const { passed, failed } = results.map((result) => counts(result.output)).reduce((a, b) => ({ passed: a.passed + b.passed, failed: a.failed + b.failed }));
-    const ok = results.every((result) => result.code === 0) && failed === 0 && (passed > 0 || !options.print);
+      return { name: pass.name, passed: 0, failed: 0, seconds: seconds(), status: code === 0 ? "passed" : "failed" };
+    }
+    const log = join(logs, "output.log");
+    const fd = openSync(log, "w");
+    const proc = Bun.spawn(command, { cwd: root, env, stdio: ["ignore", fd, fd] });
+    const code = await proc.exited;
+    closeSync(fd);
+    const output = readFileSync(log, "utf8");
+    options.print(`\n===== ${pass.name}: ${command.slice(1).join(" ").slice(0, 300)}\n${output}===== ${pass.name} exited ${code} after ${seconds()} s\n`);
+    const { passed, failed } = counts(output);
+    const ok = code === 0 && failed === 0 && passed > 0;
     return { name: pass.name, passed, failed, seconds: seconds(), status: ok ? "passed" : "failed" };
   } finally {
     setUp.tearDown();
@@ -104,7 +104,7 @@ if (import.meta.main) {
   if (unknown.length > 0) throw new Error(`no pass named ${unknown.join(", ")}: the passes are ${passes.map((pass) => pass.name).join(", ")}`);
   const chosen = named.length > 0 ? passes.filter((pass) => named.includes(pass.name)) : passes;
   const started = performance.now();
-  console.log(`running ${chosen.map((pass) => `${pass.name}${pass.shards > 1 && !long ? ` (${pass.shards} shards)` : ""}`).join(", ")} side by side${long ? ", long suites at full settings" : ""}`);
+  console.log(`running ${chosen.map((pass) => `${pass.name}${pass.processes > 1 && !long ? ` (${pass.processes} processes)` : ""}`).join(", ")} side by side${long ? ", long suites at full settings" : ""}`);
   const results = await Promise.all(
     chosen.map((pass) =>
       runPass(pass, { args, long, measure, print: (text) => process.stdout.write(text) }).catch((error): PassResult => {

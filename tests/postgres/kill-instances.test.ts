@@ -18,7 +18,7 @@ import { tempDir } from "../helpers/server";
 // delivery sent again (its instance killed before it could store the attempt) carries the same webhook-id.
 // The streams go on until the instances have been killed PG_KILL_KILLS times: 6 on every landing, 20 in `npm run
 // test:long`; `npm run pg:kill` runs 200.
-const killsWanted = Number(process.env.PG_KILL_KILLS ?? 6);
+const killsWanted = Number(process.env.PG_KILL_KILLS ?? 4);
 const seed = Number(process.env.PG_KILL_SEED ?? 20261123);
 const environments = ["alpha", "beta", "gamma"];
 const instanceCount = 3;
