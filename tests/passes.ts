@@ -64,7 +64,7 @@ const overTls = [
 const noSetUp = async () => ({ env: {}, tearDown() {} });
 
 export const passes: Pass[] = [
-  { name: "sqlite", files: [], processes: 3, setUp: noSetUp },
+  { name: "sqlite", files: [], processes: 2, setUp: noSetUp },
   {
     name: "postgres",
     files: onPostgres,
