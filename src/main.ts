@@ -110,8 +110,8 @@ export async function main(argv: string[], { testHooks }: { testHooks?: TestHook
   process.on("SIGTERM", () => shutdown("SIGTERM"));
   process.on("SIGINT", () => shutdown("SIGINT"));
   // A renewed certificate: served to new connections, without a restart.
-  let reload: (() => void) | undefined;
-  process.on("SIGHUP", () => reload?.());
+  let reload: ((trigger: "SIGHUP") => void) | undefined;
+  process.on("SIGHUP", () => reload?.("SIGHUP"));
 
   const server = await startServer(config, log);
   reload = server.reloadCertificate;

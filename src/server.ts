@@ -36,7 +36,7 @@ export type RunningServer = {
   /** The certificate served over TLS; none for plain HTTP. */
   certificate?: ServedCertificate;
   /** Reads the certificate and key again and serves them to new connections, if they are good (SIGHUP). */
-  reloadCertificate(): void;
+  reloadCertificate(trigger: "SIGHUP" | "files changed"): void;
   /** Request bodies in flight and the bytes reserved for them (http/uploads.ts). */
   bodiesInFlight(): { count: number; bytes: number };
   stop(): Promise<void>;
@@ -230,10 +230,11 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   const purgeTimer = setInterval(purge, purgeIntervalMs);
 
   // Renewed files (or a SIGHUP) are served to new connections.
-  const reloadCertificate = () => {
-    if (tls && !stopping) tls.reload(server);
+  const reloadCertificate = (trigger: "SIGHUP" | "files changed") => {
+    if (tls && !stopping) tls.reload(server, trigger);
+    else if (!tls && trigger === "SIGHUP") log({ msg: "SIGHUP: serving plain HTTP, there is no TLS certificate to read again" });
   };
-  const unwatch = tls?.watch(reloadCertificate) ?? (() => {});
+  const unwatch = tls?.watch(() => reloadCertificate("files changed")) ?? (() => {});
 
   const shownHost = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host.includes(":") && !config.host.startsWith("[") ? `[${config.host}]` : config.host;
   return {

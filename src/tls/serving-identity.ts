@@ -90,18 +90,25 @@ export class ServingIdentity {
   /**
    * Reads the certificate and key again and serves them to new connections through `listener`, if they are new.
    * Files that are not good yet (a key written before its certificate, say) keep the certificate in use, with a warning.
+   * `trigger`: a SIGHUP is always answered by a line, so that whoever sent it knows it arrived; a file watched that
+   * changed without a new certificate in it (a touch, a key written first) is not worth one.
    */
-  reload(listener: Reloadable): void {
+  reload(listener: Reloadable, trigger: "SIGHUP" | "files changed"): void {
     const certificate = this.files.cert;
     try {
       const renewed = readIdentity(this.files.cert, this.files.key);
-      if (renewed.fingerprint === this.current.fingerprint) return;
+      if (renewed.fingerprint === this.current.fingerprint) {
+        if (trigger === "SIGHUP") {
+          this.log({ msg: "SIGHUP: read the TLS certificate and key again; unchanged, still serving the same certificate", certificate, key: this.files.key, fingerprint: renewed.fingerprint, validTo: renewed.validTo.toISOString() });
+        }
+        return;
+      }
       listener.reload(renewed);
       this.current = renewed;
-      this.log({ msg: "serving a renewed TLS certificate to new connections", certificate, serial: renewed.serial, fingerprint: renewed.fingerprint, validTo: renewed.validTo.toISOString() });
+      this.log({ msg: "serving a renewed TLS certificate to new connections", certificate, serial: renewed.serial, fingerprint: renewed.fingerprint, validTo: renewed.validTo.toISOString(), trigger });
       this.warnAbout(renewed);
     } catch (error) {
-      this.log({ level: "warn", msg: `kept the TLS certificate in use: ${(error as Error).message}`, certificate });
+      this.log({ level: "warn", msg: `kept the TLS certificate in use: ${(error as Error).message}`, certificate, trigger });
     }
   }
 

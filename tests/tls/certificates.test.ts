@@ -193,6 +193,38 @@ test("SIGHUP reads the certificate again: the self-signed one replaced in the da
   expect(await server.proc.exited).toBe(0);
 }, 30_000);
 
+test("SIGHUP with the certificate unchanged says so in one line: what was read, and that the same certificate is served", async () => {
+  const dataDir = dir("importd-tls-hup-same-");
+  const server = await spawnServer(dataDir, ["--host", "0.0.0.0"]);
+  servers.push(server);
+  const port = Number(new URL(server.url).port);
+  const before = await servedSerial(port);
+  server.proc.kill("SIGHUP");
+  const line = await until(() => server.stderrLines.find((text) => text.includes('"msg":"SIGHUP: read the TLS certificate and key again; unchanged')), {
+    holds: (found) => found !== undefined,
+    what: "the log line answering the SIGHUP",
+  });
+  const said = JSON.parse(line!) as Record<string, string>;
+  expect(said.certificate).toBe(join(dataDir, "tls", "importd.crt"));
+  expect(said.key).toBe(join(dataDir, "tls", "importd.key"));
+  expect(said.fingerprint).toMatch(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);
+  expect(await servedSerial(port)).toBe(before);
+  server.proc.kill("SIGTERM");
+  expect(await server.proc.exited).toBe(0);
+}, 30_000);
+
+test("SIGHUP on a server of plain HTTP says there is no certificate to read again", async () => {
+  const server = await spawnServer(dir("importd-hup-plain-"), []);
+  servers.push(server);
+  server.proc.kill("SIGHUP");
+  await until(() => server.stderrLines.some((text) => text.includes('"msg":"SIGHUP: serving plain HTTP, there is no TLS certificate to read again"')), {
+    holds: (found) => found,
+    what: "the log line answering the SIGHUP",
+  });
+  server.proc.kill("SIGTERM");
+  expect(await server.proc.exited).toBe(0);
+}, 30_000);
+
 // As deploy/importd-sysctl.conf sets it (the test sets it for its own run, which needs root, and puts it back).
 // Linux still resets, rarely, a connection whose handshake completes in the same microseconds as the old listener
 // closes (about one renewal in 200 with six clients connecting without pause, README "HTTPS"); with the setting at 0
