@@ -6,6 +6,7 @@ import { AccessError } from "./access/access";
 import { UsageError, type Output } from "./cli/errors";
 import { ConfigError, loadConfig, optionsHelp, parseArgsOptions, type TestHooks } from "./config";
 import { DatabaseError, StoreInUse } from "./store/errors";
+import { reachableOn } from "./tls/transport";
 
 // Each command's modules are loaded when it runs: `importd import` of a small file would otherwise spend most of
 // its time loading the server.
@@ -126,7 +127,12 @@ export async function main(argv: string[], { testHooks }: { testHooks?: TestHook
         `Clients trust it by that file: curl --cacert ${certificate.path}, importd import --ca-file ${certificate.path}\n`,
     );
   }
-  const transport = certificate ? `HTTPS, certificate ${certificate.path}` : config.insecureHttp ? "plain HTTP on the network: --insecure-http" : "plain HTTP, this machine only";
+  const reachable = reachableOn(config.host);
+  const transport = certificate
+    ? `HTTPS${reachable ? ` ${reachable}` : ""}, certificate ${certificate.path}`
+    : config.insecureHttp
+      ? `plain HTTP on the network: --insecure-http${reachable ? `; ${reachable}` : ""}`
+      : "plain HTTP, this machine only";
   io.out(`importd listening on ${server.url} (${transport}; ${describeLocation(config)}); console: ${server.url}/console; Swagger UI: ${server.url}/swagger`);
   log({ msg: "listening", url: server.url, tls: certificate !== undefined, store: describeLocation(config), workers: config.workers, ...(certificate ? { certificate: certificate.path, fingerprint: certificate.fingerprint } : {}) });
 

@@ -42,13 +42,15 @@ test("on an address other than loopback: HTTPS with a self-signed certificate ma
   const first = await serve(dataDir, ["--host", "0.0.0.0", "--tls-san", "importd.example,10.9.8.7"]);
   const out = first.stdout.join("\n");
   expect(first.url).toStartWith("https://");
-  expect(out).toMatch(/listening on https:\/\/\S+ \(HTTPS, certificate \S+importd\.crt;/);
+  expect(out).toMatch(/listening on https:\/\/\S+ \(HTTPS on every IPv4 address of this machine \(IPv6 too: --host ::\), certificate \S+importd\.crt;/);
   const certificate = join(dataDir, "tls", "importd.crt");
   const key = join(dataDir, "tls", "importd.key");
   expect(statSync(key).mode & 0o777).toBe(0o600);
   expect(statSync(join(dataDir, "tls")).mode & 0o777).toBe(0o700);
   const made = new X509Certificate(readFileSync(certificate));
   for (const name of [`DNS:${hostname()}`, "DNS:localhost", "IP Address:127.0.0.1", "DNS:importd.example", "IP Address:10.9.8.7"]) expect(made.subjectAltName).toContain(name);
+  // 0.0.0.0 is IPv4 only: the certificate does not name ::1, where nothing answers, and the listening line says so.
+  expect(made.subjectAltName).not.toContain("IP Address:0:0:0:0:0:0:0:1");
   expect(out).toContain("Made a self-signed TLS certificate");
   expect(out).toContain(made.fingerprint256);
 
@@ -72,6 +74,26 @@ test("on an address other than loopback: HTTPS with a self-signed certificate ma
   expect(await servedSerial(portOf(second.url))).toBe(made.serialNumber);
   await stop(second);
 }, 60_000);
+
+test("--host :: serves HTTPS on IPv6 and, where Linux maps IPv4 to it (net.ipv6.bindv6only 0, the default), on IPv4 too: the certificate names both loopbacks, and the listening line says which", async () => {
+  const dataDir = dir("importd-tls-dual-");
+  const server = await serve(dataDir, ["--host", "::"]);
+  const out = server.stdout.join("\n");
+  const port = portOf(server.url);
+  const certificate = join(dataDir, "tls", "importd.crt");
+  const made = new X509Certificate(readFileSync(certificate));
+  expect(made.subjectAltName).toContain("IP Address:0:0:0:0:0:0:0:1");
+  const curl = (host: string) => run(["curl", "-sS", "--cacert", certificate, `https://${host}:${port}/healthz`]);
+  expect(curl("[::1]")).toMatchObject({ code: 0, stdout: '{"status":"ok"}' });
+  if ((await Bun.file("/proc/sys/net/ipv6/bindv6only").text()).trim() === "0") {
+    expect(out).toContain("(HTTPS on every IPv4 and IPv6 address of this machine, certificate ");
+    expect(made.subjectAltName).toContain("IP Address:127.0.0.1");
+    expect(curl("127.0.0.1")).toMatchObject({ code: 0, stdout: '{"status":"ok"}' });
+  } else {
+    expect(out).toContain("(HTTPS on every IPv6 address of this machine (net.ipv6.bindv6only is 1), certificate ");
+  }
+  await stop(server);
+}, 30_000);
 
 test("TLS 1.2 or later only: TLS 1.1 and 1.0 are refused, 1.2 and 1.3 served", async () => {
   const server = await serve(dir("importd-tls-versions-"), ["--host", "0.0.0.0"]);
