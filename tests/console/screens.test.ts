@@ -172,6 +172,8 @@ if (requireChromium("the console's screens in headless Chromium")) {
       await page.getByRole("button", { name: "Find" }).click();
       await page.getByRole("article").waitFor();
       expect(await until(() => page.locator("table tbody tr").count(), { holds: (n) => n > 0, what: "records listed" })).toBeGreaterThan(0);
+      // The ids are read whole here too ("A-/0500000" at 390 px before).
+      expect(await style(page, "table tbody td:first-child", "white-space")).toBe("nowrap");
       expect(await fitsSideways(page)).toBe(true);
       await screenshot(page, `screen-records-${width}`);
       await close(page);
