@@ -53,6 +53,12 @@ test("a dry run's rejected records are reported and downloadable; the records it
   expect((await read("assets", "A-0000500")).status).toBe(404);
 });
 
+test("a dry run of a batch that applying would refuse as a whole says so once, without a second 'nothing was applied'", async () => {
+  const done = await waitForJob(server.base, server.key, (await dryRun("subareas", [{ id: "twice", name: "One" }, { id: "twice", name: "Two" }])).id);
+  expect(done.importJobStatus).toBe("Failed");
+  expect(done.output!.message).toStartWith("Dry run: nothing was applied. Applying it would fail: the batch contains 1 id more than once: 'twice' at [0], [1].");
+});
+
 test("a dry run takes its turn in its environment's order: it sees the jobs before it, and the jobs after it do not see it", async () => {
   // Sent one after the other without waiting: before (creates n1), the dry run (n1 again, n2 new), after (n2).
   const before = await importBatch(server.base, "subareas", server.key, [{ id: "n1", name: "N1" }]);
