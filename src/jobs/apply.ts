@@ -218,10 +218,13 @@ async function applyOne(job: Job, environment: EnvironmentRecords, batch: Stored
  */
 async function tryOut(job: Job, environment: EnvironmentRecords, batch: StoredBatch): Promise<Completion> {
   const completion = await environment.undone(() => applyOne(job, environment, batch));
-  return { ...completion, output: { ...completion.output, message: `${dryRunNote} ${completion.output.message}` } };
+  // recordOutcome words a dry run's records conditionally ("would be applied"); the batch's own failures (duplicate
+  // ids, a lost payload) say what applying would meet.
+  const message = completion.output.message.replace(/^Nothing was applied: /, "Applying it would fail: ");
+  return { ...completion, output: { ...completion.output, message: `${dryRunNote} ${message}` } };
 }
 
-export const dryRunNote = "Dry run: nothing was applied. This is what applying would have done:";
+export const dryRunNote = "Dry run: nothing was applied.";
 
 export type RunOptions = {
   /** The new run's claim token (unique). */

@@ -56,8 +56,10 @@ export function recordOutcome(total: number, rejections: Rejection[], counts: Ap
   const rejected = rejections.length;
   const applied = total - rejected;
   const base = { total, applied, rejected, errors: errorsOf(rejections), ...counts };
+  // A dry run's words are conditional: it follows "Dry run: nothing was applied." (tryOut), which a past tense contradicts.
+  const were = dryRun ? "would be" : total === 1 ? "was" : "were";
   if (rejected === 0) {
-    const message = total === 1 ? `The record was applied (${split(counts)}).` : `All ${total} records were applied (${split(counts)}).`;
+    const message = total === 1 ? `The record ${were} applied (${split(counts)}).` : `All ${total} records ${were} applied (${split(counts)}).`;
     return { status: JobStatus.Succeeded, output: { message, ...base } };
   }
   const details = describeGroups(rejections);
@@ -65,7 +67,7 @@ export function recordOutcome(total: number, rejections: Rejection[], counts: Ap
     return {
       status: JobStatus.Failed,
       output: {
-        message: `${total === 1 ? "The record was" : `All ${total} records were`} rejected; nothing was applied. ${details} Fix these records and re-send them.${capNote(rejected)}`,
+        message: `${total === 1 ? "The record" : `All ${total} records`} ${were} rejected${dryRun ? "" : "; nothing was applied"}. ${details} Fix these records and re-send them.${capNote(rejected)}`,
         ...base,
       },
     };
@@ -74,7 +76,7 @@ export function recordOutcome(total: number, rejections: Rejection[], counts: Ap
     status: JobStatus.PartiallySucceeded,
     output: {
       message:
-        `${rejected} of ${total} records were rejected and ${applied} applied (${split(counts)}). ${details} ` +
+        `${rejected} of ${total} records ${dryRun ? "would be" : "were"} rejected and ${applied} applied (${split(counts)}). ${details} ` +
         (dryRun ? "Fix the rejected records before you send the batch for real." : "Fix and re-send only the rejected records; the applied ones are kept.") +
         capNote(rejected),
       ...base,

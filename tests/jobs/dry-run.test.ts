@@ -35,7 +35,7 @@ test("a dry run reports what applying would do, created, updated and unchanged, 
   expect(done.dryRun).toBe(true);
   expect(done.importJobStatus).toBe("Succeeded");
   expect(done.output).toMatchObject({ total: 3, applied: 3, rejected: 0, created: 1, updated: 1, unchanged: 1 });
-  expect(done.output!.message).toBe("Dry run: nothing was applied. This is what applying would have done: All 3 records were applied (1 created, 1 updated, 1 unchanged).");
+  expect(done.output!.message).toBe("Dry run: nothing was applied. All 3 records would be applied (1 created, 1 updated, 1 unchanged).");
   expect(await (await read("assettypes", "d1")).json()).toEqual(before);
   expect((await read("assettypes", "d3")).status).toBe(404);
 });
@@ -45,10 +45,18 @@ test("a dry run's rejected records are reported and downloadable; the records it
   const done = await waitForJob(server.base, server.key, accepted.id);
   expect(done.importJobStatus).toBe("PartiallySucceeded");
   expect(done.output).toMatchObject({ applied: 1, rejected: 1, created: 1 });
+  // Worded for what it is, not "…would have done: 1 of 2 records were rejected".
+  expect(done.output!.message).toStartWith("Dry run: nothing was applied. 1 of 2 records would be rejected and 1 applied (1 created, 0 updated, 0 unchanged).");
   const rejected = await (await fetch(`${server.base}/v2/status/${done.id}/rejected`, { headers: { "api-key": server.key } })).json();
   expect(rejected.items).toHaveLength(1);
   expect(rejected.items[0]).toMatchObject({ index: 1, field: "subAreaId", record: { id: "A-0000501" } });
   expect((await read("assets", "A-0000500")).status).toBe(404);
+});
+
+test("a dry run of a batch that applying would refuse as a whole says so once, without a second 'nothing was applied'", async () => {
+  const done = await waitForJob(server.base, server.key, (await dryRun("subareas", [{ id: "twice", name: "One" }, { id: "twice", name: "Two" }])).id);
+  expect(done.importJobStatus).toBe("Failed");
+  expect(done.output!.message).toStartWith("Dry run: nothing was applied. Applying it would fail: the batch contains 1 id more than once: 'twice' at [0], [1].");
 });
 
 test("a dry run takes its turn in its environment's order: it sees the jobs before it, and the jobs after it do not see it", async () => {

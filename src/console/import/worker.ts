@@ -7,6 +7,7 @@ import { surveyFile, unknownFieldsError } from "../../importer/survey";
 import type { InputFile } from "../../importer/text";
 import { resourceByPath } from "../../resources/registry";
 import { problemText } from "../problems";
+import { shownReason } from "../reasons";
 import { inConsoleWords } from "./words";
 import type { Counts, FromWorker, ImportOrder, ShownRejection } from "./protocol";
 
@@ -75,7 +76,7 @@ async function runOrder(order: ImportOrder, post: (message: FromWorker) => void)
         onRejections: (chunk: Rejection[]) => {
           for (const { source, reason, text } of chunk) {
             rejected.add(rows.add(source, reason, text));
-            if (rejections.length < rejectionsShown) rejections.push({ where: where(source), reason, record: recordText(source.cells, source.raw, text) });
+            if (rejections.length < rejectionsShown) rejections.push({ where: where(source), reason: shownReason(reason), record: recordText(source.cells, source.raw, text) });
           }
         },
         onBytes: (bytes) => {
@@ -166,8 +167,12 @@ class RejectedBlob {
   }
 }
 
-/** A rejected record as the page shows it: a CSV row's cells, or the JSON as it was. */
+/**
+ * A rejected record as the page shows it: a CSV row's cells, or the JSON as it was. An empty cell shows as "–", as
+ * the console shows nothing everywhere: it stays visible (the cells keep their places), and no "|" dangles at the end. The space before each "|" does not
+ * break, so that a wrapped line ends with the separator instead of starting with it.
+ */
 function recordText(cells: string[] | undefined, raw: string | undefined, text: string | undefined): string {
-  const full = cells ? cells.join(" | ") : (raw ?? text ?? "");
+  const full = cells ? cells.map((cell) => (cell === "" ? "–" : cell)).join("\u00a0| ") : (raw ?? text ?? "");
   return full.length > 300 ? `${full.slice(0, 300)}…` : full;
 }

@@ -246,7 +246,7 @@ function Rejections({ result, would = false }: { result: Ended; would?: boolean 
           <tbody>
             {rejections.map((rejection: ShownRejection) => (
               <tr key={rejection.where}>
-                <td>{rejection.where}</td>
+                <td class="nowrap">{rejection.where}</td>
                 <td>{rejection.reason}</td>
                 <td><code>{rejection.record}</code></td>
               </tr>

@@ -5,6 +5,7 @@ import { downloadRejectedCsv } from "../downloads";
 import { count, duration, time } from "../format";
 import { PageButtons, useCursorPages } from "../pages";
 import { problemText } from "../problems";
+import { shownReason } from "../reasons";
 import type { Session } from "../session";
 import { StatusBadge } from "./status";
 
@@ -94,11 +95,12 @@ export function JobView({ client, session, id }: { client: ImportdClient; sessio
       {output && (
         <>
           <dl class="counts" aria-label="Counts">
-            <div><dt>Applied</dt><dd>{count(output.applied)}</dd></div>
-            <div><dt>Created</dt><dd>{count(output.created)}</dd></div>
-            <div><dt>Updated</dt><dd>{count(output.updated)}</dd></div>
-            <div><dt>Unchanged</dt><dd>{count(output.unchanged)}</dd></div>
-            <div><dt>Rejected</dt><dd>{count(output.rejected)}</dd></div>
+            {/* A dry run's counts are what applying would do, and are named so. */}
+            <div><dt>{job.dryRun ? "Would apply" : "Applied"}</dt><dd>{count(output.applied)}</dd></div>
+            <div><dt>{job.dryRun ? "Would create" : "Created"}</dt><dd>{count(output.created)}</dd></div>
+            <div><dt>{job.dryRun ? "Would update" : "Updated"}</dt><dd>{count(output.updated)}</dd></div>
+            <div><dt>{job.dryRun ? "Would leave unchanged" : "Unchanged"}</dt><dd>{count(output.unchanged)}</dd></div>
+            <div><dt>{job.dryRun ? "Would reject" : "Rejected"}</dt><dd>{count(output.rejected)}</dd></div>
           </dl>
           <h2>Message</h2>
           <p class="message">{output.message}</p>
@@ -151,10 +153,10 @@ function RejectedRecords({ client, session, id }: { client: ImportdClient; sessi
             {page.items.map((rejected) => (
               <tr key={rejected.index}>
                 <td class="number">{rejected.index}</td>
-                <td>{rejected.id ?? "–"}</td>
+                <td class="nowrap">{rejected.id ?? "–"}</td>
                 <td>{rejected.field}</td>
-                <td>{rejected.message}</td>
-                <td><code>{JSON.stringify(rejected.record)}</code></td>
+                <td>{shownReason(rejected.message)}</td>
+                <td><code>{spaced(rejected.record)}</code></td>
               </tr>
             ))}
           </tbody>
@@ -164,3 +166,6 @@ function RejectedRecords({ client, session, id }: { client: ImportdClient; sessi
     </>
   );
 }
+
+/** The record's JSON on one line with a space after each comma and colon: a narrow column wraps it between fields and words, not inside them. */
+const spaced = (record: unknown) => JSON.stringify(record, null, 1).replace(/\n\s*/g, " ");

@@ -113,14 +113,15 @@ export function JobsView({ client, session, filters }: { client: ImportdClient; 
             <tbody>
               {page.items.map((job) => (
                 <tr key={job.id}>
-                  <td>
+                  <td class="nowrap">
                     <a href={jobHref(job.id)}>{job.id}</a>
                     {job.dryRun && <span class="tag" title="A dry run: nothing was applied">dry run</span>}
                   </td>
                   <td>{job.importJobType}</td>
                   <td><StatusBadge status={job.importJobStatus} /></td>
                   <td class="number">{count(job.recordCount)}</td>
-                  <td class="number">{count(job.output?.applied)}</td>
+                  {/* A dry run applied nothing: its figure is what applying would do. */}
+                  <td class="number nowrap">{job.dryRun && job.output ? `would apply ${count(job.output.applied)}` : count(job.output?.applied)}</td>
                   <td class="number">{count(job.output?.rejected)}</td>
                   <td>{time(job.createdAt)}</td>
                 </tr>

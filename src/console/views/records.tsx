@@ -93,7 +93,7 @@ export function RecordsView({ client, session, resource: chosen }: { client: Imp
             <tbody>
               {page.items.map((record) => (
                 <tr key={record.id}>
-                  <td>{record.id}</td>
+                  <td class="nowrap">{record.id}</td>
                   <td>{record.name ?? ""}</td>
                   <td>{time(record.updatedAt)}</td>
                   <td><a href={jobHref(record.lastJobId)}>{record.lastJobId}</a></td>
