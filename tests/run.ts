@@ -56,6 +56,7 @@ export async function runPass(pass: Pass, options: { args?: string[]; long?: boo
     const args = [
       ...(measured ? [`--timings=${measured}`, "--update-timings"] : []),
       ...(processes > 1 ? [`--parallel=${processes}`, "--no-isolate"] : []),
+      ...(pass.preload ?? []).map((module) => `--preload=${module}`),
       `--timings=${timings}`,
       ...files,
       ...(options.args ?? []),
