@@ -1,4 +1,5 @@
-// `npm test`: every pass of tests/passes.ts side by side, each in a `bun test` of its own (with --parallel processes)
+// `npm test`: every pass of tests/passes.ts side by side, each in a `bun test` of its own (with --parallel processes), then
+// the passes that run alone (`alone` in tests/passes.ts)
 // (each test file has its own temp directory, ports and database, and each process its own PostgreSQL server, so
 // they do not meet). Each process's output is printed whole when it ends, then one line per pass, then the total;
 // exits non-zero if any pass failed, so that a failure in one pass never hides another.
@@ -57,6 +58,7 @@ export async function runPass(pass: Pass, options: { args?: string[]; long?: boo
       ...(measured ? [`--timings=${measured}`, "--update-timings"] : []),
       ...(processes > 1 ? [`--parallel=${processes}`, "--no-isolate"] : []),
       ...(pass.preload ?? []).map((module) => `--preload=${module}`),
+      ...(files.length === 0 ? (pass.ignore ?? []).map((pattern) => `--path-ignore-patterns=${pattern}`) : []),
       `--timings=${timings}`,
       ...files,
       ...(options.args ?? []),
@@ -106,14 +108,13 @@ if (import.meta.main) {
   const chosen = named.length > 0 ? passes.filter((pass) => named.includes(pass.name)) : passes;
   const started = performance.now();
   console.log(`running ${chosen.map((pass) => `${pass.name}${pass.processes > 1 && !long ? ` (${pass.processes} processes)` : ""}`).join(", ")} side by side${long ? ", long suites at full settings" : ""}`);
-  const results = await Promise.all(
-    chosen.map((pass) =>
-      runPass(pass, { args, long, measure, print: (text) => process.stdout.write(text) }).catch((error): PassResult => {
-        console.error(`pass ${pass.name} could not run: ${error instanceof Error ? error.stack : error}`);
-        return { name: pass.name, passed: 0, failed: 0, seconds: 0, status: "failed" };
-      }),
-    ),
-  );
+  const run = (pass: Pass) =>
+    runPass(pass, { args, long, measure, print: (text) => process.stdout.write(text) }).catch((error): PassResult => {
+      console.error(`pass ${pass.name} could not run: ${error instanceof Error ? error.stack : error}`);
+      return { name: pass.name, passed: 0, failed: 0, seconds: 0, status: "failed" };
+    });
+  const results = await Promise.all(chosen.filter((pass) => !pass.alone).map(run));
+  for (const pass of chosen.filter((pass) => pass.alone)) results.push(await run(pass));
   console.log("");
   for (const result of results) console.log(resultLine(result));
   console.log(`all passes: ${Math.round((performance.now() - started) / 1000)} s`);
