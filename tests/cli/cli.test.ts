@@ -1,33 +1,12 @@
-import { afterAll, describe, expect, test } from "bun:test";
-import { rmSync } from "node:fs";
+import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
+import { cliDataDirs, cliTimeoutMs, environmentsIn, noStackTrace, ok } from "../helpers/cli";
 import { importd, spawnServer } from "../helpers/process";
-import { tempDir } from "../helpers/server";
 
-// Spawning Bun and opening a database takes a moment; a test here runs a few commands.
-const timeoutMs = 30_000;
-
-const dirs: string[] = [];
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-const dataDir = () => {
-  const dir = tempDir("importd-cli-");
-  dirs.push(dir);
-  return dir;
-};
-
-
-/** Runs a command that must succeed and returns its stdout. */
-async function ok(args: string[], env: Record<string, string> = {}): Promise<string> {
-  const run = await importd(args, env);
-  if (run.code !== 0) throw new Error(`importd ${args.join(" ")} exited ${run.code}: ${run.stderr}`);
-  return run.stdout;
-}
-
+const timeoutMs = cliTimeoutMs;
+const dataDir = cliDataDirs();
 const keyPattern = /^[0-9a-f]{64}_\d+$/;
-const noStackTrace = (stderr: string) => expect(stderr).not.toMatch(/^\s+at /m);
-const environmentsIn = (stdout: string) => stdout.trim().split("\n").filter(Boolean).map((line) => line.split("\t")[0]);
+
 const keyRows = (stdout: string) =>
   stdout
     .trim()

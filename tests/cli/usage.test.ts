@@ -1,37 +1,18 @@
-import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { describe, expect, test } from "bun:test";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { options } from "../../src/config";
+import { cliDataDirs, cliTimeoutMs, environmentsIn, noStackTrace, ok } from "../helpers/cli";
 import { importd } from "../helpers/process";
-import { tempDir, testBackend } from "../helpers/server";
+import { testBackend } from "../helpers/server";
 
 // The command line itself: usage errors, --help and --version, where the configuration comes from. None of it
 // reaches a database past opening one, so it runs in the SQLite pass only; the commands' work on the store, on both
 // backends, is in cli.test.ts.
 
-// Spawning Bun takes a moment; a test here runs a few commands.
-const timeoutMs = 30_000;
-
-const dirs: string[] = [];
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-const dataDir = () => {
-  const dir = tempDir("importd-cli-");
-  dirs.push(dir);
-  return dir;
-};
-
-/** Runs a command that must succeed and returns its stdout. */
-async function ok(args: string[], env: Record<string, string> = {}): Promise<string> {
-  const run = await importd(args, env);
-  if (run.code !== 0) throw new Error(`importd ${args.join(" ")} exited ${run.code}: ${run.stderr}`);
-  return run.stdout;
-}
-
-const noStackTrace = (stderr: string) => expect(stderr).not.toMatch(/^\s+at /m);
-const environmentsIn = (stdout: string) => stdout.trim().split("\n").filter(Boolean).map((line) => line.split("\t")[0]);
+const timeoutMs = cliTimeoutMs;
+const dataDir = cliDataDirs();
 
 describe("usage errors", () => {
   test("an unknown command exits 2 and names it", async () => {
