@@ -17,12 +17,39 @@ const root = join(import.meta.dir, "..");
 /** Per-file durations from an earlier run (`npm run test:timings`): `--parallel` starts the slowest first. */
 const timings = join(root, "tests", "timings.json");
 
-export type PassResult = { name: string; passed: number; failed: number; seconds: number; status: "passed" | "failed" | "skipped"; why?: string };
+export type PassResult = {
+  name: string;
+  passed: number;
+  failed: number;
+  seconds: number;
+  status: "passed" | "failed" | "skipped";
+  why?: string;
+  /** Each failed test's "(fail)" line, after what bun printed for it (see failures()). */
+  failures?: string[];
+};
 
 /** Bun's closing lines, ` 123 pass` and ` 4 fail`, summed over what one process printed. */
 export function counts(output: string): { passed: number; failed: number } {
   const sum = (word: string) => [...output.matchAll(new RegExp(`^\\s*(\\d+) ${word}$`, "gm"))].reduce((total, match) => total + Number(match[1]), 0);
   return { passed: sum("pass"), failed: sum("fail") };
+}
+
+/**
+ * Each failed test of what one process printed: its "(fail)" line, after the lines bun printed for it since the
+ * test before (its error and stack, at most `maxLines` of the last of them). Printed again at the end of the run, so
+ * that the tail of a long log (all a CI page may keep) names what failed.
+ */
+export function failures(output: string, maxLines = 40): string[] {
+  const found: string[] = [];
+  let since: string[] = [];
+  for (const line of output.split("\n")) {
+    if (line.startsWith("(fail)")) {
+      found.push([...since.slice(-maxLines), line].join("\n"));
+      since = [];
+    } else if (line.startsWith("(pass)") || line.startsWith("(skip)") || line.startsWith("(todo)") || /^\S.*\.test\.tsx?:$/.test(line)) since = [];
+    else since.push(line);
+  }
+  return found;
 }
 
 /**
@@ -81,7 +108,7 @@ export async function runPass(pass: Pass, options: { args?: string[]; long?: boo
     options.print(`\n===== ${pass.name}: ${command.slice(1).join(" ").slice(0, 300)}\n${output}===== ${pass.name} exited ${code} after ${seconds()} s\n`);
     const { passed, failed } = counts(output);
     const ok = code === 0 && failed === 0 && passed > 0;
-    return { name: pass.name, passed, failed, seconds: seconds(), status: ok ? "passed" : "failed" };
+    return { name: pass.name, passed, failed, seconds: seconds(), status: ok ? "passed" : "failed", failures: failures(output) };
   } finally {
     setUp.tearDown();
     rmSync(logs, { recursive: true, force: true });
@@ -116,6 +143,9 @@ if (import.meta.main) {
   const results = await Promise.all(chosen.filter((pass) => !pass.alone).map(run));
   for (const pass of chosen.filter((pass) => pass.alone)) results.push(await run(pass));
   console.log("");
+  for (const result of results) {
+    for (const failure of result.failures ?? []) console.log(`===== failed in pass ${result.name}:\n${failure}\n`);
+  }
   for (const result of results) console.log(resultLine(result));
   console.log(`all passes: ${Math.round((performance.now() - started) / 1000)} s`);
   process.exitCode = results.some((result) => result.status === "failed") ? 1 : 0;
