@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { importAndWait, postJson } from "../helpers/api";
 import { asset, seedReferenceData } from "../helpers/records";
 import { startTestServer, type TestServer } from "../helpers/server";
+import { until } from "../helpers/until";
 
 let server: TestServer;
 beforeAll(async () => {
@@ -58,6 +59,8 @@ describe("job log", () => {
     const job = await importAndWait(server.base, "assets", server.key, [asset(10), asset(11, { subAreaId: "nowhere" })]);
     expect(entries("job accepted").find((entry) => entry.jobId === job.id)).toMatchObject({ type: "Asset", records: 2, environment: "default" });
     expect(entries("job started").find((entry) => entry.jobId === job.id)).toMatchObject({ attempt: 1 });
+    // Logged once the run's commit is answered to the scheduler: a poll may see the job terminal a moment before.
+    await until(() => entries("job finished").some((entry) => entry.jobId === job.id), { what: `the log's "job finished" entry of job ${job.id}` });
     const finished = entries("job finished").filter((entry) => entry.jobId === job.id);
     expect(finished).toHaveLength(1);
     expect(finished[0]).toMatchObject({ type: "Asset", outcome: "PartiallySucceeded", records: 2, applied: 1, rejected: 1 });
