@@ -43,6 +43,8 @@ export function failures(output: string, maxLines = 40): string[] {
   const found: string[] = [];
   let since: string[] = [];
   for (const line of output.split("\n")) {
+    // Bun's own summary at the end of a --parallel run lists the failed tests' lines once more.
+    if (/^\d+ tests? failed:$/.test(line)) break;
     if (line.startsWith("(fail)")) {
       found.push([...since.slice(-maxLines), line].join("\n"));
       since = [];

@@ -20,9 +20,13 @@ tests/jobs/long-poll.test.ts:
 
  2 pass
  2 fail
+
+2 tests failed:
+(fail) a request under load > is answered 200 [30.00ms]
+(fail) a poll that timed out [60000.00ms]
 `;
 
-test("failures: each failed test's line after the error bun printed for it, and nothing of the tests that passed", () => {
+test("failures: each failed test's line after the error bun printed for it, once, and nothing of the tests that passed", () => {
   const found = failures(output);
   expect(found).toHaveLength(2);
   expect(found[0]).toContain("Received: 503");
