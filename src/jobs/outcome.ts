@@ -121,3 +121,27 @@ export function duplicateIdsOutcome(total: number, duplicates: Map<string, numbe
     `Each id may appear only once per batch; remove the duplicates and re-send the batch.${capNote(rejections.length)}`;
   return { ...batchFailure(total, message, rejections), rejections };
 }
+
+/** What a delete job did to its ids: deleted, or naming no record (repeats in the batch included). */
+export type DeletedCounts = { deleted: number; notFound: number };
+const maxRejectionsTold = 3;
+
+/**
+ * The outcome of a delete job (DECISIONS 13), as recordOutcome's for an import: Succeeded when nothing was rejected
+ * (an id that named no record is not an error: deleting is idempotent), Failed when everything was, otherwise
+ * PartiallySucceeded; applied = deleted + notFound. `noun`: what one record is called ("sub area").
+ */
+export function deleteOutcome(noun: string, total: number, rejections: Rejection[], { deleted, notFound }: DeletedCounts, dryRun = false): { status: JobStatus; output: JobOutput } {
+  const rejected = rejections.length;
+  const was = (count: number) => (count === 1 ? "was" : "were");
+  const parts = [`${dryRun ? "Would delete" : "Deleted"} ${deleted} of ${plural(total, `${noun} record`)}`];
+  if (notFound > 0) parts.push(`${notFound} ${was(notFound)} not found (never imported, or already deleted)`);
+  let message = parts.join("; ");
+  if (rejected > 0) {
+    const told = rejections.slice(0, maxRejectionsTold).map((rejection) => `[${rejection.index}] ${rejection.message}`);
+    const more = rejected > told.length ? ` And ${rejected - told.length} more; see errors.` : "";
+    message += `; ${rejected} ${dryRun ? "would be" : was(rejected)} rejected: ${told.join(" ")}${more}${capNote(rejected)}`;
+  } else message += ".";
+  const status = rejected === 0 ? JobStatus.Succeeded : rejected === total ? JobStatus.Failed : JobStatus.PartiallySucceeded;
+  return { status, output: { message, total, applied: deleted + notFound, rejected, errors: errorsOf(rejections), deleted, notFound } };
+}
