@@ -219,6 +219,7 @@ function orderOf(table: string): string {
   if (table === "job_rejections") return "job_id, position";
   if (table === "idempotency_keys") return "environment_id, key";
   if (table === "webhook_attempts") return "delivery_id, attempt";
+  if (table === "tombstones") return "position";
   if (["sub_areas", "asset_types", "asset_categories", "assets"].includes(table)) return "environment_id, id";
   return "id";
 }
