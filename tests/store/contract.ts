@@ -493,6 +493,18 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
         expect(await store.records.tombstones(subareas, e1, 10)).toEqual([]);
       });
 
+      test("a delete job's end is told to webhooks like any job's, its body the job document with its operation and counts", async () => {
+        const { queue, e1 } = await setUp();
+        await enqueue(e1, subAreas("A"));
+        await runNext(queue, e1, { token: token() });
+        await store.webhooks.create(e1, { url: "https://all.example/", events: ["job.succeeded"], secret: "whsec_x" });
+        const deletion = await enqueueDelete(e1, "SubArea", ["a"]);
+        await runNext(queue, e1, { token: token() });
+        const [claimed] = await store.webhooks.claimDue({ token: token(), limit: 10, perEnvironment: 10, leaseMs: 60_000, busy: [] });
+        const body = JSON.parse(claimed!.body);
+        expect(body).toMatchObject({ type: "job.succeeded", data: { id: deletion.id, operation: "delete", importJobType: "SubArea", output: { deleted: 1, notFound: 0 } } });
+      });
+
       test("purge deletes the tombstones of deletions before the cut-off, with their jobs", async () => {
         const { queue, e1 } = await setUp();
         await enqueue(e1, subAreas("A"));
@@ -542,7 +554,7 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
         const [claimed] = await claim();
         expect(claimed).toMatchObject({ id: deliveries[0]!.id, secret: "whsec_https://all.example/", messageId: deliveries[0]!.messageId });
         const body = JSON.parse(claimed!.body);
-        expect(body).toMatchObject({ type: "job.succeeded", data: { id: good.id, importJobStatus: "Succeeded", statusUrl: `/v2/status/${good.id}`, dryRun: false, output: { applied: 1 } } });
+        expect(body).toMatchObject({ type: "job.succeeded", data: { id: good.id, importJobStatus: "Succeeded", statusUrl: `/v2/status/${good.id}`, dryRun: false, operation: "upsert", output: { applied: 1 } } });
         expect(body.timestamp).toBe(body.data.completedAt);
       });
 
