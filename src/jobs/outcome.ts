@@ -1,4 +1,4 @@
-import { JobStatus, type JobOutput } from "../domain/job";
+import { JobOperation, JobStatus, type JobOutput } from "../domain/job";
 
 /**
  * What a finished job reports (its shape: JobOutput, in domain/job.ts). `message` is for people: how many failed,
@@ -85,7 +85,19 @@ export function recordOutcome(total: number, rejections: Rejection[], counts: Ap
 }
 
 /** A job canceled on request while it was still Pending (DECISIONS 7): Failed, nothing applied. */
-export function canceledOutput(total: number): JobOutput {
+export function canceledOutput(total: number, operation: JobOperation = JobOperation.Upsert): JobOutput {
+  if (operation === JobOperation.Delete) {
+    return {
+      message: `Canceled on request before it started: nothing was deleted (${plural(total, "id")} not looked at). Send them again to delete them.`,
+      total,
+      applied: 0,
+      rejected: 0,
+      errors: [],
+      deleted: 0,
+      notFound: 0,
+      canceled: true,
+    };
+  }
   return {
     message: `Canceled on request before it started: nothing was applied (${plural(total, "record")} not imported). Send the batch again to import it.`,
     total,

@@ -147,6 +147,26 @@ describe("POST /{env}/v2/deletions/<resource>", () => {
   });
 });
 
+test("a delete job canceled while Pending deletes nothing, and says so in a delete job's words", async () => {
+  // Behind a job that stays Pending (parked: nothing wakes the scheduler for it, or, on PostgreSQL, its environment is held).
+  const parked = await server.parkJob("default", "until released");
+  try {
+    const store = await server.store();
+    const body = new TextEncoder().encode(JSON.stringify(["a", "b"]));
+    const [queued] = await store.queue.enqueue([{ environmentId: parked.environmentId, type: "Asset", recordCount: 2, body, operation: "delete" }]);
+    const id = queued!.conflict ? 0 : queued!.job.id;
+    const response = await fetch(`${server.base}/v2/status/${id}/cancel`, { method: "POST", headers: { "api-key": server.key } });
+    expect(response.status).toBe(200);
+    expect((await response.json()) as DeleteJob).toMatchObject({
+      operation: "delete",
+      importJobStatus: "Failed",
+      output: { canceled: true, total: 2, applied: 0, deleted: 0, notFound: 0, message: "Canceled on request before it started: nothing was deleted (2 ids not looked at). Send them again to delete them." },
+    });
+  } finally {
+    await parked.release();
+  }
+});
+
 describe("deletes and imports of one environment apply in the order they were accepted", () => {
   test("import X, delete X, import X again, sent without waiting: X exists at the end; import Y, delete Y: Y is gone", async () => {
     const accepted: number[] = [];

@@ -96,7 +96,7 @@ export const jobRoutes = (services: Services) => {
       "/status/:id/cancel",
       async ({ params, environmentId }) => {
         const job = await findJob(environmentId, params.id);
-        const result = await services.queue.cancel(environmentId, job.id, canceledOutput(job.recordCount));
+        const result = await services.queue.cancel(environmentId, job.id, canceledOutput(job.recordCount, job.operation));
         if (!result) throw jobNotFound();
         if (result.canceled) {
           services.jobWaits.finished([job.id]);
