@@ -29,7 +29,9 @@ function stillReferred(target: ResourceDefinition, id: string, referring: Resour
  */
 export async function deleteBatch(resource: ResourceDefinition, jobId: number, records: DeletingRecords, ids: readonly string[]): Promise<{ counts: DeletedCounts; rejections: Rejection[] }> {
   const firstAt = new Map<string, number>();
-  ids.forEach((id, index) => firstAt.has(id) || firstAt.set(id, index));
+  ids.forEach((id, index) => {
+    if (!firstAt.has(id)) firstAt.set(id, index);
+  });
   const distinct = [...firstAt.keys()];
   const rejected = new Map<string, Rejection>();
   for (const { resource: referring, field } of referencesTo(resource)) {
