@@ -1,6 +1,7 @@
 import { Elysia, t, type AnyElysia } from "elysia";
 import { JobOperation } from "../../domain/job";
 import type { ResourceDefinition } from "../../resources/definition";
+import { maxIdLength } from "../../resources/validate";
 import { resources } from "../../resources/registry";
 import { authentication } from "../auth";
 import { environmentParameter, jsonBody, jsonResponse, problemResponses, resourceOperationIds } from "../openapi";
@@ -22,6 +23,7 @@ const deleteRoute = (services: Services, resource: ResourceDefinition) =>
     summary: `Delete ${resource.noun} records`,
     tag: "Deletions",
     requestBody: jsonBody(idListSchema, resource.example.map((record) => (record as { id: string }).id)),
+    invalid: validationProblem({ "[1]": [`'Id' must be a non-empty string of at most ${maxIdLength} characters, e.g. "A-1". You sent a number.`] }),
     description:
       `Queues the ids as one ${resource.jobType} job whose operation is delete, and answers 202 with the job; it takes its place in the environment's one order with imports ` +
       `(an import sent before it is applied before it, one sent after it after it). When it runs: a record that exists is deleted (counted in output.deleted) and leaves a tombstone ` +

@@ -10,7 +10,7 @@ import type { OpenAPIV3 } from "openapi-types";
 import { bodyProblemResponses, environmentParameter, jsonBody, jsonResponse, problemResponses, resourceOperationIds } from "../openapi";
 import { youSent } from "../paging";
 import { resourceSchemas } from "../schemas";
-import { idempotencyKeyReused, validationProblem } from "../problem";
+import { idempotencyKeyReused, validationProblem, type Problem } from "../problem";
 import type { Services } from "../services";
 
 const idempotencyKeyParameter: OpenAPIV3.ParameterObject = {
@@ -19,8 +19,8 @@ const idempotencyKeyParameter: OpenAPIV3.ParameterObject = {
   required: false,
   description:
     "Any 1 to 255 visible ASCII characters, unique per request you mean (for example a UUID, or file and chunk). The same key with the same " +
-    "resource and body within 24 hours answers the job queued the first time (no second job), with Idempotent-Replayed: true; " +
-    "the same key with another body is 422.",
+    "path and body within 24 hours answers the job queued the first time (no second job), with Idempotent-Replayed: true; " +
+    "the same key with another body, or on another path (an import's and a deletion's are different requests), is 422.",
   schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$" },
 };
 
@@ -30,7 +30,7 @@ const dryRunParameter: OpenAPIV3.ParameterObject = {
   required: false,
   description:
     "true: a dry run. The job is queued and takes its turn like any other, then applies nothing: its output says what applying would have done " +
-    "against the data as of its turn (status, created/updated/unchanged, errors, rejected records), and its message starts with " +
+    "against the data as of its turn (status, counts: created/updated/unchanged for an import, deleted/notFound for a delete job; errors, rejected records), and its message starts with " +
     '"Dry run: nothing was applied.".',
   schema: { type: "boolean", default: false },
 };
@@ -59,7 +59,7 @@ const jobLinks: Record<string, OpenAPIV3.LinkObject> = {
 };
 
 /** What a POST that queues a job says of itself in the document, beyond what every such POST shares. */
-export type QueueRouteDocs = { operationId: string; summary: string; description: string; tag: string; requestBody: OpenAPIV3.RequestBodyObject };
+export type QueueRouteDocs = { operationId: string; summary: string; description: string; tag: string; requestBody: OpenAPIV3.RequestBodyObject; invalid?: Problem };
 
 /**
  * A POST that queues a job of `resource` doing `operation` (an import's upsert, a delete job's delete) at `path`: one
@@ -112,7 +112,7 @@ export function queueRoute(services: Services, resource: ResourceDefinition, ope
             }),
             links: jobLinks,
           },
-          ...problemResponses(400, 401, 413, 415, 422, 507),
+          ...problemResponses(docs.invalid ? { status: 400, example: docs.invalid } : 400, 401, 413, 415, 422, 507),
           ...bodyProblemResponses(services.config),
         },
         operationId: docs.operationId,
