@@ -6,7 +6,7 @@
 import { drizzle } from "drizzle-orm/node-postgres";
 import { Access } from "../src/access/access";
 import { resourceByPath } from "../src/resources/registry";
-import { openPool, Transaction } from "../src/store/postgres/connection";
+import { onPool, openPool, Transaction } from "../src/store/postgres/connection";
 import { PostgresRecords } from "../src/store/postgres/records";
 import * as schema from "../src/store/postgres/schema";
 import { PostgresStore } from "../src/store/postgres/store";
@@ -33,7 +33,7 @@ try {
           const environmentId = (await new Access(store.access).createEnvironment("bench")).id;
           await store.close();
           const { pool } = openPool(url, { max: 1 });
-          const upserts = new PostgresRecords(drizzle({ client: pool, schema }) as never, way === "copy" ? 0 : Number.POSITIVE_INFINITY);
+          const upserts = new PostgresRecords(drizzle({ client: pool, schema }) as never, onPool(pool), way === "copy" ? 0 : Number.POSITIVE_INFINITY);
           const batch = Array.from({ length: records }, (_, i) => asset(i) as { id: string } & Record<string, unknown>);
           const timed = async (rows: typeof batch) => {
             const startedAt = performance.now();

@@ -20,6 +20,18 @@ export const terminalStatuses: ReadonlySet<string> = new Set([
 export const isTerminal = (status: string) => terminalStatuses.has(status);
 
 /**
+ * What a job does to its resource's records (DECISIONS 13): an import upserts them, a delete job deletes them by id.
+ * Its own field of the job document, apart from importJobType (which names the resource). The mirror's end will be a
+ * third: one more line here.
+ */
+export const JobOperation = {
+  Upsert: "upsert",
+  Delete: "delete",
+} as const;
+export type JobOperation = (typeof JobOperation)[keyof typeof JobOperation];
+export const jobOperations = Object.values(JobOperation);
+
+/**
  * What a finished job reports (worded by jobs/outcome.ts). `message` is for people: how many failed, which (index
  * and id) and why, grouped by reason, bounded in length. `errors` is for programs, capped at jobs/outcome.ts's `maxOutputErrors`.
  */
@@ -36,6 +48,9 @@ export type JobOutput = {
   created?: number;
   updated?: number;
   unchanged?: number;
+  /** A delete job's: records deleted, and ids that named no record (applied = deleted + notFound). */
+  deleted?: number;
+  notFound?: number;
   /** Present, true, on a job canceled on request before it started. */
   canceled?: true;
 };

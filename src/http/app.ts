@@ -8,6 +8,7 @@ import { authenticate } from "./auth";
 import { internalError, methodNotAllowed, notFound, Problem, storageProblem, validationProblem, webhookProblem } from "./problem";
 import { queryNamesOf, repeatedParameters } from "./query-once";
 import { pathOf } from "./request-target";
+import { deletionRoutes } from "./routes/deletions";
 import { importRoutes } from "./routes/imports";
 import { webhookRoutes } from "./routes/webhooks";
 import { operationsRoutes } from "./routes/operations";
@@ -23,7 +24,9 @@ Every path is relative to an environment's base URL, \`/{env}\` (the server vari
 \`/default/v2/assets\`), and needs the \`Api-Key\` header with a key of that environment (\`<secret>_<keyId>\`, issued with \`importd key create <env>\`).
 
 Import sub areas, asset types and asset categories before the assets that refer to them: references are checked
-when the job runs, against the records that exist in the environment at that time.
+when the job runs, against the records that exist in the environment at that time. Records are deleted by id with
+POST /v2/deletions/<resource>, a job in the same order as the imports; GET /v2/deletions/<resource> lists what was
+deleted, in the order it was.
 
 What the schemas cannot say alone is said beside them: a required text field must not be blank, and no text may hold
 the NUL character (U+0000), both in each field's \`pattern\`; a number pair that must be in order (\`startPoint\` ≤
@@ -87,6 +90,7 @@ const apiDocument = () =>
             { name: "Imports", description: "Queue a batch of records as a job." },
             { name: "Jobs", description: "Follow jobs to their outcome." },
             { name: "Records", description: "Read back what was imported." },
+            { name: "Deletions", description: "Delete records by id as jobs, and follow what was deleted." },
           ],
         },
         exclude: ["/healthz", "/readyz", "/metrics"],
@@ -127,6 +131,6 @@ export function buildApp(services: Services) {
     .use(swaggerUi("importd API"))
     .use(apiDocument())
     .use(operationsRoutes(services))
-    .group("/:env/v2", (api) => api.use(importRoutes(services)).use(jobRoutes(services)).use(readRoutes(services)).use(webhookRoutes(services)));
+    .group("/:env/v2", (api) => api.use(importRoutes(services)).use(deletionRoutes(services)).use(jobRoutes(services)).use(readRoutes(services)).use(webhookRoutes(services)));
   return app;
 }

@@ -40,11 +40,17 @@ const problemDescriptions: Record<number, string> = {
 
 /**
  * Operation ids for a resource's routes, as SDK generators turn them into method names: importAssets, getAsset,
- * listAssets (from the job type, pluralized).
+ * listAssets, deleteAssets, listDeletedAssets (from the job type, pluralized).
  */
 export const resourceOperationIds = (jobType: string) => {
   const plural = jobType.endsWith("y") ? `${jobType.slice(0, -1)}ies` : `${jobType}s`;
-  return { importRecords: `import${plural}`, getRecord: `get${jobType}`, listRecords: `list${plural}` };
+  return {
+    importRecords: `import${plural}`,
+    getRecord: `get${jobType}`,
+    listRecords: `list${plural}`,
+    deleteRecords: `delete${plural}`,
+    listDeletedRecords: `listDeleted${plural}`,
+  };
 };
 
 // TypeBox schemas are JSON Schema objects: they stand in the document as they are, the named ones as $refs.

@@ -30,6 +30,8 @@ export type ProblemBody = {
   status: number;
   detail?: string;
   errors?: FieldErrors;
+  /** RFC 9457 extension members: more about this problem, for programs (a deleted record's deletedByJobId, say). */
+  [member: string]: unknown;
 };
 
 export class Problem extends Error {
@@ -39,6 +41,7 @@ export class Problem extends Error {
     readonly detail?: string,
     readonly errors?: FieldErrors,
     readonly headers: Record<string, string> = {},
+    readonly members: Record<string, unknown> = {},
   ) {
     super(detail ?? title);
   }
@@ -47,7 +50,7 @@ export class Problem extends Error {
     const body: ProblemBody = { type: typeByStatus[this.status] ?? "about:blank", title: this.title, status: this.status };
     if (this.detail !== undefined) body.detail = this.detail;
     if (this.errors !== undefined) body.errors = this.errors;
-    return body;
+    return { ...body, ...this.members };
   }
 
   toResponse(): Response {
@@ -98,6 +101,13 @@ export const conflict = (detail: string, headers: Record<string, string> = {}) =
 export const notFound = (
   detail = "There is nothing at this address. Every API path is under an environment's base URL, /<environment>/v2/… (for example GET /default/v2/jobs); /swagger lists them all.",
 ) => new Problem(404, "Not Found", detail);
+
+/** A record that was deleted: who deleted it and when, in words and as members (DECISIONS 13). */
+export const deletedRecord = (noun: string, id: string, tombstone: { deletedByJobId: number; deletedAt: string }) =>
+  new Problem(404, "Not Found", `The ${noun} '${id}' was deleted by job ${tombstone.deletedByJobId} at ${tombstone.deletedAt}.`, undefined, {}, {
+    deletedByJobId: tombstone.deletedByJobId,
+    deletedAt: tombstone.deletedAt,
+  });
 
 export const methodNotAllowed = (method: string, allowed: string[]) =>
   new Problem(405, "Method Not Allowed", `${method.slice(0, 20)} is not an operation of this path, which answers ${allowed.join(", ")}. /swagger lists every operation.`, undefined, {

@@ -6,7 +6,7 @@ import { t, type TSchema } from "elysia";
 import { jobDocumentSchema, jobOutputSchema, recordErrorSchema } from "../jobs/document";
 import type { ResourceDefinition } from "../resources/definition";
 import { resources } from "../resources/registry";
-import { requiredText } from "../resources/validate";
+import { maxIdLength, requiredText } from "../resources/validate";
 import { webhookEvents } from "../webhooks/events";
 
 /**
@@ -24,6 +24,8 @@ export const problemSchema = t.Object(
     errors: t.Optional(
       map(t.Array(t.String()), "Only on a 400: field path (`[index].field`, `[index].geolocation.field`, or `$` for the body) → messages."),
     ),
+    deletedByJobId: t.Optional(Type.Integer({ description: "Only on the 404 of a deleted record: the delete job that deleted it." })),
+    deletedAt: t.Optional(t.String({ format: "date-time", description: "Only on the 404 of a deleted record: when it was deleted." })),
   },
   { description: "RFC 9457 Problem Details." },
 );
@@ -72,6 +74,31 @@ const byResource = new Map<string, ResourceSchemas>(
 export const resourceSchemas = (resource: ResourceDefinition): ResourceSchemas => byResource.get(resource.path)!;
 
 export const jobPageSchema = pageOf(jobDocumentSchema);
+
+/** A delete job's body: the ids of the records to delete. */
+export const idListSchema = t.Array(t.String(requiredText(maxIdLength, "A record's id, as it was imported.")), {
+  minItems: 1,
+  description: "The ids of the records to delete, as they were imported: each not blank, at most 64 characters.",
+  examples: [["PIPE-0001", "VALVE-0001"]],
+});
+
+export const tombstoneSchema = t.Object(
+  {
+    id: t.String({ description: "The deleted record's id." }),
+    deletedAt: t.String({ format: "date-time" }),
+    deletedByJobId: Type.Integer({ description: "The delete job that deleted it." }),
+  },
+  { description: "A record that was deleted, and not imported again since." },
+);
+// Not pageOf: the last page has a cursor too (routes/deletions.ts), so that a reader can follow deletions over time.
+export const tombstonePageSchema = t.Object({
+  items: t.Array(tombstoneSchema),
+  nextCursor: t.Union([t.String(), t.Null()], {
+    description:
+      "Where this page ends in the order of deletions: pass it as `after` for the next page now, or for the deletions since later. " +
+      "Null only when there was no deletion to list and no `after` was given.",
+  }),
+});
 export const rejectedRecordPageSchema = pageOf(rejectedRecordSchema);
 
 /** The longest webhook URL taken. */
@@ -139,6 +166,9 @@ const names = new Map<object, string>([
   [rejectedRecordSchema, "RejectedRecord"],
   [jobPageSchema, "JobPage"],
   [rejectedRecordPageSchema, "RejectedRecordPage"],
+  [idListSchema, "IdList"],
+  [tombstoneSchema, "Tombstone"],
+  [tombstonePageSchema, "TombstonePage"],
   [webhookSchema, "Webhook"],
   [createdWebhookSchema, "CreatedWebhook"],
   [webhookRequestSchema, "WebhookRequest"],

@@ -1,10 +1,11 @@
 import { resourceByJobType, resourceByPath } from "../resources/registry";
 import type { Reference, ResourceDefinition } from "../resources/definition";
 import { displayName, type BatchValidation } from "../resources/validate";
-import type { JobOutput, JobStatus } from "../domain/job";
-import type { ClaimedRun, Completion, Job, JobQueue, RejectedRecord, RunRecords } from "../store/ports";
+import { JobOperation, type JobOutput, type JobStatus } from "../domain/job";
+import type { ClaimedRun, Completion, Job, JobQueue, Referrers, RejectedRecord, RunRecords } from "../store/ports";
 import { readBatch, type Records, type ValidBatch } from "./batch";
-import { batchFailure, duplicateIdsOutcome, recordOutcome, type AppliedCounts, type Rejection } from "./outcome";
+import { deleteBatch } from "./deletes";
+import { batchFailure, deleteOutcome, duplicateIdsOutcome, recordOutcome, type AppliedCounts, type Rejection } from "./outcome";
 import { requestBody } from "./payload";
 
 function findDuplicateIds(records: Records): Map<string, number[]> {
@@ -72,7 +73,8 @@ const gaveUpMessage = (attempts: number) =>
  * One environment's records as the jobs of one run see them, for reference checks: which of the ids the run's
  * batches refer to exist, looked up once when its transaction begins (a one-record job looks up its own few ids,
  * however many records the environment has), and kept up to date as the run's jobs upsert (a later job may refer
- * to records an earlier one brought). Nothing else writes the environment's records while its run holds it.
+ * to records an earlier one brought, and not to those an earlier delete job took away). Nothing else writes the
+ * environment's records while its run holds it.
  */
 class EnvironmentRecords {
   private constructor(
@@ -110,6 +112,18 @@ class EnvironmentRecords {
     if (present) for (const record of records) present.add(record.id);
     return counts;
   }
+
+  referrers(referring: ResourceDefinition, field: string, ids: readonly string[]): Promise<Map<string, Referrers>> {
+    return this.records.referrers(referring, field, ids);
+  }
+
+  async remove(resource: ResourceDefinition, jobId: number, ids: readonly string[]): Promise<Set<string>> {
+    const deleted = await this.records.remove(resource, jobId, ids);
+    // A later job of the run that refers to a deleted record must find it gone.
+    const present = this.present.get(resource.path);
+    if (present) for (const id of deleted) present.delete(id);
+    return deleted;
+  }
 }
 
 /**
@@ -119,9 +133,10 @@ class EnvironmentRecords {
  */
 type BatchSurvey = { duplicates: Map<string, number[]>; referred: Map<Reference, Set<string>> };
 
-function survey(resource: ResourceDefinition, records: Records): BatchSurvey {
+function survey(resource: ResourceDefinition, records: Records, operation: JobOperation): BatchSurvey {
   const referred = new Map<Reference, Set<string>>();
-  for (const reference of resource.references) {
+  // A delete job's batch refers to nothing: it names records of its own resource.
+  for (const reference of operation === JobOperation.Delete ? [] : resource.references) {
     const ids = new Set<string>();
     for (const record of records) if (typeof record[reference.field] === "string") ids.add(record[reference.field] as string);
     referred.set(reference, ids);
@@ -153,9 +168,9 @@ async function batchOf(queue: JobQueue, job: Job, parsed: ValidBatch | undefined
   let read: BatchValidation<Records[number]> | undefined = parsed && { ok: true, ...parsed };
   if (!read) {
     const stored = await queue.payload(job.id);
-    read = stored && readBatch(resource, requestBody(stored));
+    read = stored && readBatch(resource, requestBody(stored), job.operation);
   }
-  return read?.ok ? { ...read, ...survey(resource, read.records) } : read;
+  return read?.ok ? { ...read, ...survey(resource, read.records, job.operation) } : read;
 }
 
 /** A job's completion, and for the rejected records' rows. */
@@ -168,7 +183,7 @@ const completion = (job: Job, { status, output }: { status: JobStatus; output: J
 
 /**
  * Applies one job inside its run's transaction: rejects the records whose references do not exist in the
- * environment, upserts the rest, and answers the job's completion.
+ * environment, upserts the rest, and answers the job's completion. A delete job deletes its ids instead (deletes.ts).
  */
 async function applyOne(job: Job, environment: EnvironmentRecords, batch: StoredBatch): Promise<Completion> {
   const resource = resourceByJobType(job.type);
@@ -180,6 +195,10 @@ async function applyOne(job: Job, environment: EnvironmentRecords, batch: Stored
     return outcome(batchFailure(job.recordCount, `Nothing was applied: the stored batch no longer passes validation (${Object.entries(batch.errors).slice(0, 3).map(([k, v]) => `${k}: ${v.join(" ")}`).join("; ")}). Re-send it after fixing.`));
   }
   const { records, duplicates, referred } = batch;
+  if (job.operation === JobOperation.Delete) {
+    const { counts, rejections } = await deleteBatch(resource, job.id, environment, records.map((record) => record.id));
+    return outcome(deleteOutcome(resource.noun, records.length, rejections, counts, job.dryRun), batch.sent, rejections);
+  }
   if (duplicates.size > 0) {
     const ending = duplicateIdsOutcome(records.length, duplicates);
     return outcome(ending, batch.sent, ending.rejections);

@@ -1,5 +1,6 @@
+import { JobOperation } from "../domain/job";
 import type { ResourceDefinition } from "../resources/definition";
-import { jsonMayHoldLoneSurrogate, validateBatch, type BatchValidation, type FieldErrors } from "../resources/validate";
+import { jsonMayHoldLoneSurrogate, validateBatch, validateIds, type BatchValidation, type FieldErrors } from "../resources/validate";
 
 /** Decodes and parses a request body; the problem, if any, is worded for the `$` key of a 400. */
 export function parseBody(bytes: Uint8Array): { ok: true; value: unknown } | { ok: false; message: string } {
@@ -22,12 +23,16 @@ export type Records = Array<{ id: string } & Record<string, unknown>>;
 /** A batch that passed validation, as applying reads it (see BatchValidation). */
 export type ValidBatch = { records: Records; sent: readonly unknown[] };
 
-/** Parse and validate, the same way at request time and when the job is applied. */
-export function readBatch(resource: ResourceDefinition, bytes: Uint8Array): BatchValidation<Records[number]> {
+/**
+ * Parse and validate, the same way at request time and when the job is applied: an import's records, or a delete
+ * job's ids (as records `{ id }`).
+ */
+export function readBatch(resource: ResourceDefinition, bytes: Uint8Array, operation: JobOperation = JobOperation.Upsert): BatchValidation<Records[number]> {
   const parsed = parseBody(bytes);
   if (!parsed.ok) {
     const errors: FieldErrors = { $: [parsed.message] };
     return { ok: false, errors, errorCount: 1, truncated: false };
   }
+  if (operation === JobOperation.Delete) return validateIds(parsed.value);
   return validateBatch(resource.schema, resource.rules as never, parsed.value, { mayHoldLoneSurrogate: jsonMayHoldLoneSurrogate(bytes) });
 }

@@ -2,7 +2,7 @@ import { t, type Static } from "elysia";
 import { Type } from "@sinclair/typebox";
 import type { Job } from "../store/ports";
 import { jobTypes } from "../resources/registry";
-import { isTerminal, jobStatuses, type JobStatus } from "../domain/job";
+import { isTerminal, jobOperations, jobStatuses, type JobOperation, type JobStatus } from "../domain/job";
 
 // Integers the server sends are TypeBox's plain Type.Integer: Elysia's t.Integer writes its input coercion
 // (a string or an integer) into the OpenAPI document, and generated clients would type them so.
@@ -24,6 +24,8 @@ export const jobOutputSchema = t.Object({
   created: t.Optional(Type.Integer({ description: "Applied records that did not exist before. applied = created + updated + unchanged." })),
   updated: t.Optional(Type.Integer({ description: "Applied records that existed and differed: written." })),
   unchanged: t.Optional(Type.Integer({ description: "Applied records equal to the stored ones in every field: not written (their updatedAt and lastJobId stay)." })),
+  deleted: t.Optional(Type.Integer({ description: "A delete job's: records deleted. applied = deleted + notFound." })),
+  notFound: t.Optional(Type.Integer({ description: "A delete job's: ids that named no record (never imported, already deleted, or repeated in the batch): not an error." })),
   canceled: t.Optional(t.Literal(true, { description: "Present, true, when the job was canceled on request before it started (POST /v2/status/{id}/cancel)." })),
 });
 
@@ -32,6 +34,12 @@ export const jobDocumentSchema = t.Object({
   // Enums as enums (not unions of constants), so that generated clients get an enum type.
   importJobType: Type.Unsafe<string>({ type: "string", enum: [...jobTypes], examples: ["Asset"] }),
   importJobStatus: Type.Unsafe<JobStatus>({ type: "string", enum: [...jobStatuses], examples: ["Succeeded"] }),
+  operation: Type.Unsafe<JobOperation>({
+    type: "string",
+    enum: [...jobOperations],
+    examples: ["upsert"],
+    description: "What the job does to the records of its importJobType: upsert (an import, POST /v2/<resource>) or delete (POST /v2/deletions/<resource>).",
+  }),
   statusUrl: t.String({ examples: ["/v2/status/17"], description: "Relative to the environment's base URL." }),
   output: t.Union([jobOutputSchema, t.Null()]),
   createdAt: t.String({ format: "date-time" }),
@@ -49,6 +57,7 @@ export function jobDocument(job: Job): JobDocument {
     id: job.id,
     importJobType: job.type,
     importJobStatus: job.status,
+    operation: job.operation,
     statusUrl: `/v2/status/${job.id}`,
     output: isTerminal(job.status) ? job.output : null,
     createdAt: job.createdAt,

@@ -1,3 +1,4 @@
+import { JobOperation } from "../domain/job";
 import type { ResourceDefinition } from "../resources/definition";
 import type { FieldErrors } from "../resources/validate";
 import { readBatch, type ValidBatch } from "./batch";
@@ -9,35 +10,38 @@ export type IntakeResult =
   | { ok: false; errors: FieldErrors; errorCount: number; truncated: boolean }
   | { ok: false; idempotencyConflict: true };
 
-export type IntakeRequest = { environmentId: number; resource: ResourceDefinition; body: Uint8Array; idempotencyKey?: string; dryRun?: boolean };
+/** `operation`: an import's upsert (the default), or a delete job's (its body a list of ids). */
+export type IntakeRequest = { environmentId: number; resource: ResourceDefinition; body: Uint8Array; idempotencyKey?: string; dryRun?: boolean; operation?: JobOperation };
 
-/** What one import POST came to; `batch` is set when a new job was stored: the batch as its apply step would read it back. */
+/** What one import or delete POST came to; `batch` is set when a new job was stored: the batch as its apply step would read it back. */
 export type Accepted = { result: IntakeResult; batch?: ValidBatch };
 
 /**
- * Request-time work for import POSTs, on a worker thread: parse and validate each body, then store the well-formed ones as jobs,
+ * Request-time work for import and delete POSTs, on a worker thread: parse and validate each body, then store the well-formed ones as jobs,
  * all in one transaction (requests that arrive together share one commit). Answers in the order asked;
  * one request's invalid body never affects another's.
  */
 export async function acceptBatches(queue: JobQueue, requests: IntakeRequest[]): Promise<Accepted[]> {
   const answers: Accepted[] = new Array(requests.length);
   const stored: Array<{ index: number; batch: ValidBatch; request: Omit<EnqueueRequest, "body">; payload: Promise<Uint8Array> }> = [];
-  requests.forEach(({ environmentId, resource, body, idempotencyKey, dryRun = false }, index) => {
+  requests.forEach(({ environmentId, resource, body, idempotencyKey, dryRun = false, operation = JobOperation.Upsert }, index) => {
     // Compressing a big body takes about half as long as parsing and validating it (docs/performance.md, row 3):
     // started first, it runs on another core meanwhile. An invalid body's compression is wasted (a big invalid
     // body costs its compression too) and thrown away unawaited, so its failure, if any, must not surface as an
     // unhandled rejection (which ends a worker thread).
     const payload = storedPayload(body);
     payload.catch(() => {});
-    const batch = readBatch(resource, body);
+    const batch = readBatch(resource, body, operation);
     if (!batch.ok) return void (answers[index] = { result: batch });
-    // The same key means the same request only for the same resource, the same bytes and the same dry-run flag
-    // (a real run is not the replay of a dry run). A real run's hash is as it always was.
-    const target = dryRun ? `${resource.path}?dryRun=true` : resource.path;
+    // The same key means the same request only for the same path (an import's or a deletion's of the resource), the
+    // same bytes and the same dry-run flag (a real run is not the replay of a dry run). An import's hash is as it
+    // always was.
+    const path = operation === JobOperation.Delete ? `deletions/${resource.path}` : resource.path;
+    const target = dryRun ? `${path}?dryRun=true` : path;
     const idempotency = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: new Bun.CryptoHasher("sha256").update(`${target}\n`).update(body).digest("hex") };
     // The exact bytes are stored (compressed when big), not a re-serialization: an apply step without the
     // records handed back here (another thread, a restart) parses them again.
-    stored.push({ index, batch: { records: batch.records, sent: batch.sent }, request: { environmentId, type: resource.jobType, recordCount: batch.records.length, idempotency, dryRun }, payload });
+    stored.push({ index, batch: { records: batch.records, sent: batch.sent }, request: { environmentId, type: resource.jobType, recordCount: batch.records.length, idempotency, dryRun, operation }, payload });
   });
   if (stored.length === 0) return answers;
   const bodies = await Promise.all(stored.map(({ payload }) => payload));

@@ -1,4 +1,4 @@
-import { JobStatus, type JobOutput } from "../domain/job";
+import { JobOperation, JobStatus, type JobOutput } from "../domain/job";
 
 /**
  * What a finished job reports (its shape: JobOutput, in domain/job.ts). `message` is for people: how many failed,
@@ -85,7 +85,19 @@ export function recordOutcome(total: number, rejections: Rejection[], counts: Ap
 }
 
 /** A job canceled on request while it was still Pending (DECISIONS 7): Failed, nothing applied. */
-export function canceledOutput(total: number): JobOutput {
+export function canceledOutput(total: number, operation: JobOperation = JobOperation.Upsert): JobOutput {
+  if (operation === JobOperation.Delete) {
+    return {
+      message: `Canceled on request before it started: nothing was deleted (${plural(total, "id")} not looked at). Send them again to delete them.`,
+      total,
+      applied: 0,
+      rejected: 0,
+      errors: [],
+      deleted: 0,
+      notFound: 0,
+      canceled: true,
+    };
+  }
   return {
     message: `Canceled on request before it started: nothing was applied (${plural(total, "record")} not imported). Send the batch again to import it.`,
     total,
@@ -120,4 +132,28 @@ export function duplicateIdsOutcome(total: number, duplicates: Map<string, numbe
     `Nothing was applied: the batch contains ${plural(duplicates.size, "id")} more than once: ${named.join("; ")}${more}. ` +
     `Each id may appear only once per batch; remove the duplicates and re-send the batch.${capNote(rejections.length)}`;
   return { ...batchFailure(total, message, rejections), rejections };
+}
+
+/** What a delete job did to its ids: deleted, or naming no record (repeats in the batch included). */
+export type DeletedCounts = { deleted: number; notFound: number };
+const maxRejectionsTold = 3;
+
+/**
+ * The outcome of a delete job (DECISIONS 13), as recordOutcome's for an import: Succeeded when nothing was rejected
+ * (an id that named no record is not an error: deleting is idempotent), Failed when everything was, otherwise
+ * PartiallySucceeded; applied = deleted + notFound. `noun`: what one record is called ("sub area").
+ */
+export function deleteOutcome(noun: string, total: number, rejections: Rejection[], { deleted, notFound }: DeletedCounts, dryRun = false): { status: JobStatus; output: JobOutput } {
+  const rejected = rejections.length;
+  const was = (count: number) => (count === 1 ? "was" : "were");
+  const parts = [`${dryRun ? "Would delete" : "Deleted"} ${deleted} of ${plural(total, `${noun} record`)}`];
+  if (notFound > 0) parts.push(`${notFound} ${was(notFound)} not found (never imported, or already deleted)`);
+  let message = parts.join("; ");
+  if (rejected > 0) {
+    const told = rejections.slice(0, maxRejectionsTold).map((rejection) => `[${rejection.index}] ${rejection.message}`);
+    const more = rejected > told.length ? ` And ${rejected - told.length} more; see errors.` : "";
+    message += `; ${rejected} ${dryRun ? "would be" : was(rejected)} rejected: ${told.join(" ")}${more}${capNote(rejected)}`;
+  } else message += ".";
+  const status = rejected === 0 ? JobStatus.Succeeded : rejected === total ? JobStatus.Failed : JobStatus.PartiallySucceeded;
+  return { status, output: { message, total, applied: deleted + notFound, rejected, errors: errorsOf(rejections), deleted, notFound } };
 }

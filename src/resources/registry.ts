@@ -32,3 +32,10 @@ export function resourceByJobType(jobType: string): ResourceDefinition {
   if (!resource) throw new Error(`no import resource has job type ${jobType}`);
   return resource;
 }
+
+/** The fields of other resources that name records of `resource` (an asset's subAreaId names a sub area, say). */
+export function referencesTo(resource: ResourceDefinition): Array<{ resource: ResourceDefinition; field: string }> {
+  return resources.flatMap((referring) =>
+    referring.references.filter((reference) => reference.resource === resource.path).map((reference) => ({ resource: referring, field: reference.field })),
+  );
+}

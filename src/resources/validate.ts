@@ -223,6 +223,36 @@ export function validateBatch<T>(
   body: unknown,
   { mayHoldLoneSurrogate = true }: { mayHoldLoneSurrogate?: boolean } = {},
 ): BatchValidation<T> {
+  const { report, failed, count } = errorCollector();
+  if (!Array.isArray(body) || body.length === 0) return notABatch(body, "record", '[{"id": "..."}]', report, failed);
+  const { checker, copy } = compiledValidator(schema);
+  const records: T[] = new Array(body.length);
+  for (let index = 0; index < body.length; index++) {
+    const item = body[index];
+    if (typeof item !== "object" || item === null || Array.isArray(item)) {
+      report(`[${index}]`, `Each record must be a JSON object. You sent ${describeType(item)}.`);
+      continue;
+    }
+    const before = count();
+    const fields = item as Record<string, unknown>;
+    const record = (!mayHoldLoneSurrogate && checker.Check(fields) ? copy(fields) : checkObject(schema, fields, `[${index}].`, report)) as T;
+    // Cross-field rules only make sense once every field has the right type.
+    if (count() === before) {
+      for (const rule of rules) {
+        for (const problem of rule(record)) report(`[${index}].${problem.field}`, problem.message);
+      }
+    }
+    records[index] = record;
+  }
+  if (count() > 0) return failed();
+  return { ok: true, records, sent: body };
+}
+
+/**
+ * Where a batch's problems are collected: under their path, a path's messages together, the map capped at
+ * `maxErrorKeys` keys (`truncated` then) while `count` counts them all.
+ */
+function errorCollector() {
   const errors: FieldErrors = {};
   let keys = 0;
   let errorCount = 0;
@@ -236,37 +266,46 @@ export function validateBatch<T>(
       keys++;
     } else truncated = true;
   };
+  return { report, count: () => errorCount, failed: () => ({ ok: false as const, errors, errorCount, truncated }) };
+}
 
-  if (!Array.isArray(body)) {
-    report("$", `The request body must be a JSON array of records, for example [{"id": "..."}]. You sent ${describeType(body)}.`);
-    return { ok: false, errors, errorCount, truncated };
-  }
-  if (body.length === 0) {
-    report("$", "The request body must contain at least one record. You sent an empty array.");
-    return { ok: false, errors, errorCount, truncated };
-  }
+/** The `$` problem of a body that is not a JSON array of at least one item (a `noun`, as `example` shows). */
+function notABatch(body: unknown, noun: string, example: string, report: (path: string, message: string) => void, failed: () => BatchValidation<never>) {
+  if (!Array.isArray(body)) report("$", `The request body must be a JSON array of ${noun}s, for example ${example}. You sent ${describeType(body)}.`);
+  else report("$", `The request body must contain at least one ${noun}. You sent an empty array.`);
+  return failed();
+}
 
-  const { checker, copy } = compiledValidator(schema);
-  const records: T[] = new Array(body.length);
+/** The longest id a record may have, as the resources' schemas say. */
+export const maxIdLength = 64;
+
+/** Why `item` is not a record's id, in the words of the end of a message; undefined when it is one. */
+function idProblem(item: unknown): string | undefined {
+  if (typeof item !== "string") return `You sent ${describeType(item)}.`;
+  if (item === "") return "You sent an empty string.";
+  if (isBlank(item)) return "You sent only white space.";
+  if (item.length > maxIdLength && codePoints(item) > maxIdLength) return `You sent ${codePoints(item)} characters.`;
+  if (item.includes("\u0000")) return "You sent the NUL character (\\u0000) in it.";
+  return undefined;
+}
+
+/**
+ * Validates a parsed delete body: a JSON array of ids, each as a record's id must be (not blank, at most 64
+ * characters, no NUL); problems under `[index]`, the body's own under `$`. The ids come back as records `{ id }`, a
+ * lone surrogate made U+FFFD as the stores keep ids; `sent` is the same (the rows of rejected ids carry `{ id }`).
+ */
+export function validateIds(body: unknown): BatchValidation<{ id: string }> {
+  const { report, failed, count } = errorCollector();
+  if (!Array.isArray(body) || body.length === 0) return notABatch(body, "id", '["A-1"]', report, failed);
+  const records: Array<{ id: string }> = new Array(body.length);
   for (let index = 0; index < body.length; index++) {
-    const item = body[index];
-    if (typeof item !== "object" || item === null || Array.isArray(item)) {
-      report(`[${index}]`, `Each record must be a JSON object. You sent ${describeType(item)}.`);
-      continue;
-    }
-    const before = errorCount;
-    const fields = item as Record<string, unknown>;
-    const record = (!mayHoldLoneSurrogate && checker.Check(fields) ? copy(fields) : checkObject(schema, fields, `[${index}].`, report)) as T;
-    // Cross-field rules only make sense once every field has the right type.
-    if (errorCount === before) {
-      for (const rule of rules) {
-        for (const problem of rule(record)) report(`[${index}].${problem.field}`, problem.message);
-      }
-    }
-    records[index] = record;
+    const item: unknown = body[index];
+    const problem = idProblem(item);
+    if (problem) report(`[${index}]`, `'Id' must be a non-empty string of at most ${maxIdLength} characters, e.g. "A-1". ${problem}`);
+    else records[index] = { id: (item as string).toWellFormed() };
   }
-  if (errorCount > 0) return { ok: false, errors, errorCount, truncated };
-  return { ok: true, records, sent: body };
+  if (count() > 0) return failed();
+  return { ok: true, records, sent: records };
 }
 
 /**

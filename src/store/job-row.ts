@@ -1,4 +1,4 @@
-import type { JobOutput, JobStatus } from "../domain/job";
+import type { JobOperation, JobOutput, JobStatus } from "../domain/job";
 import type { ClaimedRun, Completion, Job } from "./ports";
 
 /** A jobs row as both backends read it (camelCase keys; output as the JSON text stored). */
@@ -14,6 +14,7 @@ export type JobRow = {
   output: string | null;
   attempts: number;
   dryRun: boolean | number;
+  operation: string;
 };
 
 /** A row as the domain sees it: its status typed, its output parsed. */
@@ -30,6 +31,7 @@ export function toJob(row: JobRow): Job {
     output: row.output === null ? null : (JSON.parse(row.output) as JobOutput),
     attempts: row.attempts,
     dryRun: Boolean(row.dryRun),
+    operation: row.operation as JobOperation,
   };
 }
 

@@ -9,7 +9,7 @@
  *
  * Storage faults reach the rest of importd as the named errors of store/errors.ts, never as a driver's codes.
  */
-import type { JobOutput, JobStatus } from "../domain/job";
+import type { JobOperation, JobOutput, JobStatus } from "../domain/job";
 import type { ResourceDefinition } from "../resources/definition";
 
 export type Job = {
@@ -28,13 +28,15 @@ export type Job = {
   attempts: number;
   /** A dry run: applied, then rolled back; only its outcome is kept. */
   dryRun: boolean;
+  /** What it does to the records its batch names: upsert them (an import) or delete them by id. */
+  operation: JobOperation;
 };
 
 export type Environment = { id: number; slug: string; createdAt: string };
 
 export type Idempotency = { key: string; requestHash: string };
 /** `body`: the payload as it is to be stored (see jobs/payload.ts). */
-export type EnqueueRequest = { environmentId: number; type: string; recordCount: number; body: Uint8Array; idempotency?: Idempotency; dryRun?: boolean };
+export type EnqueueRequest = { environmentId: number; type: string; recordCount: number; body: Uint8Array; idempotency?: Idempotency; dryRun?: boolean; operation?: JobOperation };
 export type Enqueued = { job: Job; replayed: boolean; conflict?: undefined } | { conflict: true };
 
 /** One record a finished job rejected, as kept for GET /status/{id}/rejected. `record`: its JSON as sent. */
@@ -71,6 +73,12 @@ export type Completion = { jobId: number; status: JobStatus; output: JobOutput; 
 /** The oldest pending job of an environment that has no run in progress: the head of its queue. */
 export type QueueHead = { environmentId: number; jobId: number; attempts: number };
 
+/** What a deleted record left: its id, when and by which job, and its place in the order deletions happened. */
+export type Tombstone = { id: string; deletedAt: string; deletedByJobId: number; position: number };
+
+/** How many records of a resource name an id in one of their fields, and one of them (the least id). */
+export type Referrers = { count: number; example: string };
+
 /** What an upsert did, record by record. */
 export type UpsertCounts = { created: number; updated: number; unchanged: number };
 
@@ -88,6 +96,17 @@ export interface RunRecords {
    * well-formed (no lone surrogate) and holds no U+0000.
    */
   upsert(resource: ResourceDefinition, jobId: number, records: ReadonlyArray<{ id: string } & Record<string, unknown>>): Promise<UpsertCounts>;
+  /**
+   * For each of `ids`, the records of `referring` whose `field` names it: how many, and one of them; an id none names is
+   * absent. One grouped query, whose cost follows the ids (it may scan the environment's records of `referring`: no
+   * index is kept for it, which every import would pay for).
+   */
+  referrers(referring: ResourceDefinition, field: string, ids: readonly string[]): Promise<Map<string, Referrers>>;
+  /**
+   * Deletes the records of `ids` that exist, as `jobId` does, and leaves a tombstone for each, in the order of `ids`;
+   * resolves to the ids deleted. (An upsert of an id ends its tombstone.)
+   */
+  remove(resource: ResourceDefinition, jobId: number, ids: readonly string[]): Promise<Set<string>>;
   /** Runs `fn` and then undoes every write it made (a savepoint rolled back): a dry run's apply. */
   undone<T>(fn: () => Promise<T>): Promise<T>;
 }
@@ -139,12 +158,15 @@ export interface JobQueue {
    * A claim and a cancel of the same job never both succeed: whichever commits first wins.
    */
   cancel(environmentId: number, jobId: number, output: JobOutput): Promise<{ job: Job; canceled: boolean } | undefined>;
-  /** Deletes job documents completed before `before`, and idempotency keys past their 24 hours; resolves to the jobs deleted. */
+  /**
+   * Deletes job documents completed before `before`, the tombstones of deletions before it, and idempotency keys past
+   * their 24 hours; resolves to the jobs deleted.
+   */
   purge(before: string): Promise<number>;
 }
 
 /** A page of an environment's jobs: each filter, when given, narrows it (`type` is a resource's job type, e.g. "Asset"). */
-export type JobListOptions = { status?: JobStatus; type?: string; dryRun?: boolean; limit: number; after?: number; retainedSince: string };
+export type JobListOptions = { status?: JobStatus; type?: string; dryRun?: boolean; operation?: JobOperation; limit: number; after?: number; retainedSince: string };
 
 /** Reads about jobs, for the HTTP API and the metrics. */
 export interface JobReads {
@@ -165,6 +187,10 @@ export interface RecordReads {
   get(resource: ResourceDefinition, environmentId: number, id: string): Promise<Record<string, unknown> | undefined>;
   /** A page in id order; `after` is the last id of the previous page. */
   page(resource: ResourceDefinition, environmentId: number, limit: number, after?: string): Promise<Array<Record<string, unknown>>>;
+  /** The tombstone of the record `id`, if it was deleted (and not imported again since, nor purged). */
+  tombstone(resource: ResourceDefinition, environmentId: number, id: string): Promise<Tombstone | undefined>;
+  /** A page of the resource's tombstones in the order the deletions happened; `after` is the last position of the previous page. */
+  tombstones(resource: ResourceDefinition, environmentId: number, limit: number, after?: number): Promise<Tombstone[]>;
 }
 
 export type StoredKey = { keyId: number; environmentId: number; slug: string; secretHash: Uint8Array; revokedAt: string | null };

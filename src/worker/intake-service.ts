@@ -1,3 +1,4 @@
+import { JobOperation } from "../domain/job";
 import type { IntakeResult } from "../jobs/intake";
 import type { Log } from "../log";
 import type { ResourceDefinition } from "../resources/definition";
@@ -12,6 +13,8 @@ export type IntakeRequest = {
   body: Uint8Array;
   idempotencyKey?: string;
   dryRun?: boolean;
+  /** A delete job's body (ids) rather than an import's (records). */
+  operation?: JobOperation;
 };
 
 /**
@@ -21,7 +24,7 @@ export type IntakeRequest = {
 const lightBodyBytes = 64 * 1024;
 
 /**
- * Accepting an import batch, from the HTTP thread's side: the bytes go to a worker thread (transferred, not
+ * Accepting an import (or delete) batch, from the HTTP thread's side: the bytes go to a worker thread (transferred, not
  * copied) that parses, validates and stores them (jobs/intake.ts), because a large body must never block
  * this thread; a new job wakes the scheduler, with the worker slot that holds its batch parsed, and is
  * logged. A storage fault rejects as the store's named error (StorageFull, StorageUnavailable), a worker
@@ -30,17 +33,17 @@ const lightBodyBytes = 64 * 1024;
 export class IntakeService {
   constructor(private readonly deps: { pool: Pick<WorkerPool, "run">; scheduler: Pick<JobScheduler, "accepted">; log: Log }) {}
 
-  async accept({ environmentId, environment, resource, body, idempotencyKey, dryRun }: IntakeRequest): Promise<IntakeResult> {
+  async accept({ environmentId, environment, resource, body, idempotencyKey, dryRun, operation }: IntakeRequest): Promise<IntakeResult> {
     const buffer = (body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? body.buffer : body.slice().buffer) as ArrayBuffer;
     let acceptedOn: number | undefined;
     const light = buffer.byteLength < lightBodyBytes;
-    const result = await this.deps.pool.run("accept", { environmentId, resource: resource.path, body: buffer, idempotencyKey, dryRun }, [buffer], {
+    const result = await this.deps.pool.run("accept", { environmentId, resource: resource.path, body: buffer, idempotencyKey, dryRun, operation }, [buffer], {
       light,
       onSlot: (slot) => (acceptedOn = slot),
     });
     if (result.ok && !result.replayed) {
       this.deps.scheduler.accepted(result.job.id, environmentId, acceptedOn, light);
-      this.deps.log({ msg: "job accepted", jobId: result.job.id, type: result.job.type, records: result.job.recordCount, environment, ...(dryRun ? { dryRun } : {}) });
+      this.deps.log({ msg: "job accepted", jobId: result.job.id, type: result.job.type, records: result.job.recordCount, environment, ...(dryRun ? { dryRun } : {}), ...(operation === JobOperation.Delete ? { operation } : {}) });
     }
     return result;
   }

@@ -139,7 +139,7 @@ function nonNull(schema: Schema): { base: Schema; nullable: boolean } {
   return { base: schema, nullable: schema.type === "null" };
 }
 
-type Broken = { value: Record<string, unknown>; key: string };
+type Broken = { value: unknown; key: string };
 
 const otherTypes: Record<string, fc.Arbitrary<unknown>[]> = {
   string: [fc.integer(), fc.boolean(), fc.constant([]), fc.constant({})],
@@ -202,4 +202,14 @@ export function brokenObjectsOf(schema: Schema): fc.Arbitrary<Broken> {
     breaks.push(fc.tuple(valid, low, fc.integer({ min: 1, max: 1_000_000 })).map(([record, value, more]): Broken => ({ value: { ...record, [end]: value, [start]: value + more }, key: start })));
   }
   return fc.oneof(...breaks);
+}
+
+/**
+ * The items of a request's array `schema` forbids, each with the key a 400 must name under the item's index: an
+ * object's broken field (brokenObjectsOf), or, for an item that is not an object (a delete job's id), the item
+ * itself broken, under its index alone (key "").
+ */
+export function brokenItemsOf(schema: Schema): fc.Arbitrary<Broken> {
+  if (schema.type === "object") return brokenObjectsOf(schema);
+  return fc.oneof(...wrongValuesOf(schema)).map((value): Broken => ({ value, key: "" }));
 }

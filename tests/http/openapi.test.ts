@@ -132,10 +132,10 @@ describe("the OpenAPI document", () => {
     expect(ids.sort()).toEqual(
       [
         "getJob", "cancelJob", "listJobs", "listRejectedRecords",
-        "importAssets", "getAsset", "listAssets",
-        "importSubAreas", "getSubArea", "listSubAreas",
-        "importAssetTypes", "getAssetType", "listAssetTypes",
-        "importAssetCategories", "getAssetCategory", "listAssetCategories",
+        "importAssets", "getAsset", "listAssets", "deleteAssets", "listDeletedAssets",
+        "importSubAreas", "getSubArea", "listSubAreas", "deleteSubAreas", "listDeletedSubAreas",
+        "importAssetTypes", "getAssetType", "listAssetTypes", "deleteAssetTypes", "listDeletedAssetTypes",
+        "importAssetCategories", "getAssetCategory", "listAssetCategories", "deleteAssetCategories", "listDeletedAssetCategories",
         "createWebhook", "listWebhooks", "deleteWebhook", "testWebhook", "listJobDeliveries",
       ].sort(),
     );
@@ -172,6 +172,8 @@ describe("the OpenAPI document", () => {
     const cases = [
       { pattern: parameter("/v2/jobs", "get", "after"), key: "after", send: (value: string) => fetch(`${server.base}/v2/jobs?after=${encodeURIComponent(value)}`, { headers: { "api-key": server.key } }) },
       { pattern: parameter("/v2/status/{id}/rejected", "get", "after"), key: "after", send: (value: string) => fetch(`${server.base}/v2/status/${job.id}/rejected?after=${encodeURIComponent(value)}`, { headers: { "api-key": server.key } }) },
+      { pattern: parameter("/v2/deletions/assets", "get", "after"), key: "after", send: (value: string) => fetch(`${server.base}/v2/deletions/assets?after=${encodeURIComponent(value)}`, { headers: { "api-key": server.key } }) },
+      { pattern: parameter("/v2/deletions/assets", "post", "Idempotency-Key"), key: "Idempotency-Key", send: (value: string) => fetch(`${server.base}/v2/deletions/assets`, { method: "POST", headers: { "api-key": server.key, "content-type": "application/json", "idempotency-key": value }, body: "[]" }) },
       { pattern: parameter("/v2/assets", "post", "Idempotency-Key"), key: "Idempotency-Key", send: (value: string) => fetch(`${server.base}/v2/assets`, { method: "POST", headers: { "api-key": server.key, "content-type": "application/json", "idempotency-key": value }, body: "[]" }) },
     ];
     for (const { pattern, key, send } of cases) {
@@ -292,9 +294,9 @@ describe("the OpenAPI document", () => {
     expect({ url: server!.url, variables: Object.keys(server!.variables), env: server!.variables.env!.default }).toEqual({ url: "/{env}", variables: ["env"], env: "default" });
     const documented = operations().map(({ path, method }) => `${method.toUpperCase()} /{env}${path}`);
     expect(served.filter((route) => !undocumented.has(route)).sort()).toEqual(documented.sort());
-    // Status, its rejected records, cancel and the job list; per resource: import, list, get; webhooks: create, list,
-    // delete, test, and a job's deliveries.
-    expect(documented.length).toBe(4 + 3 * resources.length + 5);
+    // Status, its rejected records, cancel and the job list; per resource: import, list, get, delete and its deletions;
+    // webhooks: create, list, delete, test, and a job's deliveries.
+    expect(documented.length).toBe(4 + 5 * resources.length + 5);
 
     for (const { path, operation } of operations()) {
       expect(path.startsWith("/v2/")).toBe(true);

@@ -43,7 +43,7 @@ describe("answers checked against the OpenAPI document", () => {
   });
 
   test("an answer that matches passes through unchanged", async () => {
-    answers["/default/v2/status/7"] = () => Response.json({ id: 7, importJobStatus: "Pending", importJobType: "Asset", recordCount: 1, dryRun: false, createdAt: new Date().toISOString(), startedAt: null, completedAt: null, statusUrl: "/default/v2/status/7", output: null });
+    answers["/default/v2/status/7"] = () => Response.json({ id: 7, importJobStatus: "Pending", importJobType: "Asset", recordCount: 1, dryRun: false, operation: "upsert", createdAt: new Date().toISOString(), startedAt: null, completedAt: null, statusUrl: "/default/v2/status/7", output: null });
     const response = await get("/status/7");
     expect(response.status).toBe(200);
   });

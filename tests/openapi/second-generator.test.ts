@@ -56,5 +56,6 @@ test("an SDK generated with @hey-api/openapi-ts typechecks the walk-through unde
     "failed jobs the duplicates",
     "invalid 400 [0].subAreaId: 'Sub Area Id' must not be empty.",
     "list PIPE-0001,PIPE-0002 | VALVE-0001",
+    "delete Succeeded, deleted 1, deletions PIPE-0002, read 404 deleted by that job",
   ]);
 }, 120_000);

@@ -3,6 +3,7 @@
 // `tsc --strict` without a single cast (tests/openapi/second-generator.test.ts), and it runs against a real server.
 import {
   cancelJob,
+  deleteAssets,
   getAsset,
   getJob,
   importAssetCategories,
@@ -10,6 +11,7 @@ import {
   importAssetTypes,
   importSubAreas,
   listAssets,
+  listDeletedAssets,
   listJobs,
   listRejectedRecords,
   type Asset,
@@ -129,5 +131,15 @@ export async function walkthrough(baseUrl: string, apiKey: string): Promise<stri
     after = page.data.nextCursor ?? undefined;
   } while (after);
   seen.push(`list ${pages.join(" | ")}`);
+
+  // 7. A delete job (ids, not records), then the deletions a reader that follows them is given, and the deleted record's 404.
+  const deletion = await deleteAssets({ client, body: ["PIPE-0002", "PIPE-0404"] });
+  if (!deletion.data) fail("deletion", deletion.error);
+  const deleted = await finished(deletion.data.id);
+  const gone = await listDeletedAssets({ client, query: { limit: 10 } });
+  if (!gone.data) fail("deletions", gone.error);
+  const readGone = await getAsset({ client, path: { id: "PIPE-0002" } });
+  const deletedBy = readGone.error?.deletedByJobId === deleted.id ? "that job" : readGone.error?.deletedByJobId;
+  seen.push(`${deleted.operation} ${deleted.importJobStatus}, deleted ${deleted.output?.deleted}, deletions ${gone.data.items.map((item) => item.id).join(",")}, read ${readGone.response.status} deleted by ${deletedBy}`);
   return seen;
 }

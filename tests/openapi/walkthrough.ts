@@ -87,5 +87,15 @@ export async function walkthrough(baseUrl: string, apiKey: string): Promise<stri
   const jobs = await client.GET("/v2/jobs", { params: { query: { status: "Failed", limit: 10 } } });
   if (!jobs.data) fail("jobs", jobs.error);
   seen.push(`failed jobs ${jobs.data.items.length}`);
+
+  // 7. A delete job (ids, not records), and the deletions a reader that follows them is given.
+  const deletion = await client.POST("/v2/deletions/assets", { body: ["PIPE-0002", "PIPE-0404"] });
+  if (!deletion.data) fail("deletion", deletion.error);
+  const deletionId = deletion.data.id;
+  const deleted = await finished(deletionId);
+  const gone = await client.GET("/v2/deletions/assets", { params: { query: { limit: 10 } } });
+  if (!gone.data) fail("deletions", gone.error);
+  const byWhom = gone.data.items.map((item) => `${item.id} by ${item.deletedByJobId === deletionId ? "that job" : item.deletedByJobId}`);
+  seen.push(`${deleted.operation} ${deleted.importJobStatus}, deleted ${deleted.output?.deleted} not found ${deleted.output?.notFound}, deletions ${byWhom.join(",")}`);
   return seen;
 }

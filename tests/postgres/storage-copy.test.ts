@@ -68,6 +68,11 @@ if (requirePostgres("importd storage copy")) {
     expect([succeeded.importJobStatus, partial.importJobStatus, failed.importJobStatus]).toEqual(["Succeeded", "PartiallySucceeded", "Failed"]);
     const idempotent = await postJson(base, "assets", key, [asset(0, { name: "replayed" })], { "idempotency-key": "nightly-1" });
     expect(idempotent.status).toBe(202);
+    // A delete job (its operation column) and the tombstone it leaves (and the position a reader's cursor may hold).
+    const deletion = await postJson(base, "deletions/assets", key, [asset(49).id]);
+    expect(deletion.status).toBe(202);
+    const deleted = await waitForJob(base, key, (await deletion.json()).id);
+    expect(deleted).toMatchObject({ operation: "delete", output: { deleted: 1 } });
     const replayedJob = (await idempotent.json()) as JobDocument;
     await waitForJob(base, key, replayedJob.id);
 
@@ -99,6 +104,7 @@ if (requirePostgres("importd storage copy")) {
     expect(before.job_payloads!.length).toBeGreaterThanOrEqual(3);
     expect(before.job_rejections!.length).toBe(2);
     expect(before.idempotency_keys!.length).toBe(1);
+    expect(before.tombstones!.map((row) => row.id)).toEqual([asset(49).id]);
 
     // Every table of the appliance is one the copy knows.
     const sqlite = new Database(join(dataDir, "importd.sqlite"), { readonly: true });
@@ -111,7 +117,7 @@ if (requirePostgres("importd storage copy")) {
     expect(copied.stderr).not.toContain(testPassword);
     expect(copied.stdout).not.toContain(testPassword);
     expect(copied.code).toBe(0);
-    expect(copied.stdout).toMatch(/^copied .* into postgres:\/\/importd_test:\*\*\*@.* in [\d.]+ s: 2 environments, 3 API keys, 14 jobs, \d+ records\n$/);
+    expect(copied.stdout).toMatch(/^copied .* into postgres:\/\/importd_test:\*\*\*@.* in [\d.]+ s: 2 environments, 3 API keys, 15 jobs, \d+ records\n$/);
     expect(copied.stderr).toContain("assets");
 
     // Value for value, every row; and the appliance's data directory as it was.
@@ -153,6 +159,12 @@ if (requirePostgres("importd storage copy")) {
     expect(rejected.items[0]).toMatchObject({ index: 1, record: { id: "A-0000051", subAreaId: "nowhere" } });
     const replay = await postJson(b, "assets", key, [asset(0, { name: "replayed" })], { "idempotency-key": "nightly-1" });
     expect((await replay.json()).id).toBe(replayedJob.id);
+
+    // The deleted record is still deleted, by the same job; a deletion there takes a position after the appliance's.
+    expect(await (await fetch(`${a}/v2/assets/${asset(49).id}`, { headers: { "api-key": key } })).json()).toMatchObject({ status: 404, deletedByJobId: deleted.id });
+    const cursor = (await (await fetch(`${a}/v2/deletions/assets`, { headers: { "api-key": key } })).json()).nextCursor;
+    expect((await waitForJob(b, key, (await (await postJson(b, "deletions/assets", key, [asset(48).id])).json()).id)).output).toMatchObject({ deleted: 1 });
+    expect((await (await fetch(`${a}/v2/deletions/assets?after=${cursor}`, { headers: { "api-key": key } })).json()).items.map((item: { id: string }) => item.id)).toEqual([asset(48).id]);
 
     const second = `${instances[0]!.url}/second`;
     expect((await fetch(`${second}/v2/jobs`, { headers: { "api-key": secondKey } })).status).toBe(200);
@@ -219,6 +231,7 @@ function orderOf(table: string): string {
   if (table === "job_rejections") return "job_id, position";
   if (table === "idempotency_keys") return "environment_id, key";
   if (table === "webhook_attempts") return "delivery_id, attempt";
+  if (table === "tombstones") return "position";
   if (["sub_areas", "asset_types", "asset_categories", "assets"].includes(table)) return "environment_id, id";
   return "id";
 }

@@ -361,6 +361,163 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       expect(await runNext(queue, e2, { token: token() })).toBeUndefined();
     });
 
+    describe("deletes (DECISIONS 13)", () => {
+      const enqueueDelete = async (environmentId: number, type: string, ids: unknown[], dryRun = false) => {
+        const [outcome] = await store.queue.enqueue([{ environmentId, type, recordCount: ids.length, body: encode(ids), operation: "delete", dryRun }]);
+        if (outcome!.conflict) throw new Error("conflict");
+        return outcome!.job;
+      };
+      const subareas = resourceByPath("subareas")!;
+      const assetsResource = resourceByPath("assets")!;
+      const seedReferences = async (environmentId: number) => {
+        await enqueueAs(environmentId, "AssetType", [{ id: "pipe", name: "Pipe" }, { id: "valve", name: "Valve" }]);
+        await enqueueAs(environmentId, "AssetCategory", [{ id: "water", name: "Water network" }]);
+        await enqueueAs(environmentId, "SubArea", [{ id: "north", name: "North" }, { id: "south", name: "South" }]);
+        await runNext(store.queue, environmentId, { token: token() });
+      };
+
+      test("a delete job is stored with its operation, and the list narrows to it; imports are upserts", async () => {
+        const { queue, e1 } = await setUp();
+        const upsert = await enqueue(e1, subAreas("North"));
+        const deletion = await enqueueDelete(e1, "SubArea", ["north"]);
+        expect([upsert.operation, deletion.operation]).toEqual(["upsert", "delete"]);
+        expect((await store.jobs.find(e1, deletion.id, ""))!.operation).toBe("delete");
+        const ids = async (options: Partial<JobListOptions>) => (await store.jobs.list(e1, { limit: 10, retainedSince: "", ...options })).map((job) => job.id);
+        expect(await ids({ operation: "delete" })).toEqual([deletion.id]);
+        expect(await ids({ operation: "upsert" })).toEqual([upsert.id]);
+        // Claimed and run like any job, in the same run as the import before it.
+        const results = (await runNext(queue, e1, { token: token() }))!;
+        expect(results.map((result) => [result.id, result.status])).toEqual([[upsert.id, "Succeeded"], [deletion.id, "Succeeded"]]);
+        expect((await store.jobs.find(e1, deletion.id, ""))!).toMatchObject({ operation: "delete", output: { deleted: 1, notFound: 0, applied: 1, total: 1 } });
+      });
+
+      test("deletes the records that exist, counts the others (and a repeated id) notFound, and leaves a tombstone for each deleted one; another environment's records stay", async () => {
+        const { queue, e1, e2 } = await setUp();
+        await enqueue(e1, subAreas("A", "B", "C"));
+        await enqueue(e2, subAreas("A"));
+        await runNext(queue, e1, { token: token() });
+        await runNext(queue, e2, { token: token() });
+        const job = await enqueueDelete(e1, "SubArea", ["a", "nope", "b", "a"]);
+        const [result] = (await runNext(queue, e1, { token: token() }))!;
+        expect(result).toMatchObject({ id: job.id, status: "Succeeded", total: 4, applied: 4, rejected: 0 });
+        const output = (await store.jobs.find(e1, job.id, ""))!.output!;
+        expect(output).toMatchObject({ deleted: 2, notFound: 2, errors: [] });
+        expect(output.message).toBe("Deleted 2 of 4 sub area records; 2 were not found (never imported, or already deleted).");
+        expect(await store.records.get(subareas, e1, "a")).toBeUndefined();
+        expect(await store.records.get(subareas, e1, "c")).toMatchObject({ id: "c" });
+        expect(await store.records.get(subareas, e2, "a")).toMatchObject({ id: "a" });
+        const tombstone = (await store.records.tombstone(subareas, e1, "a"))!;
+        expect(tombstone).toMatchObject({ id: "a", deletedByJobId: job.id });
+        expect(Date.parse(tombstone.deletedAt)).toBeGreaterThan(0);
+        expect(await store.records.tombstone(subareas, e1, "nope")).toBeUndefined();
+        expect(await store.records.tombstone(subareas, e2, "a")).toBeUndefined();
+        expect(await store.records.tombstones(subareas, e2, 10)).toEqual([]);
+      });
+
+      test("a record others refer to is rejected, naming how many and one of them; nothing cascades; a later job of the run finds a deleted record gone", async () => {
+        const { queue, e1 } = await setUp();
+        await seedReferences(e1);
+        await enqueueAs(e1, "Asset", [asset(2, { subAreaId: "north" }), asset(4, { subAreaId: "north" }), asset(6, { subAreaId: "north" }), asset(1, { subAreaId: "south" })]);
+        await runNext(queue, e1, { token: token() });
+        // One run: the asset that pointed at south goes, then south, then an asset that points at south is unknown.
+        const assetGone = await enqueueDelete(e1, "Asset", [asset(1).id]);
+        const areas = await enqueueDelete(e1, "SubArea", ["north", "south", "west"]);
+        const late = await enqueueAs(e1, "Asset", [asset(9, { subAreaId: "south" })]);
+        const results = (await runNext(queue, e1, { token: token() }))!;
+        expect(results.map((result) => [result.id, result.status])).toEqual([
+          [assetGone.id, "Succeeded"],
+          [areas.id, "PartiallySucceeded"],
+          [late.id, "Failed"],
+        ]);
+        const output = (await store.jobs.find(e1, areas.id, ""))!.output!;
+        expect(output).toMatchObject({ total: 3, deleted: 1, notFound: 1, rejected: 1, applied: 2 });
+        const reason = `3 assets refer to sub area 'north' (for example '${asset(2).id}'): delete them or change their subAreaId first.`;
+        expect(output.errors).toEqual([{ index: 0, id: "north", field: "id", message: reason }]);
+        expect(output.message).toBe(`Deleted 1 of 3 sub area records; 1 was not found (never imported, or already deleted); 1 was rejected: [0] ${reason}`);
+        expect(await store.jobs.rejections(areas.id, 10)).toEqual([{ position: 0, field: "id", message: reason, record: JSON.stringify({ id: "north" }) }]);
+        expect(await store.records.get(subareas, e1, "north")).toMatchObject({ id: "north" });
+        expect(await store.records.get(subareas, e1, "south")).toBeUndefined();
+        expect(await store.records.get(assetsResource, e1, asset(2).id)).toMatchObject({ subAreaId: "north" });
+        expect((await store.jobs.rejections(late.id, 10)).map((row) => row.field)).toEqual(["subAreaId"]);
+        const one = await enqueueDelete(e1, "AssetType", ["valve"]);
+        await runNext(queue, e1, { token: token() });
+        expect((await store.jobs.find(e1, one.id, ""))!.output!.errors[0]!.message).toBe(`1 asset refers to asset type 'valve' ('${asset(6).id}'): delete it or change its assetTypeId first.`);
+      });
+
+      test("importing a deleted id again creates the record and ends its tombstone; the ids of other tombstones stay deleted", async () => {
+        const { queue, e1 } = await setUp();
+        await enqueue(e1, subAreas("A", "B"));
+        await enqueueDelete(e1, "SubArea", ["a", "b"]);
+        await runNext(queue, e1, { token: token() });
+        expect((await store.records.tombstones(subareas, e1, 10)).map((tombstone) => tombstone.id)).toEqual(["a", "b"]);
+        const again = await enqueue(e1, [{ id: "a", name: "A again" }]);
+        await runNext(queue, e1, { token: token() });
+        expect((await store.jobs.find(e1, again.id, ""))!.output).toMatchObject({ created: 1 });
+        expect(await store.records.get(subareas, e1, "a")).toMatchObject({ name: "A again", lastJobId: again.id });
+        expect(await store.records.tombstone(subareas, e1, "a")).toBeUndefined();
+        expect((await store.records.tombstones(subareas, e1, 10)).map((tombstone) => tombstone.id)).toEqual(["b"]);
+      });
+
+      test("tombstones page in the order the deletions happened, not by id: a reader's cursor never misses a later deletion of a smaller id", async () => {
+        const { queue, e1 } = await setUp();
+        await enqueue(e1, subAreas("M", "Z", "B", "A"));
+        await runNext(queue, e1, { token: token() });
+        await enqueueDelete(e1, "SubArea", ["z", "m"]);
+        await runNext(queue, e1, { token: token() });
+        const first = await store.records.tombstones(subareas, e1, 2);
+        expect(first.map((tombstone) => tombstone.id)).toEqual(["z", "m"]);
+        expect(await store.records.tombstones(subareas, e1, 2, first.at(-1)!.position)).toEqual([]);
+        await enqueueDelete(e1, "SubArea", ["b"]);
+        await runNext(queue, e1, { token: token() });
+        await enqueueDelete(e1, "SubArea", ["a"]);
+        await runNext(queue, e1, { token: token() });
+        const next = await store.records.tombstones(subareas, e1, 1, first.at(-1)!.position);
+        expect(next.map((tombstone) => tombstone.id)).toEqual(["b"]);
+        expect((await store.records.tombstones(subareas, e1, 10, next[0]!.position)).map((tombstone) => tombstone.id)).toEqual(["a"]);
+        // A cursor past any position, beyond PostgreSQL's integer too: an empty page.
+        expect(await store.records.tombstones(subareas, e1, 10, 999_999_999_999_999)).toEqual([]);
+      });
+
+      test("a dry-run delete deletes nothing and leaves no tombstone, and says what it would delete", async () => {
+        const { queue, e1 } = await setUp();
+        await enqueue(e1, subAreas("A"));
+        await runNext(queue, e1, { token: token() });
+        const dry = await enqueueDelete(e1, "SubArea", ["a", "x"], true);
+        await runNext(queue, e1, { token: token() });
+        expect((await store.jobs.find(e1, dry.id, ""))!.output).toMatchObject({
+          deleted: 1,
+          notFound: 1,
+          message: "Dry run: nothing was applied. Would delete 1 of 2 sub area records; 1 was not found (never imported, or already deleted).",
+        });
+        expect(await store.records.get(subareas, e1, "a")).toMatchObject({ id: "a" });
+        expect(await store.records.tombstones(subareas, e1, 10)).toEqual([]);
+      });
+
+      test("a delete job's end is told to webhooks like any job's, its body the job document with its operation and counts", async () => {
+        const { queue, e1 } = await setUp();
+        await enqueue(e1, subAreas("A"));
+        await runNext(queue, e1, { token: token() });
+        await store.webhooks.create(e1, { url: "https://all.example/", events: ["job.succeeded"], secret: "whsec_x" });
+        const deletion = await enqueueDelete(e1, "SubArea", ["a"]);
+        await runNext(queue, e1, { token: token() });
+        const [claimed] = await store.webhooks.claimDue({ token: token(), limit: 10, perEnvironment: 10, leaseMs: 60_000, busy: [] });
+        const body = JSON.parse(claimed!.body);
+        expect(body).toMatchObject({ type: "job.succeeded", data: { id: deletion.id, operation: "delete", importJobType: "SubArea", output: { deleted: 1, notFound: 0 } } });
+      });
+
+      test("purge deletes the tombstones of deletions before the cut-off, with their jobs", async () => {
+        const { queue, e1 } = await setUp();
+        await enqueue(e1, subAreas("A"));
+        await enqueueDelete(e1, "SubArea", ["a"]);
+        await runNext(queue, e1, { token: token() });
+        await queue.purge("2000-01-01T00:00:00.000Z");
+        expect(await store.records.tombstone(subareas, e1, "a")).toBeDefined();
+        await queue.purge(new Date(Date.now() + 60_000).toISOString());
+        expect(await store.records.tombstone(subareas, e1, "a")).toBeUndefined();
+        expect(await store.records.tombstones(subareas, e1, 10)).toEqual([]);
+      });
+    });
+
     describe("webhooks", () => {
       const all = ["job.succeeded", "job.partially_succeeded", "job.failed", "job.canceled"];
       const subscribe = (environmentId: number, url: string, events = all) => store.webhooks.create(environmentId, { url, events, secret: `whsec_${url}` });
@@ -397,7 +554,7 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
         const [claimed] = await claim();
         expect(claimed).toMatchObject({ id: deliveries[0]!.id, secret: "whsec_https://all.example/", messageId: deliveries[0]!.messageId });
         const body = JSON.parse(claimed!.body);
-        expect(body).toMatchObject({ type: "job.succeeded", data: { id: good.id, importJobStatus: "Succeeded", statusUrl: `/v2/status/${good.id}`, dryRun: false, output: { applied: 1 } } });
+        expect(body).toMatchObject({ type: "job.succeeded", data: { id: good.id, importJobStatus: "Succeeded", statusUrl: `/v2/status/${good.id}`, dryRun: false, operation: "upsert", output: { applied: 1 } } });
         expect(body.timestamp).toBe(body.data.completedAt);
       });
 

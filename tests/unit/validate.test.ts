@@ -4,7 +4,7 @@ import { t } from "elysia";
 import { readBatch } from "../../src/jobs/batch";
 import { assetRecord, assetResource, locationUnits, shapeTypes } from "../../src/resources/assets";
 import { resourceByPath } from "../../src/resources/registry";
-import { displayName, jsonMayHoldLoneSurrogate, maxErrorKeys, requiredText, validateBatch, type BatchValidation } from "../../src/resources/validate";
+import { displayName, jsonMayHoldLoneSurrogate, maxErrorKeys, requiredText, validateBatch, validateIds, type BatchValidation } from "../../src/resources/validate";
 import { asset } from "../helpers/records";
 
 /** Request-time validation, DECISIONS section 3 and spec 7.1, rule by rule. */
@@ -654,5 +654,38 @@ describe("displayName", () => {
     ["geolocation.linearReferenceEnd", "Linear Reference End"],
   ])("%s reads as %s", (field, name) => {
     expect(displayName(field)).toBe(name);
+  });
+});
+
+describe("a delete job's ids (DECISIONS 13)", () => {
+  const idMessage = (end: string) => `'Id' must be a non-empty string of at most 64 characters, e.g. "A-1". ${end}`;
+  const errorsOf = (body: unknown) => {
+    const result = validateIds(body);
+    return result.ok ? undefined : result.errors;
+  };
+
+  test("ids come back as records { id }, in order, repeats kept (applying counts the second notFound)", () => {
+    expect(validateIds(["A-1", "B", "A-1"])).toEqual({ ok: true, records: [{ id: "A-1" }, { id: "B" }, { id: "A-1" }], sent: [{ id: "A-1" }, { id: "B" }, { id: "A-1" }] });
+  });
+
+  test("an id only of white space, or holding NUL, is refused under its index", () => {
+    expect(errorsOf(["ok", " \t"])).toEqual({ "[1]": [idMessage("You sent only white space.")] });
+    expect(errorsOf(["a\u0000b"])).toEqual({ "[0]": [idMessage("You sent the NUL character (\\u0000) in it.")] });
+    expect(errorsOf([null, true])).toEqual({ "[0]": [idMessage("You sent null.")], "[1]": [idMessage("You sent a boolean.")] });
+  });
+
+  test("length is counted in characters, as the records' ids are: 64 emoji are taken, 65 are not", () => {
+    expect(validateIds(["💧".repeat(64)]).ok).toBe(true);
+    expect(errorsOf(["💧".repeat(65)])).toEqual({ "[0]": [idMessage("You sent 65 characters.")] });
+  });
+
+  test("a lone surrogate is taken as U+FFFD, as the stores keep ids; read from a stored body, the same", () => {
+    expect(validateIds(["area-\ud800"])).toMatchObject({ ok: true, records: [{ id: "area-\ufffd" }] });
+    expect(readBatch(resourceByPath("subareas")!, encode('["area-\\ud800"]'), "delete")).toMatchObject({ ok: true, records: [{ id: "area-\ufffd" }] });
+  });
+
+  test("the body as a whole: an array of at least one id, under $", () => {
+    expect(errorsOf("A-1")).toEqual({ $: ['The request body must be a JSON array of ids, for example ["A-1"]. You sent a string.'] });
+    expect(errorsOf([])).toEqual({ $: ["The request body must contain at least one id. You sent an empty array."] });
   });
 });

@@ -1,6 +1,6 @@
 import { Elysia, t } from "elysia";
 import { jobDocument, jobDocumentSchema, retryAfterSeconds } from "../../jobs/document";
-import { isTerminal } from "../../domain/job";
+import { isTerminal, JobOperation } from "../../domain/job";
 import type { ResourceDefinition } from "../../resources/definition";
 import { resources } from "../../resources/registry";
 import { maxErrorKeys } from "../../resources/validate";
@@ -10,7 +10,7 @@ import type { OpenAPIV3 } from "openapi-types";
 import { bodyProblemResponses, environmentParameter, jsonBody, jsonResponse, problemResponses, resourceOperationIds } from "../openapi";
 import { youSent } from "../paging";
 import { resourceSchemas } from "../schemas";
-import { idempotencyKeyReused, validationProblem } from "../problem";
+import { idempotencyKeyReused, validationProblem, type Problem } from "../problem";
 import type { Services } from "../services";
 
 const idempotencyKeyParameter: OpenAPIV3.ParameterObject = {
@@ -19,8 +19,8 @@ const idempotencyKeyParameter: OpenAPIV3.ParameterObject = {
   required: false,
   description:
     "Any 1 to 255 visible ASCII characters, unique per request you mean (for example a UUID, or file and chunk). The same key with the same " +
-    "resource and body within 24 hours answers the job queued the first time (no second job), with Idempotent-Replayed: true; " +
-    "the same key with another body is 422.",
+    "path and body within 24 hours answers the job queued the first time (no second job), with Idempotent-Replayed: true; " +
+    "the same key with another body, or on another path (an import's and a deletion's are different requests), is 422.",
   schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7e]+$" },
 };
 
@@ -30,7 +30,7 @@ const dryRunParameter: OpenAPIV3.ParameterObject = {
   required: false,
   description:
     "true: a dry run. The job is queued and takes its turn like any other, then applies nothing: its output says what applying would have done " +
-    "against the data as of its turn (status, created/updated/unchanged, errors, rejected records), and its message starts with " +
+    "against the data as of its turn (status, counts: created/updated/unchanged for an import, deleted/notFound for a delete job; errors, rejected records), and its message starts with " +
     '"Dry run: nothing was applied.".',
   schema: { type: "boolean", default: false },
 };
@@ -58,9 +58,16 @@ const jobLinks: Record<string, OpenAPIV3.LinkObject> = {
   listRejectedRecords: { operationId: "listRejectedRecords", parameters: { id: "$response.body#/id" }, description: "Once it has finished, the records it rejected." },
 };
 
-function importRoute(services: Services, resource: ResourceDefinition) {
+/** What a POST that queues a job says of itself in the document, beyond what every such POST shares. */
+export type QueueRouteDocs = { operationId: string; summary: string; description: string; tag: string; requestBody: OpenAPIV3.RequestBodyObject; invalid?: Problem };
+
+/**
+ * A POST that queues a job of `resource` doing `operation` (an import's upsert, a delete job's delete) at `path`: one
+ * way for both, so that the body's limits, its 400s, Idempotency-Key, ?dryRun and the 202 are the same (DECISIONS 13).
+ */
+export function queueRoute(services: Services, resource: ResourceDefinition, operation: JobOperation, path: string, docs: QueueRouteDocs) {
   return new Elysia().use(authentication(services)).post(
-    `/${resource.path}`,
+    path,
     async ({ request, environmentId, params, query, set }) => {
       requireJson(request.headers.get("content-type"));
       const idempotencyKey = readIdempotencyKey(request.headers.get("idempotency-key"));
@@ -70,7 +77,7 @@ function importRoute(services: Services, resource: ResourceDefinition) {
       let result: Awaited<ReturnType<typeof services.intake.accept>>;
       try {
         const body = await readBody(request, services.config.maxBodyBytes, upload);
-        result = await services.intake.accept({ environmentId, environment: params.env, resource, body, idempotencyKey, dryRun });
+        result = await services.intake.accept({ environmentId, environment: params.env, resource, body, idempotencyKey, dryRun, operation });
       } finally {
         upload.end();
       }
@@ -95,7 +102,7 @@ function importRoute(services: Services, resource: ResourceDefinition) {
       query: t.Object({ dryRun: t.Optional(t.String()) }),
       detail: {
         parameters: [idempotencyKeyParameter, dryRunParameter],
-        requestBody: jsonBody(t.Array(resourceSchemas(resource).sent, { minItems: 1 }), resource.example),
+        requestBody: docs.requestBody,
         responses: {
           202: {
             ...jsonResponse(jobDocumentSchema, "Accepted: the job is queued; or, for a repeated Idempotency-Key, the job queued the first time.", {
@@ -105,17 +112,14 @@ function importRoute(services: Services, resource: ResourceDefinition) {
             }),
             links: jobLinks,
           },
-          ...problemResponses(400, 401, 413, 415, 422, 507),
+          ...problemResponses(docs.invalid ? { status: 400, example: docs.invalid } : 400, 401, 413, 415, 422, 507),
           ...bodyProblemResponses(services.config),
         },
-        operationId: resourceOperationIds(resource.jobType).importRecords,
-        summary: `Import ${resource.noun} records`,
-        tags: ["Imports"],
+        operationId: docs.operationId,
+        summary: docs.summary,
+        tags: [docs.tag],
         description:
-          `Queues a batch of ${resource.noun} records as one ${resource.jobType} job and answers 202 with the job. ` +
-          `Records are upserted by id when the job runs; poll the job's statusUrl until it is terminal. ` +
-          `Unknown fields are ignored; no field's text may hold the NUL character (\\u0000), which is a 400; ` +
-          `a lone surrogate (\\uD800 to \\uDFFF, not part of a pair) is taken as U+FFFD, as it is stored. ` +
+          docs.description +
           `Send at most 100 MB per request (under 8 MB is recommended). ` +
           `The server holds a limited number of request bodies in memory at once: an environment may send ${services.config.uploadsPerEnvironment} bodies over 64 KiB at a time (one more is a 429), ` +
           `and when the server's budget for all of them is spent, a body whose Content-Length does not fit is a 503; either comes with Retry-After, before the body is read. ` +
@@ -127,6 +131,19 @@ function importRoute(services: Services, resource: ResourceDefinition) {
     },
   );
 }
+
+const importRoute = (services: Services, resource: ResourceDefinition) =>
+  queueRoute(services, resource, JobOperation.Upsert, `/${resource.path}`, {
+    operationId: resourceOperationIds(resource.jobType).importRecords,
+    summary: `Import ${resource.noun} records`,
+    tag: "Imports",
+    requestBody: jsonBody(t.Array(resourceSchemas(resource).sent, { minItems: 1 }), resource.example),
+    description:
+      `Queues a batch of ${resource.noun} records as one ${resource.jobType} job and answers 202 with the job. ` +
+      `Records are upserted by id when the job runs; poll the job's statusUrl until it is terminal. ` +
+      `Unknown fields are ignored; no field's text may hold the NUL character (\\u0000), which is a 400; ` +
+      `a lone surrogate (\\uD800 to \\uDFFF, not part of a pair) is taken as U+FFFD, as it is stored. `,
+  });
 
 export const importRoutes = (services: Services) =>
   resources.reduce((app, resource) => app.use(importRoute(services, resource)), new Elysia());

@@ -3,7 +3,7 @@ import { jobDocument, retryAfterSeconds } from "../../jobs/document";
 import { canceledOutput } from "../../jobs/outcome";
 import { readDryRun } from "./imports";
 import { preferredWait } from "../../jobs/job-waits";
-import { isTerminal, jobStatuses, type JobStatus } from "../../domain/job";
+import { isTerminal, jobOperations, jobStatuses, type JobOperation, type JobStatus } from "../../domain/job";
 import { jobTypes } from "../../resources/registry";
 import { authentication } from "../auth";
 import { environmentParameter, pathParameter } from "../openapi";
@@ -96,7 +96,7 @@ export const jobRoutes = (services: Services) => {
       "/status/:id/cancel",
       async ({ params, environmentId }) => {
         const job = await findJob(environmentId, params.id);
-        const result = await services.queue.cancel(environmentId, job.id, canceledOutput(job.recordCount));
+        const result = await services.queue.cancel(environmentId, job.id, canceledOutput(job.recordCount, job.operation));
         if (!result) throw jobNotFound();
         if (result.canceled) {
           services.jobWaits.finished([job.id]);
@@ -125,12 +125,16 @@ export const jobRoutes = (services: Services) => {
         const after = query.after === undefined ? undefined : parseJobId(query.after);
         if (query.after !== undefined && after === undefined) throw validationProblem({ after: [`'After' must be a job id (a positive whole number). ${youSent(query.after)}`] });
         const dryRun = query.dryRun === undefined ? undefined : readDryRun(query.dryRun);
-        const rows = await services.jobs.list(environmentId, { status, type, dryRun, limit, after, retainedSince: retainedSince(services.config) });
+        const operation = query.operation as JobOperation | undefined;
+        if (operation !== undefined && !jobOperations.includes(operation)) {
+          throw validationProblem({ operation: [`'Operation' must be one of: ${jobOperations.join(", ")}. ${youSent(operation)}`] });
+        }
+        const rows = await services.jobs.list(environmentId, { status, type, dryRun, operation, limit, after, retainedSince: retainedSince(services.config) });
         return page(rows.map(jobDocument), limit, (job) => job.id);
       },
       {
         params: t.Object({ env: environmentParameter }),
-        query: t.Object({ status: t.Optional(t.String()), type: t.Optional(t.String()), dryRun: t.Optional(t.String()), limit: t.Optional(t.String()), after: t.Optional(t.String()) }),
+        query: t.Object({ status: t.Optional(t.String()), type: t.Optional(t.String()), dryRun: t.Optional(t.String()), operation: t.Optional(t.String()), limit: t.Optional(t.String()), after: t.Optional(t.String()) }),
         detail: jobDocs.listJobs,
       },
     );

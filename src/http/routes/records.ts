@@ -4,7 +4,7 @@ import { resources } from "../../resources/registry";
 import { authentication } from "../auth";
 import { environmentParameter, pathParameter, jsonResponse, problemResponses, resourceOperationIds } from "../openapi";
 import { page, pageLimit, pageParameters, youSent } from "../paging";
-import { notFound, validationProblem } from "../problem";
+import { deletedRecord, notFound, validationProblem } from "../problem";
 import { resourceSchemas } from "../schemas";
 import type { Services } from "../services";
 
@@ -20,9 +20,13 @@ function recordRoutes(services: Services, resource: ResourceDefinition) {
     .get(
       `/${resource.path}/:id`,
       async ({ params, environmentId }) => {
-        const record = holdsNul(params.id) ? undefined : await records.get(resource, environmentId, params.id);
-        if (!record) throw notFound(`No ${resource.noun} with id '${params.id.slice(0, 64)}' exists in this environment.`);
-        return record;
+        if (holdsNul(params.id)) throw notFound(`No ${resource.noun} with id '${params.id.slice(0, 64)}' exists in this environment.`);
+        const record = await records.get(resource, environmentId, params.id);
+        if (record) return record;
+        // Only for a record that is not there: reading one that is costs nothing more.
+        const tombstone = await records.tombstone(resource, environmentId, params.id);
+        if (tombstone) throw deletedRecord(resource.noun, params.id, tombstone);
+        throw notFound(`No ${resource.noun} with id '${params.id.slice(0, 64)}' exists in this environment.`);
       },
       {
         params: t.Object({ env: environmentParameter, id: pathParameter }),
@@ -31,10 +35,14 @@ function recordRoutes(services: Services, resource: ResourceDefinition) {
           summary: `Get one ${resource.noun}`,
           description:
             `The ${resource.noun} with this id as it is stored now, with when it was last written (updatedAt) and by which job (lastJobId). ` +
-            `A record the environment does not hold is 404.`,
+            `A record the environment does not hold is 404; one a delete job deleted (and that was not imported again since) is 404 whose detail says by which job and when, ` +
+            `with the members deletedByJobId and deletedAt (kept as long as job documents).`,
           parameters: [{ name: "id", in: "path", required: true, description: `The ${resource.noun}'s id, as it was imported.`, schema: { type: "string" } }],
           tags: ["Records"],
-          responses: { 200: jsonResponse(resourceSchemas(resource).stored, `The ${resource.noun}.`), ...problemResponses(400, 401, 429, 404, 503) },
+          responses: {
+            200: jsonResponse(resourceSchemas(resource).stored, `The ${resource.noun}.`),
+            ...problemResponses(400, 401, 429, { status: 404, description: "No such record in this environment; or a deleted one, with deletedByJobId and deletedAt.", example: deletedRecord(resource.noun, resource.example[0]!.id as string, { deletedByJobId: 12, deletedAt: "2026-11-27T10:00:00.000Z" }) }, 503),
+          },
         },
       },
     )

@@ -5,8 +5,9 @@ import { DatabaseError } from "../errors";
 import { deadlines, inTransaction } from "./connection";
 import { answer } from "./faults";
 
-// The tables whose ids PostgreSQL generates (identity columns), and that the copy must carry on from.
-const identityTables = ["environments", "api_keys", "jobs", "webhooks", "webhook_deliveries"];
+// The tables whose ids PostgreSQL generates (identity columns), each with its column, and that the copy must carry on
+// from: a tombstone's position too, which a reader of the deletions may hold as its cursor.
+const identityColumns: Record<string, string> = { environments: "id", api_keys: "id", jobs: "id", webhooks: "id", webhook_deliveries: "id", tombstones: "position" };
 
 /**
  * Inserts every table of `source` in one transaction, after checking, under a lock that keeps instances from
@@ -33,11 +34,11 @@ export function fillEmptyDatabase(pool: pg.Pool, source: CopySource, onTable: (n
         report[table.name] = count;
         onTable(table.name, count);
       }
-      for (const name of identityTables) {
+      for (const [name, column] of Object.entries(identityColumns)) {
         const last = source.lastIds[name] ?? 0;
         await tx.query({
-          text: `SELECT setval(pg_get_serial_sequence($1, 'id'), next) FROM (SELECT greatest($2::bigint, coalesce(max(id), 0)) AS next FROM ${quoted(name)}) AS ids WHERE next > 0`,
-          values: [name, last],
+          text: `SELECT setval(pg_get_serial_sequence($1, $2), next) FROM (SELECT greatest($3::bigint, coalesce(max(${quoted(column)}), 0)) AS next FROM ${quoted(name)}) AS ids WHERE next > 0`,
+          values: [name, column, last],
         });
       }
       return report;

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { JobStatus, type JobOutput } from "../../domain/job";
+import { JobOperation, JobStatus, type JobOutput } from "../../domain/job";
 import { StaleClaim } from "../errors";
 import { idempotencyWindowStart } from "../idempotency";
 import { endedJobs, isRetained, toJob, type JobRow } from "../job-row";
@@ -38,7 +38,7 @@ const purgeLock = "importd purge";
 
 const jobColumns =
   `id, environment_id AS "environmentId", type, status, record_count AS "recordCount", created_at AS "createdAt", ` +
-  `started_at AS "startedAt", completed_at AS "completedAt", output, attempts, claim_token AS "claimToken", sequence, dry_run AS "dryRun"`;
+  `started_at AS "startedAt", completed_at AS "completedAt", output, attempts, claim_token AS "claimToken", sequence, dry_run AS "dryRun", operation`;
 type ClaimRow = JobRow & { claimToken: string | null; sequence: number };
 
 const takeSequences = statement(
@@ -50,7 +50,7 @@ const findIdempotencyKey = statement(`SELECT request_hash AS "requestHash", job_
 const deleteIdempotencyKey = statement(`DELETE FROM idempotency_keys WHERE environment_id = $1 AND key = $2`);
 const insertIdempotencyKey = statement(`INSERT INTO idempotency_keys (environment_id, key, request_hash, job_id, created_at) VALUES ($1, $2, $3, $4, $5)`);
 const insertJob = statement(
-  `INSERT INTO jobs (environment_id, type, status, record_count, created_at, sequence, dry_run) VALUES ($1, $2, '${JobStatus.Pending}', $3, $4, $5, $6)
+  `INSERT INTO jobs (environment_id, type, status, record_count, created_at, sequence, dry_run, operation) VALUES ($1, $2, '${JobStatus.Pending}', $3, $4, $5, $6, $7)
    RETURNING ${jobColumns}`,
 );
 // The body as a binary parameter (its bytes, not hex or base64), with a deadline a second longer per MB (up to 100).
@@ -90,6 +90,8 @@ const cancelPending = statement(
    WHERE id = $2 AND environment_id = $1 AND status = '${JobStatus.Pending}' RETURNING ${jobColumns}`,
 );
 const purgeIdempotencyKeys = statement(`DELETE FROM idempotency_keys WHERE created_at < $1`, { bulk: true });
+// Kept as long as the jobs that deleted them (DECISIONS 13); by any instance: deleting the same rows twice is harmless.
+const purgeTombstones = statement(`DELETE FROM tombstones WHERE deleted_at < $1`, { bulk: true });
 const tryPurgeLock = statement(`SELECT pg_try_advisory_xact_lock(hashtext($1)) AS got`);
 const notify = statement(`SELECT pg_notify($1, $2)`);
 const purgeJobs = statement(`DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE completed_at < $1 LIMIT $2) RETURNING id`, { bulk: true });
@@ -159,7 +161,7 @@ export class PostgresJobQueue implements JobQueue {
 
   // The idempotency key is checked after the environment's lock: two instances given the same key at once take turns
   // here, and the second finds the first's job.
-  private async enqueueOne(tx: Transaction, { environmentId, type, recordCount, body, idempotency, dryRun = false }: EnqueueRequest, next: Map<number, number>): Promise<Enqueued> {
+  private async enqueueOne(tx: Transaction, { environmentId, type, recordCount, body, idempotency, dryRun = false, operation = JobOperation.Upsert }: EnqueueRequest, next: Map<number, number>): Promise<Enqueued> {
     const sequence = next.get(environmentId)!;
     next.set(environmentId, sequence + 1);
     if (idempotency) {
@@ -171,7 +173,7 @@ export class PostgresJobQueue implements JobQueue {
       }
       if (earlier) await tx.query(deleteIdempotencyKey(environmentId, idempotency.key));
     }
-    const [job] = await tx.query<ClaimRow>(insertJob(environmentId, type, recordCount, now(), sequence, dryRun));
+    const [job] = await tx.query<ClaimRow>(insertJob(environmentId, type, recordCount, now(), sequence, dryRun, operation));
     await tx.query({ ...insertPayload(job!.id, Buffer.from(body.buffer, body.byteOffset, body.byteLength)), ...carrying(body.byteLength) });
     if (idempotency) await tx.query(insertIdempotencyKey(environmentId, idempotency.key, idempotency.requestHash, job!.id, job!.createdAt));
     return { job: toJob(job!), replayed: false };
@@ -312,6 +314,7 @@ export class PostgresJobQueue implements JobQueue {
   purge(before: string): Promise<number> {
     return answer(async () => {
       await this.any.query(purgeIdempotencyKeys(idempotencyWindowStart()));
+      await this.any.query(purgeTombstones(before));
       let deleted = 0;
       for (;;) {
         const batch = await inTransaction(this.pool, async (tx) => {
@@ -327,11 +330,11 @@ export class PostgresJobQueue implements JobQueue {
   }
 }
 
-// The list's filters are optional ($2 to $5 null: any). Not a named statement: a plan made for every filter at once
+// The list's filters are optional ($2 to $5, and $8, null: any). Not a named statement: a plan made for every filter at once
 // could not use the index on status.
 const listJobs = (...values: unknown[]) => ({
   text: `SELECT ${jobColumns} FROM jobs WHERE environment_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR type = $3)
-    AND ($4::boolean IS NULL OR dry_run = $4) AND ($5::bigint IS NULL OR id < $5) AND (completed_at IS NULL OR completed_at >= $6) ORDER BY id DESC LIMIT $7`,
+    AND ($4::boolean IS NULL OR dry_run = $4) AND ($8::text IS NULL OR operation = $8) AND ($5::bigint IS NULL OR id < $5) AND (completed_at IS NULL OR completed_at >= $6) ORDER BY id DESC LIMIT $7`,
   values,
 });
 // A cursor may be any index the API takes (15 digits), beyond the integer column's range: compared as a bigint.
@@ -353,8 +356,10 @@ export class PostgresJobReads implements JobReads {
     });
   }
 
-  list(environmentId: number, { status, type, dryRun, limit, after, retainedSince }: JobListOptions): Promise<Job[]> {
-    return answer(async () => (await this.database.query<ClaimRow>(listJobs(environmentId, status ?? null, type ?? null, dryRun ?? null, after ?? null, retainedSince, limit))).map(toJob));
+  list(environmentId: number, { status, type, dryRun, operation, limit, after, retainedSince }: JobListOptions): Promise<Job[]> {
+    return answer(async () =>
+      (await this.database.query<ClaimRow>(listJobs(environmentId, status ?? null, type ?? null, dryRun ?? null, after ?? null, retainedSince, limit, operation ?? null))).map(toJob),
+    );
   }
 
   rejections(jobId: number, limit: number, after = -1): Promise<RejectedRecord[]> {

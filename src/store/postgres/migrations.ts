@@ -7,6 +7,7 @@ import dryRun from "../../../drizzle-pg/0002_dry_run.sql" with { type: "text" };
 import instances from "../../../drizzle-pg/0003_instances.sql" with { type: "text" };
 import webhooks from "../../../drizzle-pg/0004_webhooks.sql" with { type: "text" };
 import idsInByteOrder from "../../../drizzle-pg/0005_ids_in_byte_order.sql" with { type: "text" };
+import tombstones from "../../../drizzle-pg/0006_tombstones.sql" with { type: "text" };
 import { embeddedMigrations as embed, type EmbeddedMigration } from "../embedded-migrations";
 
 const sqlByTag: Record<string, string> = {
@@ -16,6 +17,7 @@ const sqlByTag: Record<string, string> = {
   "0003_instances": instances,
   "0004_webhooks": webhooks,
   "0005_ids_in_byte_order": idsInByteOrder,
+  "0006_tombstones": tombstones,
 };
 
 export const embeddedMigrations = (): EmbeddedMigration[] => embed(journal, sqlByTag, "src/store/postgres/migrations.ts");

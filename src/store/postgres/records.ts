@@ -2,10 +2,11 @@ import { and, asc, eq, getTableColumns, getTableName, gt } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
 import pg from "pg";
 import type { ResourceDefinition } from "../../resources/definition";
-import type { RecordReads, RunRecords, UpsertCounts } from "../ports";
-import { statement, type Db, type Statement, type Transaction } from "./connection";
+import type { RecordReads, Referrers, RunRecords, Tombstone, UpsertCounts } from "../ports";
+import { statement, type Db, type Queryable, type Statement, type Transaction } from "./connection";
 import { answer } from "./faults";
 import { recordTables } from "./schema";
+import { endTombstones, findTombstone, tombstonePage, writeTombstones } from "./tombstones";
 
 const sharedColumns = new Set(["environmentId", "id", "updatedAt", "lastJobId"]);
 
@@ -43,6 +44,8 @@ class ResourceTable {
   private readonly copyStaging: string;
   private readonly mergeStaging: Statement;
   private readonly existingIds: Statement;
+  private readonly removeIds: Statement;
+  private readonly referrersBy: (field: string) => Statement;
 
   constructor(
     private readonly db: Db,
@@ -98,6 +101,21 @@ class ResourceTable {
     this.mergeStaging = statement(merge(staging, this.sentFields.map(name)), { bulk: true });
 
     this.existingIds = statement(`SELECT "id" FROM ${tableName} WHERE "environment_id" = $1 AND "id" = ANY($2::text[])`);
+    this.removeIds = statement(`DELETE FROM ${tableName} WHERE "environment_id" = $1 AND "id" = ANY($2::text[]) RETURNING "id"`, { bulk: true });
+    const referrers = new Map<string, Statement>();
+    this.referrersBy = (field) => {
+      let grouped = referrers.get(field);
+      if (!grouped) {
+        const column = name(field);
+        grouped = statement(
+          `SELECT ${column} AS "named", count(*)::integer AS "count", min("id") AS "example" FROM ${tableName} ` +
+            `WHERE "environment_id" = $1 AND ${column} = ANY($2::text[]) GROUP BY ${column}`,
+          { bulk: true },
+        );
+        referrers.set(field, grouped);
+      }
+      return grouped;
+    };
   }
 
   // The record's values in the order of sentFields (an absent one: null in JSON and in COPY). Its text is well-formed
@@ -112,6 +130,8 @@ class ResourceTable {
   /** Upserts the records on the run's connection, inside its transaction: by COPY from copyFrom records on. */
   async upsertAll(run: Transaction, environmentId: number, jobId: number, records: ReadonlyArray<{ id: string }>): Promise<UpsertCounts> {
     const updatedAt = new Date().toISOString();
+    // An id imported again is no longer deleted.
+    await endTombstones(run, environmentId, this.resource.path, () => records.map((record) => record.id));
     let merge: pg.QueryConfig;
     if (records.length >= this.copyFrom) {
       await run.query(this.createStaging);
@@ -149,6 +169,21 @@ class ResourceTable {
     return new Set(rows.map((row) => row.id));
   }
 
+  /** See RunRecords.referrers: the records of this table whose `field` names one of `ids`, grouped by it. */
+  async referrers(run: Transaction, environmentId: number, field: string, ids: readonly string[]): Promise<Map<string, Referrers>> {
+    if (ids.length === 0) return new Map();
+    const rows = await run.query<{ named: string; count: number; example: string }>(this.referrersBy(field)(environmentId, ids));
+    return new Map(rows.map(({ named, count, example }) => [named, { count, example }]));
+  }
+
+  /** Deletes the records of `ids` that exist and leaves their tombstones, in the order of `ids`. */
+  async remove(run: Transaction, environmentId: number, jobId: number, ids: readonly string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const deleted = new Set((await run.query<{ id: string }>(this.removeIds(environmentId, ids))).map((row) => row.id));
+    await writeTombstones(run, environmentId, this.resource.path, jobId, ids.filter((id) => deleted.has(id)));
+    return deleted;
+  }
+
   async get(environmentId: number, id: string): Promise<Record<string, unknown> | undefined> {
     const { environmentId: environment, id: key } = this.columns as { environmentId: PgColumn; id: PgColumn };
     const [row] = await this.db.select().from(this.table).where(and(eq(environment, environmentId), eq(key, id)));
@@ -170,9 +205,13 @@ class ResourceTable {
 export class PostgresRecords implements RecordReads {
   private readonly byPath = new Map<string, ResourceTable>();
 
-  /** `copyFrom`: the batch size from which records go by COPY (another only to measure both ways). */
+  /**
+   * `any`: a statement outside any transaction (the tombstones' reads). `copyFrom`: the batch size from which records
+   * go by COPY (another only to measure both ways).
+   */
   constructor(
     private readonly db: Db,
+    private readonly any: Queryable,
     private readonly copyFrom = copyFromRecords,
   ) {}
 
@@ -187,6 +226,8 @@ export class PostgresRecords implements RecordReads {
     return {
       existing: (resource, ids) => answer(() => this.of(resource).existing(run, environmentId, ids)),
       upsert: (resource, jobId, records) => answer(() => this.of(resource).upsertAll(run, environmentId, jobId, records)),
+      referrers: (referring, field, ids) => answer(() => this.of(referring).referrers(run, environmentId, field, ids)),
+      remove: (resource, jobId, ids) => answer(() => this.of(resource).remove(run, environmentId, jobId, ids)),
       undone: async (fn) => {
         await answer(() => run.query("SAVEPOINT dry_run"));
         try {
@@ -204,5 +245,13 @@ export class PostgresRecords implements RecordReads {
 
   page(resource: ResourceDefinition, environmentId: number, limit: number, after?: string): Promise<Array<Record<string, unknown>>> {
     return answer(() => this.of(resource).page(environmentId, limit, after));
+  }
+
+  tombstone(resource: ResourceDefinition, environmentId: number, id: string): Promise<Tombstone | undefined> {
+    return answer(() => findTombstone(this.any, environmentId, resource.path, id));
+  }
+
+  tombstones(resource: ResourceDefinition, environmentId: number, limit: number, after?: number): Promise<Tombstone[]> {
+    return answer(() => tombstonePage(this.any, environmentId, resource.path, limit, after));
   }
 }

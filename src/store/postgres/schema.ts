@@ -52,6 +52,7 @@ export const jobs = pgTable(
     // The job's place in its environment's acceptance order: the order runs take (ids are not commit order).
     sequence: bigint("sequence", { mode: "number" }).notNull(),
     dryRun: boolean("dry_run").notNull().default(false),
+    operation: text("operation").notNull().default("upsert"),
   },
   (table) => [
     uniqueIndex("jobs_environment_sequence_idx").on(table.environmentId, table.sequence),
@@ -198,6 +199,27 @@ export const webhookAttempts = pgTable(
     durationMs: integer("duration_ms").notNull(),
   },
   (table) => [primaryKey({ columns: [table.deliveryId, table.attempt] })],
+);
+
+// See sqlite/schema.ts. The position is an identity: see tombstones.ts for why it is in commit order where it counts.
+export const tombstones = pgTable(
+  "tombstones",
+  {
+    position: bigint("position", { mode: "number" }).primaryKey().generatedByDefaultAsIdentity(),
+    environmentId: integer("environment_id")
+      .notNull()
+      .references(() => environments.id),
+    resource: text("resource").notNull(),
+    // COLLATE "C" as the records' ids (the migration says so), so that an id compares as it does there.
+    id: text("id").notNull(),
+    jobId: jobId("job_id").notNull(),
+    deletedAt: text("deleted_at").notNull(),
+  },
+  (table) => [
+    uniqueIndex("tombstones_record_idx").on(table.environmentId, table.resource, table.id),
+    index("tombstones_position_idx").on(table.environmentId, table.resource, table.position),
+    index("tombstones_deleted_idx").on(table.deletedAt),
+  ],
 );
 
 const recordKey = {

@@ -54,7 +54,7 @@ export class PostgresStore implements Store {
     private readonly liveness?: InstanceLiveness,
   ) {
     const any = onPool(pool);
-    this.records = new PostgresRecords(db);
+    this.records = new PostgresRecords(db, any);
     this.queue = new PostgresJobQueue(pool, this.records, outboxRows, any, instance);
     this.jobs = new PostgresJobReads(any);
     this.access = new PostgresAccessStore(pool, db, any);

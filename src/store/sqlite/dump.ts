@@ -17,6 +17,7 @@ const tablesInOrder = [
   schema.webhooks,
   schema.webhookDeliveries,
   schema.webhookAttempts,
+  schema.tombstones,
   schema.subAreas,
   schema.assetTypes,
   schema.assetCategories,

@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
-import { JobStatus, type JobOutput } from "../../domain/job";
+import { JobOperation, JobStatus, type JobOutput } from "../../domain/job";
 import { StaleClaim } from "../errors";
 import { idempotencyWindowStart } from "../idempotency";
 import { endedJobs, isRetained, toJob, type JobRow } from "../job-row";
@@ -22,7 +22,7 @@ import type {
 import { checkpointPassively, unsyncedWriteTransaction, writeTransaction, writeTransactionAsync, type Db } from "./database";
 import { answer, translateFault } from "./faults";
 import { RecordTables } from "./records";
-import { environments, idempotencyKeys, jobPayloads, jobRejections, jobs } from "./schema";
+import { environments, idempotencyKeys, jobPayloads, jobRejections, jobs, tombstones } from "./schema";
 import { SqliteWebhooks } from "./webhooks";
 
 
@@ -81,9 +81,9 @@ export class SqliteJobQueue implements JobQueue {
     // run inside the write lock every small job waits on, and there Drizzle's mapping of rows and parameters cost
     // more than the statements themselves (docs/performance.md, "Round three, third part"). The intake's job row
     // is known but for its id.
-    this.insertJob = db.$client.query<never, [number, string, number, string, number, number]>(
-      "INSERT INTO jobs (environment_id, type, status, record_count, created_at, sequence, dry_run) " +
-        `VALUES (?1, ?2, '${JobStatus.Pending}', ?3, ?4, ?5, ?6)`,
+    this.insertJob = db.$client.query<never, [number, string, number, string, number, number, string]>(
+      "INSERT INTO jobs (environment_id, type, status, record_count, created_at, sequence, dry_run, operation) " +
+        `VALUES (?1, ?2, '${JobStatus.Pending}', ?3, ?4, ?5, ?6, ?7)`,
     );
     this.nextSequence = db.$client.query<{ sequence: number }, [number]>(
       "INSERT INTO job_sequences (environment_id, last_sequence) VALUES (?1, 1) " +
@@ -98,7 +98,7 @@ export class SqliteJobQueue implements JobQueue {
     // Each of these is one seek on jobs_environment_status_idx. The first pending job, and those that may go along.
     this.pendingJobs = db.$client.query<JobRow & { sequence: number }, [number, number]>(
       "SELECT id, environment_id AS environmentId, type, status, record_count AS recordCount, created_at AS createdAt, " +
-        "started_at AS startedAt, completed_at AS completedAt, output, attempts, sequence, dry_run AS dryRun " +
+        "started_at AS startedAt, completed_at AS completedAt, output, attempts, sequence, dry_run AS dryRun, operation " +
         `FROM jobs WHERE environment_id = ?1 AND status = '${JobStatus.Pending}' ORDER BY sequence LIMIT ?2`,
     );
     this.runInProgress = db
@@ -141,7 +141,7 @@ export class SqliteJobQueue implements JobQueue {
 
   // The sequence number is taken in the same transaction, after the idempotency check (one writer at a time
   // here, so no lock order to keep): an environment's jobs are numbered in the order they commit.
-  private enqueueOne(tx: Db, { environmentId, type, recordCount, body, idempotency, dryRun = false }: EnqueueRequest): Enqueued {
+  private enqueueOne(tx: Db, { environmentId, type, recordCount, body, idempotency, dryRun = false, operation = JobOperation.Upsert }: EnqueueRequest): Enqueued {
     if (idempotency) {
       const where = and(eq(idempotencyKeys.environmentId, environmentId), eq(idempotencyKeys.key, idempotency.key));
       const earlier = tx.select().from(idempotencyKeys).where(where).get();
@@ -154,12 +154,12 @@ export class SqliteJobQueue implements JobQueue {
     }
     const { sequence } = this.nextSequence.get(environmentId)!;
     const createdAt = now();
-    const id = Number(this.insertJob.run(environmentId, type, recordCount, createdAt, sequence, dryRun ? 1 : 0).lastInsertRowid);
+    const id = Number(this.insertJob.run(environmentId, type, recordCount, createdAt, sequence, dryRun ? 1 : 0, operation).lastInsertRowid);
     this.insertPayload.run(id, body);
     if (idempotency) {
       tx.insert(idempotencyKeys).values({ environmentId, key: idempotency.key, requestHash: idempotency.requestHash, jobId: id, createdAt }).run();
     }
-    const job: Job = { id, environmentId, type, status: JobStatus.Pending, recordCount, createdAt, startedAt: null, completedAt: null, output: null, attempts: 0, dryRun };
+    const job: Job = { id, environmentId, type, status: JobStatus.Pending, recordCount, createdAt, startedAt: null, completedAt: null, output: null, attempts: 0, dryRun, operation };
     return { job, replayed: false };
   }
 
@@ -301,6 +301,8 @@ export class SqliteJobQueue implements JobQueue {
     return answer(() =>
       writeTransaction(this.db, (tx) => {
         tx.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, idempotencyWindowStart())).run();
+        // Kept as long as the jobs that deleted them (DECISIONS 13).
+        tx.delete(tombstones).where(lt(tombstones.deletedAt, before)).run();
         return tx.delete(jobs).where(lt(jobs.completedAt, before)).returning({ id: jobs.id }).all().length;
       }),
     );
@@ -338,6 +340,7 @@ export class SqliteJobReads implements JobReads {
             options.status ? eq(jobs.status, options.status) : undefined,
             options.type !== undefined ? eq(jobs.type, options.type) : undefined,
             options.dryRun !== undefined ? eq(jobs.dryRun, options.dryRun) : undefined,
+            options.operation !== undefined ? eq(jobs.operation, options.operation) : undefined,
             options.after !== undefined ? lt(jobs.id, options.after) : undefined,
             sql`(${jobs.completedAt} IS NULL OR ${jobs.completedAt} >= ${options.retainedSince})`,
           ),

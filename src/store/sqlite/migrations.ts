@@ -8,6 +8,7 @@ import runClaimTokens from "../../../drizzle/0003_run_claim_tokens.sql" with { t
 import jobSequences from "../../../drizzle/0004_job_sequences.sql" with { type: "text" };
 import dryRun from "../../../drizzle/0005_dry_run.sql" with { type: "text" };
 import webhooks from "../../../drizzle/0006_webhooks.sql" with { type: "text" };
+import tombstones from "../../../drizzle/0007_tombstones.sql" with { type: "text" };
 import { embeddedMigrations as embed, type EmbeddedMigration } from "../embedded-migrations";
 
 const sqlByTag: Record<string, string> = {
@@ -18,6 +19,7 @@ const sqlByTag: Record<string, string> = {
   "0004_job_sequences": jobSequences,
   "0005_dry_run": dryRun,
   "0006_webhooks": webhooks,
+  "0007_tombstones": tombstones,
 };
 
 export const embeddedMigrations = (): EmbeddedMigration[] => embed(journal, sqlByTag, "src/store/sqlite/migrations.ts");

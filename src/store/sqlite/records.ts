@@ -2,10 +2,11 @@ import type { Statement } from "bun:sqlite";
 import { and, asc, eq, getTableColumns, getTableName, gt } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { ResourceDefinition } from "../../resources/definition";
-import type { RecordReads, RunRecords, UpsertCounts } from "../ports";
+import type { RecordReads, Referrers, RunRecords, Tombstone, UpsertCounts } from "../ports";
 import type { Db } from "./database";
 import { answer } from "./faults";
 import { recordTables } from "./schema";
+import { SqliteTombstones } from "./tombstones";
 
 const sharedColumns = new Set(["environmentId", "id", "updatedAt", "lastJobId"]);
 
@@ -43,12 +44,15 @@ class ResourceTable {
   private readonly valueFields: string[];
   private upsertStatements?: { one: Statement; many: Statement };
   private existingStatement?: Statement;
+  private removeStatement?: Statement;
+  private readonly referrersStatements = new Map<string, Statement>();
   private lastRowid?: Statement;
   private readonly keyed: RecordTable;
 
   constructor(
     private readonly db: Db,
     readonly resource: ResourceDefinition,
+    private readonly tombstones: SqliteTombstones,
   ) {
     this.table = tableOf(resource);
     this.columns = getTableColumns(this.table) as Record<string, SQLiteColumn>;
@@ -78,8 +82,9 @@ class ResourceTable {
   /**
    * Upserts the records; the caller holds the transaction. Counted without a row back from each statement (RETURNING
    * cost a quarter of the upsert, docs/performance.md): a statement that changed a row inserted or updated it, and the
-   * inserted ones are the table's new rowids. SQLite gives a new row the largest rowid plus one, records are never
-   * deleted, and nobody else writes inside this transaction: the largest rowid grew by exactly the records created.
+   * inserted ones are the table's new rowids. SQLite gives a new row the largest rowid plus one, no record is deleted
+   * while this runs (a delete job's statements come before or after it), and nobody else writes inside this transaction:
+   * the largest rowid grew by exactly the records created.
    * The records' ids are distinct (a batch that repeats one fails before it is applied), so no statement's rows
    * conflict with each other.
    */
@@ -87,6 +92,8 @@ class ResourceTable {
     this.upsertStatements ??= { one: this.db.$client.prepare(this.upsertSql(1)), many: this.db.$client.prepare(this.upsertSql(rowsPerUpsert)) };
     this.lastRowid ??= this.db.$client.prepare(`SELECT coalesce(max(rowid), 0) AS "rowid" FROM "${getTableName(this.table)}"`);
     const { one, many } = this.upsertStatements;
+    // An id imported again is no longer deleted.
+    this.tombstones.endFor(environmentId, this.resource.path, () => records.map((record) => record.id));
     const before = (this.lastRowid.get() as { rowid: number }).rowid;
     const updatedAt = new Date().toISOString();
     const fields = this.valueFields;
@@ -123,6 +130,33 @@ class ResourceTable {
     return new Set(rows.map((row) => row.id));
   }
 
+  /** See RunRecords.referrers: the records of this table whose `field` names one of `ids`, grouped by it. */
+  referrers(environmentId: number, field: string, ids: readonly string[]): Map<string, Referrers> {
+    if (ids.length === 0) return new Map();
+    let statement = this.referrersStatements.get(field);
+    if (!statement) {
+      const column = `"${this.columns[field]!.name}"`;
+      statement = this.db.$client.prepare(
+        `SELECT ${column} AS "named", count(*) AS "count", min("id") AS "example" FROM "${getTableName(this.table)}" ` +
+          `WHERE "environment_id" = ?1 AND ${column} IN (SELECT value FROM json_each(?2)) GROUP BY ${column}`,
+      );
+      this.referrersStatements.set(field, statement);
+    }
+    const rows = statement.all(environmentId, JSON.stringify(ids)) as Array<{ named: string; count: number; example: string }>;
+    return new Map(rows.map(({ named, count, example }) => [named, { count, example }]));
+  }
+
+  /** Deletes the records of `ids` that exist and leaves their tombstones, in the order of `ids`. */
+  remove(environmentId: number, jobId: number, ids: readonly string[]): Set<string> {
+    if (ids.length === 0) return new Set();
+    this.removeStatement ??= this.db.$client.prepare(
+      `DELETE FROM "${getTableName(this.table)}" WHERE "environment_id" = ?1 AND "id" IN (SELECT value FROM json_each(?2)) RETURNING "id"`,
+    );
+    const deleted = new Set((this.removeStatement.all(environmentId, JSON.stringify(ids)) as Array<{ id: string }>).map((row) => row.id));
+    this.tombstones.write(environmentId, this.resource.path, jobId, ids.filter((id) => deleted.has(id)));
+    return deleted;
+  }
+
   get(environmentId: number, id: string): Record<string, unknown> | undefined {
     const row = this.db
       .select()
@@ -151,12 +185,15 @@ class ResourceTable {
 /** Every resource's table on one connection, each with its statements prepared once. */
 export class RecordTables implements RecordReads {
   private readonly byPath = new Map<string, ResourceTable>();
+  private readonly tombstoneTable: SqliteTombstones;
 
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: Db) {
+    this.tombstoneTable = new SqliteTombstones(db);
+  }
 
   of(resource: ResourceDefinition): ResourceTable {
     let table = this.byPath.get(resource.path);
-    if (!table) this.byPath.set(resource.path, (table = new ResourceTable(this.db, resource)));
+    if (!table) this.byPath.set(resource.path, (table = new ResourceTable(this.db, resource, this.tombstoneTable)));
     return table;
   }
 
@@ -165,6 +202,8 @@ export class RecordTables implements RecordReads {
     return {
       existing: (resource, ids) => answer(() => this.of(resource).existing(environmentId, ids)),
       upsert: (resource, jobId, records) => answer(() => this.of(resource).upsertAll(environmentId, jobId, records)),
+      referrers: (referring, field, ids) => answer(() => this.of(referring).referrers(environmentId, field, ids)),
+      remove: (resource, jobId, ids) => answer(() => this.of(resource).remove(environmentId, jobId, ids)),
       undone: async (fn) => {
         this.db.$client.run("SAVEPOINT dry_run");
         try {
@@ -183,5 +222,13 @@ export class RecordTables implements RecordReads {
 
   page(resource: ResourceDefinition, environmentId: number, limit: number, after?: string): Promise<Array<Record<string, unknown>>> {
     return answer(() => this.of(resource).page(environmentId, limit, after));
+  }
+
+  tombstone(resource: ResourceDefinition, environmentId: number, id: string): Promise<Tombstone | undefined> {
+    return answer(() => this.tombstoneTable.find(environmentId, resource.path, id));
+  }
+
+  tombstones(resource: ResourceDefinition, environmentId: number, limit: number, after?: number): Promise<Tombstone[]> {
+    return answer(() => this.tombstoneTable.page(environmentId, resource.path, limit, after));
   }
 }

@@ -56,6 +56,8 @@ export const jobs = sqliteTable(
     sequence: integer("sequence").notNull(),
     // A dry run (?dryRun=true): applied in a savepoint that is rolled back; only its outcome stays.
     dryRun: integer("dry_run", { mode: "boolean" }).notNull().default(false),
+    // What the job does to its records (domain/job.ts, JobOperation): upsert (an import) or delete.
+    operation: text("operation").notNull().default("upsert"),
   },
   (table) => [
     uniqueIndex("jobs_environment_sequence_idx").on(table.environmentId, table.sequence),
@@ -197,6 +199,33 @@ export const webhookAttempts = sqliteTable(
     durationMs: integer("duration_ms").notNull(),
   },
   (table) => [primaryKey({ columns: [table.deliveryId, table.attempt] })],
+);
+
+// What a delete job leaves of each record it deleted, for readers that follow deletions (GET /v2/deletions/<resource>)
+// and for the 404 of a deleted record: kept as long as job documents, and ended when the id is imported again. No key
+// to jobs: a tombstone outlives nothing, it is purged by its own deletedAt as jobs are by theirs.
+export const tombstones = sqliteTable(
+  "tombstones",
+  {
+    // The order deletions happened in, the cursor of the pages. AUTOINCREMENT: never handed out again, even once the
+    // newest tombstones are purged or ended, so that a reader's cursor never lands before a later deletion.
+    position: integer("position").primaryKey({ autoIncrement: true }),
+    environmentId: integer("environment_id")
+      .notNull()
+      .references(() => environments.id),
+    // The resource's path (assets, subareas, ...).
+    resource: text("resource").notNull(),
+    id: text("id").notNull(),
+    jobId: integer("job_id").notNull(),
+    deletedAt: text("deleted_at").notNull(),
+  },
+  // The first: one tombstone per record, found by id (the 404, an import's end of it, "has this resource any?"); the
+  // pages seek the second; the purge the third.
+  (table) => [
+    uniqueIndex("tombstones_record_idx").on(table.environmentId, table.resource, table.id),
+    index("tombstones_position_idx").on(table.environmentId, table.resource, table.position),
+    index("tombstones_deleted_idx").on(table.deletedAt),
+  ],
 );
 
 // Columns every resource table shares: the environment scope, the external id, and who wrote it last.
