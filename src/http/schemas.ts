@@ -90,13 +90,14 @@ export const tombstoneSchema = t.Object(
   },
   { description: "A record that was deleted, and not imported again since." },
 );
-// Not pageOf: the last page has a cursor too (routes/deletions.ts), so that a reader can follow deletions over time.
+// Not pageOf: every page, the last too, has a resumeCursor (routes/deletions.ts), so that a reader can follow deletions over time.
 export const tombstonePageSchema = t.Object({
   items: t.Array(tombstoneSchema),
-  nextCursor: t.Union([t.String(), t.Null()], {
+  nextCursor: t.Union([t.String(), t.Null()], { description: "Pass it as `after` for the next page; null on the last page." }),
+  resumeCursor: t.String({
     description:
-      "Where this page ends in the order of deletions: pass it as `after` for the next page now, or for the deletions since later. " +
-      "Null only when there was no deletion to list and no `after` was given.",
+      "Where this page ends in the order of deletions, on every page, the last one too: keep the last you were given, and pass it as `after` later " +
+      'to get only the deletions since ("0" when there has been none).',
   }),
 });
 export const rejectedRecordPageSchema = pageOf(rejectedRecordSchema);

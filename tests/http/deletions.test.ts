@@ -8,7 +8,7 @@ import { startTestServer, type TestServer } from "../helpers/server";
 // /v2/deletions/<resource> pages the deletions in the order they happened.
 
 type DeleteJob = JobDocument & { operation: string; dryRun: boolean; output: null | (NonNullable<JobDocument["output"]> & { deleted?: number; notFound?: number }) };
-type Page = { items: Array<{ id: string; deletedAt: string; deletedByJobId: number }>; nextCursor: string | null };
+type Page = { items: Array<{ id: string; deletedAt: string; deletedByJobId: number }>; nextCursor: string | null; resumeCursor: string };
 
 let server: TestServer;
 beforeAll(async () => {
@@ -76,18 +76,21 @@ describe("POST /{env}/v2/deletions/<resource>", () => {
     expect((await (await read("assets", "never-imported")).json()).deletedByJobId).toBeUndefined();
   });
 
-  test("the deletions page in the order they happened, not by id; the last page's cursor brings only later deletions, a smaller id's too", async () => {
+  test("the deletions page in the order they happened, not by id; the last page's resumeCursor brings only later deletions, a smaller id's too", async () => {
     await importAndWait(server.base, "assetcategories", server.key, ["m", "z", "b", "a"].map((id) => ({ id, name: id.toUpperCase() })));
     const first = await deleteAndWait("assetcategories", ["z", "m"]);
     const page = await tombstones("assetcategories", "?limit=1");
     expect(page.items).toEqual([{ id: "z", deletedAt: expect.any(String), deletedByJobId: first.id }]);
+    expect(page.nextCursor).toBe(page.resumeCursor);
     const rest = await tombstones("assetcategories", `?limit=10&after=${page.nextCursor}`);
     expect(rest.items.map((item) => item.id)).toEqual(["m"]);
-    expect(rest.nextCursor).not.toBeNull();
+    // The last page: nextCursor null, as on every list (a client's paging loop ends), and a cursor to come back with.
+    expect(rest.nextCursor).toBeNull();
+    expect(rest.resumeCursor).not.toBe(page.resumeCursor);
     // Nothing newer yet: an empty page that gives the cursor back.
-    expect(await tombstones("assetcategories", `?after=${rest.nextCursor}`)).toEqual({ items: [], nextCursor: rest.nextCursor });
+    expect(await tombstones("assetcategories", `?after=${rest.resumeCursor}`)).toEqual({ items: [], nextCursor: null, resumeCursor: rest.resumeCursor });
     const later = await deleteAndWait("assetcategories", ["a"]);
-    expect(await tombstones("assetcategories", `?after=${rest.nextCursor}`)).toMatchObject({ items: [{ id: "a", deletedByJobId: later.id }] });
+    expect(await tombstones("assetcategories", `?after=${rest.resumeCursor}`)).toMatchObject({ items: [{ id: "a", deletedByJobId: later.id }], nextCursor: null });
     expect((await tombstones("assetcategories")).items.map((item) => item.id)).toEqual(["z", "m", "a"]);
     const bad = await fetch(`${server.base}/v2/deletions/assetcategories?after=abc`, { headers: { "api-key": server.key } });
     expect(bad.status).toBe(400);
@@ -230,5 +233,5 @@ test("another environment's records are untouched by a deletion, and its deletio
   expect(done.output).toMatchObject({ deleted: 1 });
   expect(await (await read("subareas", "shared-id", other.base, other.key)).json()).toMatchObject({ name: "Theirs" });
   const theirs = await (await fetch(`${other.base}/v2/deletions/subareas`, { headers: { "api-key": other.key } })).json();
-  expect(theirs).toEqual({ items: [], nextCursor: null });
+  expect(theirs).toEqual({ items: [], nextCursor: null, resumeCursor: "0" });
 });

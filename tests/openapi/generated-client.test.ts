@@ -52,6 +52,6 @@ test("types generated with openapi-typescript typecheck the walk-through under -
     "read PIPE-0001 written by job of step 1",
     "list PIPE-0001,PIPE-0002 next PIPE-0002",
     "failed jobs 1",
-    "delete Succeeded, deleted 1 not found 1, deletions PIPE-0002 by that job",
+    "delete Succeeded, deleted 1 not found 1, deletions PIPE-0002 by that job, next null, resume a position",
   ]);
 }, 120_000);

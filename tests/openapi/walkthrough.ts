@@ -96,6 +96,6 @@ export async function walkthrough(baseUrl: string, apiKey: string): Promise<stri
   const gone = await client.GET("/v2/deletions/assets", { params: { query: { limit: 10 } } });
   if (!gone.data) fail("deletions", gone.error);
   const byWhom = gone.data.items.map((item) => `${item.id} by ${item.deletedByJobId === deletionId ? "that job" : item.deletedByJobId}`);
-  seen.push(`${deleted.operation} ${deleted.importJobStatus}, deleted ${deleted.output?.deleted} not found ${deleted.output?.notFound}, deletions ${byWhom.join(",")}`);
+  seen.push(`${deleted.operation} ${deleted.importJobStatus}, deleted ${deleted.output?.deleted} not found ${deleted.output?.notFound}, deletions ${byWhom.join(",")}, next ${gone.data.nextCursor}, resume ${/^\d+$/.test(gone.data.resumeCursor) ? "a position" : gone.data.resumeCursor}`);
   return seen;
 }

@@ -41,13 +41,15 @@ function tombstoneRoute(services: Services, resource: ResourceDefinition) {
     async ({ query, environmentId }) => {
       const limit = pageLimit(query.limit);
       if (query.after !== undefined && !positionFormat.test(query.after)) {
-        throw validationProblem({ after: [`'After' must be the nextCursor of the previous page: a whole number from 0. ${youSent(query.after)}`] });
+        throw validationProblem({ after: [`'After' must be the nextCursor or resumeCursor of an earlier page: a whole number from 0. ${youSent(query.after)}`] });
       }
       const tombstones = await services.records.tombstones(resource, environmentId, limit, query.after === undefined ? undefined : Number(query.after));
-      // Unlike the other lists, the last page has a cursor too: a reader follows deletions over time, and the next
-      // deletion is after this page's last one (or, with none, after the cursor it came with).
-      const nextCursor = tombstones.length > 0 ? String(tombstones.at(-1)!.position) : (query.after ?? null);
-      return { items: tombstones.map(({ id, deletedAt, deletedByJobId }) => ({ id, deletedAt, deletedByJobId })), nextCursor };
+      // nextCursor as on every other list (null on the last page, so that a client's loop ends); resumeCursor always,
+      // for a reader that follows deletions over time: the next deletion comes after this page's last (or, with none,
+      // after the cursor it came with).
+      const items = tombstones.map(({ id, deletedAt, deletedByJobId }) => ({ id, deletedAt, deletedByJobId }));
+      const end = tombstones.length > 0 ? String(tombstones.at(-1)!.position) : (query.after ?? "0");
+      return { items, nextCursor: tombstones.length === limit ? end : null, resumeCursor: end };
     },
     {
       params: t.Object({ env: environmentParameter }),
@@ -57,11 +59,11 @@ function tombstoneRoute(services: Services, resource: ResourceDefinition) {
         summary: `List deleted ${resource.noun} records, in the order they were deleted`,
         description:
           `The ${resource.noun} records that delete jobs deleted, a page at a time, in the order the deletions happened (not by id). Pass a page's nextCursor as \`after\` ` +
-          `for the next page; a page shorter than \`limit\` is the last for now. Unlike the other lists, the last page has a nextCursor too: keep it, and pass it as ` +
-          `\`after\` later to get only the deletions since, however small their ids. A record imported again after its deletion is no longer listed. ` +
+          `for the next page; the last page's nextCursor is null, as on the other lists. Every page also has a resumeCursor, the last page's too: keep the last one, ` +
+          `and pass it as \`after\` later to get only the deletions since, however small their ids. A record imported again after its deletion is no longer listed. ` +
           `Deletions are kept as long as job documents (--job-retention-days): a reader away for longer may miss some, and should read the records again whole.`,
         tags: ["Deletions"],
-        parameters: [...pageParameters("The nextCursor of a previous page (a position in the order of deletions): deletions after it.", positionFormat)],
+        parameters: [...pageParameters("The nextCursor or resumeCursor of a previous page (a position in the order of deletions): deletions after it.", positionFormat)],
         responses: {
           200: jsonResponse(tombstonePageSchema, "A page of deleted records."),
           ...problemResponses(400, 401, 429, 503),
