@@ -53,11 +53,13 @@ export const jobRoutes = (services: Services) => {
         // The common poll: one read, nothing to wait for.
         if (wait === undefined) return answer(await findJob(environmentId, params.id));
         // Held until the job ends or the wait is over. The wait is registered before each
-        // read, so that an end between the read and the wait is not missed; a wake-up only says "read it again".
+        // read, so that an end between the read and the wait is not missed; a wake-up only says "read it again", and
+        // the polls it woke read once between them (JobWaits.read).
         const until = Date.now() + wait * 1000;
         for (;;) {
           const held = services.jobWaits.register(parseJobId(params.id) ?? 0, until - Date.now());
-          const job = await findJob(environmentId, params.id).catch((error) => (held.cancel(), Promise.reject(error)));
+          const read = () => findJob(environmentId, params.id);
+          const job = await services.jobWaits.read(`${environmentId}/${params.id}`, held.since, read).catch((error) => (held.cancel(), Promise.reject(error)));
           if (isTerminal(job.status) || Date.now() >= until || services.jobWaits.stopped) {
             held.cancel();
             // With the job only: a 404 applied no wait.
