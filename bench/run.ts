@@ -157,6 +157,50 @@ async function fiveRequests() {
   pairedRow("2 floor", "row 2 against the durable floor of the same 100k in one go", times, floorTimes, 1.3);
 }
 
+/** The ids of assets `from` … `from + count - 1`, as a delete job's body. */
+const assetIdsBody = (count: number, from = 0) => new TextEncoder().encode(JSON.stringify(Array.from({ length: count }, (_, i) => asset(from + i).id)));
+
+/** One run of the plain delete script: the assets of `assetsFile` imported untimed, then the ids of `idsFile` deleted. */
+async function plainDelete(assetsFile: string, idsFile: string): Promise<{ ms: number; deleted: number }> {
+  const dir = mkdtempSync(join(work, "plain-delete-"));
+  try {
+    return await runScript("baselines/plain-delete.ts", [assetsFile, idsFile, dir]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Issue 46: deleting 100k records, one delete job, against a plain script deleting them in one transaction. */
+async function deletes() {
+  const idsFile = writeBody("asset-ids-100k.json", assetIdsBody(records100k));
+  const times: number[] = [];
+  const baseTimes: number[] = [];
+  const deletedCounts: number[] = [];
+  for (let i = 0; i < pairs; i++) {
+    const plain = await plainDelete(file100k, idsFile);
+    if (plain.deleted !== records100k) throw new Error(`the plain script deleted ${plain.deleted} of ${records100k}`);
+    baseTimes.push(plain.ms);
+    await withServer(async (server) => {
+      await importAndWait(server, "assets", Bun.file(file100k));
+      times.push(await importAndWait(server, "deletions/assets", Bun.file(idsFile)));
+      const latest = (await (await fetch(`${server.base}/v2/jobs?limit=1`, { headers: { "api-key": server.key } })).json()) as { items: Array<{ output: { deleted?: number } }> };
+      deletedCounts.push(latest.items[0]!.output.deleted ?? 0);
+    });
+  }
+  const ratio = median(times) / median(baseTimes);
+  rows.push({
+    row: "d1",
+    what: `100k assets deleted, one request: POST → Succeeded (deleted: ${Math.min(...deletedCounts)})`,
+    importd: median(times),
+    baseline: median(baseTimes),
+    unit: "ms",
+    ratio,
+    target: "≤ 1.5× and deleted = 100000",
+    ok: ratio <= 1.5 && deletedCounts.every((count) => count === records100k),
+    details: { runs: times, baselineRuns: baseTimes, deletedCounts },
+  });
+}
+
 async function timeTo202() {
   const { body, count } = assetsBodyOfSize(8 * 1024 * 1024);
   const file = writeBody("assets-8mb.json", body);
@@ -515,6 +559,7 @@ async function smallJobsWithHangingWebhook() {
 const suites: Array<[string, () => Promise<void>]> = [
   ["1", endToEnd],
   ["2", fiveRequests],
+  ["d1", deletes],
   ["3", timeTo202],
   ["4", statusThroughput],
   ["5", bigImport],
