@@ -123,6 +123,19 @@ export const resultLine = (result: PassResult) =>
     ? `pass ${result.name}: skipped (${result.why})`
     : `pass ${result.name}: ${result.status}, ${result.passed} pass, ${result.failed} fail, ${result.seconds} s`;
 
+/** The machine's CPU time so far, busy and all, in seconds (Linux's /proc/stat; undefined elsewhere). */
+function cpuSeconds(): { busy: number; total: number } | undefined {
+  try {
+    const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const total = fields.reduce((sum, value) => sum + value, 0);
+    // idle and iowait are the 4th and 5th: the cores had nothing to run.
+    const busy = total - fields[3]! - (fields[4] ?? 0);
+    return { busy: busy / 100, total: total / 100 };
+  } catch {
+    return undefined;
+  }
+}
+
 if (import.meta.main) {
   const argv = process.argv.slice(2);
   const dashes = argv.indexOf("--");
@@ -136,6 +149,7 @@ if (import.meta.main) {
   if (unknown.length > 0) throw new Error(`no pass named ${unknown.join(", ")}: the passes are ${passes.map((pass) => pass.name).join(", ")}`);
   const chosen = named.length > 0 ? passes.filter((pass) => named.includes(pass.name)) : passes;
   const started = performance.now();
+  const cpuBefore = cpuSeconds();
   console.log(`running ${chosen.map((pass) => `${pass.name}${pass.processes > 1 && !long ? ` (${pass.processes} processes)` : ""}`).join(", ")} side by side${long ? ", long suites at full settings" : ""}`);
   const run = (pass: Pass) =>
     runPass(pass, { args, long, measure, print: (text) => process.stdout.write(text) }).catch((error): PassResult => {
@@ -150,5 +164,11 @@ if (import.meta.main) {
   }
   for (const result of results) console.log(resultLine(result));
   console.log(`all passes: ${Math.round((performance.now() - started) / 1000)} s`);
+  // How much of the machine the run kept busy: what says whether more processes or less work would make it shorter.
+  const cpuAfter = cpuSeconds();
+  if (cpuBefore && cpuAfter) {
+    const busy = cpuAfter.busy - cpuBefore.busy;
+    console.log(`machine: ${Math.round(busy)} s of CPU busy, ${Math.round((100 * busy) / (cpuAfter.total - cpuBefore.total))}% of its cores' time`);
+  }
   process.exitCode = results.some((result) => result.status === "failed") ? 1 : 0;
 }
