@@ -163,8 +163,8 @@ if (requireChromium("the console's import in headless Chromium")) {
   }, 240_000);
 
   test("a reload in the middle of applying says what had been queued; the same file chosen again sends only the rest", async () => {
-    // Several requests, read and sent one after another.
-    const rows = 12_000;
+    // Several requests (about 1.5 MB of JSON against the server's 1 MB), read and sent one after another.
+    const rows = 4_000;
     const file = join(dir, "resumed.csv");
     const page = await applying("resumed.csv", rows);
 
@@ -196,7 +196,7 @@ if (requireChromium("the console's import in headless Chromium")) {
     const result = page.getByRole("region", { name: "Import result" });
     await result.waitFor({ timeout: 120_000 });
     const summary = (await result.locator(".verdict").textContent())!;
-    expect(summary).toStartWith(`12,000 records: 12,000 applied (12,000 created, 0 updated, 0 unchanged), 0 rejected, in `);
+    expect(summary).toStartWith(`4,000 records: 4,000 applied (4,000 created, 0 updated, 0 unchanged), 0 rejected, in `);
     // Those queued before the reload, and perhaps one whose answer the reload cut off (its Idempotency-Key recognized).
     const earlier = Number(/ (\d+) jobs? had been queued before the interruption and (was|were) not sent again\.$/.exec(summary)?.[1]);
     expect(earlier === queued.length || earlier === queued.length + 1).toBe(true);
@@ -252,7 +252,7 @@ if (requireChromium("the console's import in headless Chromium")) {
   }, 120_000);
 
   test("Stop in the middle of applying: the page says what had been queued, and the same file resumes from there", async () => {
-    const rows = 8_000;
+    const rows = 4_000;
     const page = await applying("stopped.csv", rows);
     await page.getByRole("button", { name: "Stop" }).click();
     proxy.release();
@@ -262,7 +262,7 @@ if (requireChromium("the console's import in headless Chromium")) {
     await page.getByRole("button", { name: "Resume the import" }).click();
     const result = page.getByRole("region", { name: "Import result" });
     await result.waitFor({ timeout: 60_000 });
-    expect(await result.locator(".verdict").textContent()).toStartWith("8,000 records: 8,000 applied (8,000 created, 0 updated, 0 unchanged), 0 rejected, in ");
+    expect(await result.locator(".verdict").textContent()).toStartWith("4,000 records: 4,000 applied (4,000 created, 0 updated, 0 unchanged), 0 rejected, in ");
     const jobIds = (await result.getByRole("link", { name: /^Job \d+$/ }).allTextContents()).map((text) => Number(text.slice(4)));
     const jobs = await Promise.all(jobIds.map((id) => client().getJob(id)));
     expect(jobs.reduce((sum, job) => sum + (job.output?.applied ?? 0), 0)).toBe(rows);
@@ -270,7 +270,7 @@ if (requireChromium("the console's import in headless Chromium")) {
   }, 120_000);
 
   test("signing out stops a running import (its worker holds the key); signed in again, the page says what had been queued", async () => {
-    const page = await applying("signed-out.csv", 8_000);
+    const page = await applying("signed-out.csv", 4_000);
     expect(page.workers()).toHaveLength(1);
     await page.getByRole("button", { name: "Sign out" }).click();
     expect(await until(async () => page.workers().length, { holds: (workers) => workers === 0, what: "the page's workers gone" })).toBe(0);
