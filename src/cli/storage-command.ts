@@ -3,7 +3,7 @@ import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, options } from "../config";
 import type { CopyReport } from "../store/copy";
 import { DatabaseError } from "../store/errors";
-import { redactedUrl } from "../store/postgres/connection";
+import { redactedUrl } from "../store/postgres/url";
 import { PostgresStore } from "../store/postgres/store";
 import { databaseFile } from "../store/sqlite/database";
 import { SqliteStore } from "../store/sqlite/store";

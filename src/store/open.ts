@@ -1,9 +1,10 @@
 // The one place that knows which backends exist: the server, the CLI and the worker threads open their
-// store here.
+// store here. Each backend is loaded when it is opened: an appliance on SQLite never loads PostgreSQL's driver, nor an
+// instance on PostgreSQL SQLite's store (each worker thread loads its own copy of what it imports).
 import type { OutboxRows, Store, StoreHandle } from "./ports";
-import { redactedUrl } from "./postgres/connection";
-import { PostgresStore, type PostgresHandle } from "./postgres/store";
-import { SqliteStore, type SqliteHandle } from "./sqlite/store";
+import type { PostgresHandle } from "./postgres/store";
+import { redactedUrl } from "./postgres/url";
+import type { SqliteHandle } from "./sqlite/store";
 
 export type StoreLocation = { dataDir: string; databaseUrl?: string };
 
@@ -13,14 +14,18 @@ export type StoreLocation = { dataDir: string; databaseUrl?: string };
  * one (StoreInUse otherwise). `outbox`: what a job's end writes for the webhooks (webhooks/outbox.ts's outboxRows).
  */
 export async function openStore(location: StoreLocation, { server = false, outbox }: { server?: boolean; outbox: OutboxRows }): Promise<Store> {
-  if (location.databaseUrl) return PostgresStore.open(location.databaseUrl, { server, outbox });
+  if (location.databaseUrl) {
+    const { PostgresStore } = await import("./postgres/store");
+    return PostgresStore.open(location.databaseUrl, { server, outbox });
+  }
+  const { SqliteStore } = await import("./sqlite/store");
   return SqliteStore.open(location.dataDir, { server, outbox });
 }
 
 /** A worker thread's store, from the handle its server's store gave it. */
-export function openStoreInThread(handle: StoreHandle, options: { outbox: OutboxRows }): Store {
-  if (handle.backend === "sqlite") return SqliteStore.openInThread(handle as SqliteHandle, options);
-  if (handle.backend === "postgres") return PostgresStore.openInThread(handle as PostgresHandle, options);
+export async function openStoreInThread(handle: StoreHandle, options: { outbox: OutboxRows }): Promise<Store> {
+  if (handle.backend === "sqlite") return (await import("./sqlite/store")).SqliteStore.openInThread(handle as SqliteHandle, options);
+  if (handle.backend === "postgres") return (await import("./postgres/store")).PostgresStore.openInThread(handle as PostgresHandle, options);
   throw new Error(`unknown store backend ${handle.backend}`);
 }
 

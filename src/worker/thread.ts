@@ -69,7 +69,7 @@ const reply = (message: ReplyMessage) => self.postMessage(message);
 self.onmessage = async (event: MessageEvent<ToWorker>) => {
   const message = event.data;
   if (message.type === "init") {
-    store = openStoreInThread(message.store, { outbox: outboxRows });
+    store = await openStoreInThread(message.store, { outbox: outboxRows });
     testHooks = message.testHooks ?? {};
     reply({ type: "ready" });
     return;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { redactedUrl, withoutSecrets } from "../../src/store/postgres/connection";
+import { redactedUrl, withoutSecrets } from "../../src/store/postgres/url";
 
 describe("redactedUrl: a database URL as every message shows it", () => {
   test("hides the password of the user part", () => {

@@ -1,5 +1,5 @@
 import { DatabaseError, StorageConflict, StorageFull, StorageUnavailable } from "../errors";
-import { redactedUrl, withoutSecrets } from "./connection";
+import { redactedUrl, withoutSecrets } from "./url";
 
 /**
  * The one place that reads the driver's errors (a SQLSTATE or a socket's code in `.code`; pg's own connection errors,
