@@ -12,7 +12,7 @@ import { appendFileSync, existsSync, readFileSync, rmSync, statSync, writeFileSy
  */
 
 /** What must not change for a journal to be resumed. */
-export type RunIdentity = { resource: string; baseUrl: string; fileBytes: number; fileModifiedMs: number };
+export type RunIdentity = { resource: string; baseUrl: string; fileBytes: number; fileModifiedMs: number; operation?: "delete" };
 type Header = RunIdentity & { runId: string; startedAt: string; chunkBytes: number };
 
 export const journalPath = (input: string) => `${input}.importd-progress`;
@@ -44,6 +44,8 @@ export class Journal {
     if (found) {
       const { header, entries } = found;
       const mismatch =
+        // A journal without an operation is an import's (journals from before deletes have none).
+        header.operation !== identity.operation ? `it was ${header.operation ? "a deletion" : "an import"} of this file` :
         header.resource !== identity.resource ? `it was for --resource ${header.resource}` :
         header.baseUrl !== identity.baseUrl ? `it was for ${header.baseUrl}` :
         header.fileBytes !== identity.fileBytes || header.fileModifiedMs !== identity.fileModifiedMs ? "the file has changed since" : undefined;

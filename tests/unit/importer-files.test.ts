@@ -204,6 +204,8 @@ describe("the summary", () => {
     created: 1,
     updated: 0,
     unchanged: 0,
+    deleted: 0,
+    notFound: 0,
     rejected: 0,
     rejectedBeforeSending: 0,
     repeated: 0,
