@@ -26,7 +26,7 @@ Usage:
                                    delete the records a file names, one id per line or a CSV/NDJSON/JSON
                                    file's ids, in chunks (importd delete --help)
   importd jobs list --base-url <url> [--status <status>] [--type <type>] [--operation upsert|delete]
-                   [--limit <n> | --all] [--json]
+                    [--limit <n> | --all] [--json]
                                    list an environment's jobs, newest first
   importd jobs show <id> --base-url <url> [--wait] [--json]
                                    a job's status, counts, times and message (--wait: once it has finished)

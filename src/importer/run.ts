@@ -181,6 +181,6 @@ export async function runImport(run: ImportRun): Promise<number> {
     const id = source.record?.id ?? (text === undefined ? undefined : JSON.parse(text));
     run.out(`  ${where(source)}${id === undefined ? "" : ` ${shown(String(id))}`}: ${reason}`);
   }
-  if (totals.rejected > told.length) run.out(`  and ${totals.rejected - told.length} more${rejectedFile && rejectedFile.rejected > 0 ? `, all in ${rejectedFile.path}` : ""}.`);
+  if (deleting && totals.rejected > told.length) run.out(`  and ${totals.rejected - told.length} more${rejectedFile && rejectedFile.rejected > 0 ? `, all in ${rejectedFile.path}` : ""}.`);
   return totals.rejected + problemsOfFile === 0 ? 0 : 1;
 }
