@@ -135,7 +135,14 @@ export async function runImport(run: ImportRun): Promise<number> {
     afterChunk: () => Bun.gc(true),
   });
   const { totals } = importing;
-  const snapshot = (job?: JobDocument): Progress => ({ ...totals, total: survey.records, totalKnown: true, elapsedMs: performance.now() - started, job });
+  const snapshot = (job?: JobDocument): Progress => ({
+    ...totals,
+    total: survey.records,
+    totalKnown: true,
+    elapsedMs: performance.now() - started,
+    job,
+    deletes: deleting ? { deleted: totals.deleted, notFound: totals.notFound } : undefined,
+  });
   const report = (job?: JobDocument) => run.progress(run.interactive ? progressLine(snapshot(job), run.columns()) : progressEntry(snapshot(job)));
 
   try {
