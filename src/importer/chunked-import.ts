@@ -240,10 +240,18 @@ export class ChunkedImport {
       totals.deleted += done.output?.deleted ?? 0;
       totals.notFound += done.output?.notFound ?? 0;
       if ((done.output?.rejected ?? 0) > 0) {
+        let listed = 0;
         for await (const record of client.rejectedRecords(done.id)) {
           const at = inJob[record.index]!;
           rejections.push({ source: chunk.sources[at]!, reason: record.message, text: chunk.texts[at] });
           totals.rejected++;
+          listed++;
+        }
+        // A job that failed as a whole without a row per record (given up after its attempts, its payload lost):
+        // every record it took is rejected, for the job's reason, so that the counts and the exit code say so.
+        if (listed === 0 && done.output!.applied === 0) {
+          for (const at of inJob) rejections.push({ source: chunk.sources[at]!, reason: done.output!.message, text: chunk.texts[at] });
+          totals.rejected += inJob.length;
         }
       }
       options.onProgress?.(done, true);

@@ -95,7 +95,7 @@ export async function runImport(run: ImportRun): Promise<number> {
   if (opened?.note) run.note(opened.note);
   if (opened?.resumed && opened.resumed.chunks > 0) {
     run.note(
-      `Resuming the import of ${run.file} started ${opened.resumed.startedAt}, which was interrupted: its progress file records ${plural(opened.resumed.chunks, "request")} that ` +
+      `Resuming the ${deleting ? "delete" : "import"} of ${run.file} started ${opened.resumed.startedAt}, which was interrupted: its progress file records ${plural(opened.resumed.chunks, "request")} that ` +
         `went through; ${opened.resumed.chunks === 1 ? "it is" : "they are"} not sent again (--restart sends everything again).`,
     );
   }

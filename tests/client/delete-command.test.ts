@@ -129,11 +129,38 @@ describe("importd delete", () => {
     const jobsBefore = (await lastJobs(1))[0]!.id;
     const run = await remove(file);
     expect(run.code).toBe(0);
-    expect(run.stderr).toContain("Resuming the import of");
+    expect(run.stderr).toContain(`Resuming the delete of ${file} started 2026-11-27T10:00:00.000Z`);
     expect(run.stdout).toContain(`2 ids, 2 deleted, 0 not found, 0 rejected, in 1 job`);
     expect(run.stdout).toContain("had been queued by the interrupted run");
     expect((await lastJobs(1))[0]!.id).toBe(jobsBefore);
     expect(existsSync(`${file}.importd-progress`)).toBe(false);
+
+    // An import's progress file is not taken for a delete's: the delete starts anew, and says why.
+    writeFileSync(`${file}.importd-progress`, `${JSON.stringify({ ...header, operation: undefined })}\n${JSON.stringify({ chunk: 0, jobId: earlier.id, dropped: [] })}\n`);
+    const fresh = await remove(file);
+    expect(fresh.code).toBe(0);
+    expect(fresh.stderr).toContain("An interrupted import of this file (started 2026-11-27T10:00:00.000Z) is not resumed, because this is a delete: starting a new delete.");
+    expect(fresh.stdout).toContain("2 ids, 0 deleted, 2 not found");
+  }, 60_000);
+
+  test("a delete job that fails as a whole (given up after its attempts): every id it took is rejected, for its reason, exit 1", async () => {
+    // Every job of this server is given up at its first claim, as the fourth claim of one that kept crashing is.
+    const failing = await startTestServer({ testHooks: { maxAttempts: 0 } });
+    try {
+      const file = write("given-up.txt", "A-1\nA-2\n");
+      const run = await importd(["delete", file, "--resource", "assets", "--base-url", failing.base], { IMPORTD_API_KEY: failing.key });
+      expect(run.code).toBe(1);
+      expect(run.stdout).toContain(`${file}: 2 ids, 0 deleted, 0 not found, 2 rejected, in 1 job`);
+      expect(run.stdout).toContain("  line 1 'A-1': Nothing was applied: the job could not be processed after");
+      const rejected = readFileSync(join(dir, "given-up.rejected.csv"), "utf8").trimEnd().split("\n");
+      expect(rejected.map((line) => line.split(",")[0])).toEqual(["id", "A-1", "A-2"]);
+      const [job] = await failing.query<{ output: string }>("SELECT output FROM jobs ORDER BY id DESC LIMIT 1");
+      const output = typeof job!.output === "string" ? JSON.parse(job!.output) : job!.output;
+      expect(output).toMatchObject({ deleted: 0, notFound: 0, rejected: 2 });
+      expect(output).not.toHaveProperty("created");
+    } finally {
+      await failing.close();
+    }
   }, 60_000);
 
   test("usage and file problems exit 2 with one line", async () => {
