@@ -11,7 +11,7 @@ import { connectionFlags, connectionUsage, serverConnection } from "./server-con
 export const deleteUsage = `importd delete <file> --resource <resource> --base-url <url> [--api-key <key>] [--ca-file <file>] [--dry-run] [--restart]
 
   Deletes the records whose ids the file names, sending them as delete jobs in requests under 8 MB, in order,
-  waiting for each job (DECISIONS 13: each takes its place in the environment's order, with the imports).
+  waiting for each job; each takes its place in the environment's one order, with the imports.
   What the file is goes by its name, as for importd import (--format when it does not say, or says wrong):
     .txt, .ids, .lst, or no extension   text: one id per line; blank lines are skipped and a line's CR (of a
                                         CRLF) is not part of the id; nothing else is trimmed
