@@ -22,7 +22,11 @@ Usage:
   importd key revoke <keyId>       revoke a key; takes effect at once, also on a running server
   importd import <file> --resource <resource> --base-url <url>
                                    import a CSV, NDJSON or JSON file in chunks (importd import --help)
-  importd jobs list --base-url <url> [--status <status>] [--type <type>] [--limit <n> | --all] [--json]
+  importd delete <file of ids> --resource <resource> --base-url <url>
+                                   delete the records a file names, one id per line or a CSV/NDJSON/JSON
+                                   file's ids, in chunks (importd delete --help)
+  importd jobs list --base-url <url> [--status <status>] [--type <type>] [--operation upsert|delete]
+                    [--limit <n> | --all] [--json]
                                    list an environment's jobs, newest first
   importd jobs show <id> --base-url <url> [--wait] [--json]
                                    a job's status, counts, times and message (--wait: once it has finished)
@@ -64,13 +68,14 @@ async function helpFor(command: string | undefined): Promise<string> {
 /** Runs one command; `testHooks` only from tests/fixtures/with-test-hooks.ts (see Config's TestHooks). */
 export async function main(argv: string[], { testHooks }: { testHooks?: TestHooks } = {}): Promise<number> {
   // The client command has flags of its own, none of the server's.
-  if (argv[0] === "import") {
+  if (argv[0] === "import" || argv[0] === "delete") {
     // Ctrl-C: the journal already holds every request that went through, so the same command resumes. 130 is
     // 128 + SIGINT, what shells and scripts expect of a program stopped by Ctrl-C.
     process.once("SIGINT", () => {
       io.err("\nimportd: interrupted. Run the same command again to resume where it stopped: the requests that went through are not sent again.");
       process.exit(130);
     });
+    if (argv[0] === "delete") return (await import("./cli/delete-command")).deleteCommand(argv.slice(1), process.env, io, process.stderr.isTTY === true);
     const { importCommand } = await import("./cli/import-command");
     return importCommand(argv.slice(1), process.env, io, process.stderr.isTTY === true);
   }

@@ -10,7 +10,7 @@
 // The rule for a file in a second pass: it goes in only if the pass changes what the file exercises. So these run
 // once, in the SQLite pass:
 //   - what never reaches a test server or never honours TEST_BACKEND/TEST_TRANSPORT: tests/jobs/group-commit,
-//     parse-once and payload (a SQLite store of their own), tests/webhooks/send (sendWebhook against receivers of
+//     parse-once, payload and delete-failures (a SQLite store of their own), tests/webhooks/send (sendWebhook against receivers of
 //     its own), tests/openapi/contract (the answer checker, shown on a stand-in), tests/cli/usage (the command line
 //     before any database);
 //   - OpenAPI generation and lint (tests/openapi/lint, generated-client, second-generator): the served document
@@ -64,7 +64,7 @@ const onPostgres = [
 const overTls = [
   ...files("http", ["edge", "half-close", "imports", "limits", "security-headers", "trusted-proxies", "uploads"]),
   ...files("jobs", ["long-poll"]),
-  ...files("client", ["client", "import-command", "import-server-lost"]),
+  ...files("client", ["client", "import-command", "delete-command", "import-server-lost"]),
   ...files("webhooks", ["cli"]),
   ...files("console", ["console"]),
 ];

@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { ImportdConnectionError, ImportdProblem } from "../client";
 import { parseDelimiter } from "../importer/csv-dialect";
 import { defaultChunkBytes } from "../importer/chunked-import";
-import { runImport } from "../importer/run";
+import { runImport, type ImportRun } from "../importer/run";
 import { formats, SourceError, type Format } from "../importer/source";
 import { resourceByPath, resources } from "../resources/registry";
 import { UsageError, type Output } from "./errors";
@@ -79,16 +79,10 @@ export async function importCommand(argv: string[], env: Record<string, string |
   }
   // --validate-only checks the file here: it needs no server.
   const connection = validateOnly ? { baseUrl: "", apiKey: "" } : serverConnection(values, env);
-  const chunkBytes = values["chunk-bytes"] === undefined ? defaultChunkBytes : Number(values["chunk-bytes"]);
-  if (!Number.isSafeInteger(chunkBytes) || chunkBytes < 1024) throw new UsageError(`--chunk-bytes must be a whole number of at least 1024, not '${values["chunk-bytes"]}'`);
+  const chunkBytes = chunkBytesOf(values["chunk-bytes"]);
 
-  let drawn = false;
-  const endLine = () => {
-    if (drawn) process.stderr.write("\n");
-    drawn = false;
-  };
-  try {
-    const code = await runImport({
+  return runFile(
+    {
       file: positionals[0]!,
       resource,
       ...connection,
@@ -99,6 +93,34 @@ export async function importCommand(argv: string[], env: Record<string, string |
       dryRun: values["dry-run"] ?? false,
       restart: values.restart ?? false,
       chunkBytes,
+    },
+    "import",
+    io,
+    interactive,
+  );
+}
+
+/** --chunk-bytes, checked. */
+export function chunkBytesOf(text: string | undefined): number {
+  const chunkBytes = text === undefined ? defaultChunkBytes : Number(text);
+  if (!Number.isSafeInteger(chunkBytes) || chunkBytes < 1024) throw new UsageError(`--chunk-bytes must be a whole number of at least 1024, not '${text}'`);
+  return chunkBytes;
+}
+
+/**
+ * Runs an import or a delete of a file (importer/run.ts) at the terminal: its progress on stderr (one line redrawn on
+ * a terminal), its summary on stdout, and what stops it said in one line, exit code 2. `what` names the request the
+ * server refused.
+ */
+export async function runFile(run: Omit<ImportRun, "interactive" | "columns" | "out" | "note" | "progress">, what: "import" | "deletion", io: Output, interactive: boolean): Promise<number> {
+  let drawn = false;
+  const endLine = () => {
+    if (drawn) process.stderr.write("\n");
+    drawn = false;
+  };
+  try {
+    const code = await runImport({
+      ...run,
       interactive,
       columns: () => process.stderr.columns || 80,
       out: (line) => {
@@ -121,11 +143,11 @@ export async function importCommand(argv: string[], env: Record<string, string |
   } catch (error) {
     endLine();
     if (error instanceof SourceError || error instanceof ImportdConnectionError) return io.err(`importd: ${error.message}`), 2;
-    if (error instanceof ImportdProblem && error.status === 401) return io.err(`importd: ${keyRefused(connection.baseUrl)}`), 2;
-    if (error instanceof ImportdProblem) return io.err(`importd: the server refused the import: ${error.message}`), 2;
+    if (error instanceof ImportdProblem && error.status === 401) return io.err(`importd: ${keyRefused(run.baseUrl)}`), 2;
+    if (error instanceof ImportdProblem) return io.err(`importd: the server refused the ${what}: ${error.message}`), 2;
     const code = (error as { code?: string }).code;
-    if (code === "ENOENT") return io.err(`importd: no such file: ${positionals[0]}`), 2;
-    if (code === "EACCES" || code === "EISDIR") return io.err(`importd: cannot read ${positionals[0]}: ${code === "EACCES" ? "permission denied" : "it is a directory"}`), 2;
+    if (code === "ENOENT") return io.err(`importd: no such file: ${run.file}`), 2;
+    if (code === "EACCES" || code === "EISDIR") return io.err(`importd: cannot read ${run.file}: ${code === "EACCES" ? "permission denied" : "it is a directory"}`), 2;
     throw error;
   }
 }

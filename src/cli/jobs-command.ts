@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { createClient, ImportdConnectionError, ImportdProblem, type ImportdClient, type JobDocument, type RejectedRecord } from "../client";
-import { isTerminal, jobStatuses } from "../domain/job";
+import { isTerminal, jobOperations, jobStatuses } from "../domain/job";
 import { UsageError, type Output } from "./errors";
 import { RejectedColumns } from "../importer/rejected-csv";
 import { jobSummary, jobTable, rejectedJson } from "./job-views";
@@ -12,24 +12,28 @@ const maxListLimit = 1000;
 /** The help; `jobTypes` from the resource registry, which only --help loads (it would double the time of a plain `jobs list`). */
 export const jobsUsage = (jobTypes: readonly string[]) => `importd jobs: the jobs of an environment, on a running server, through its API
 
-  importd jobs list [--status <status>] [--type <type>] [--dry-run | --no-dry-run] [--limit <n> | --all] [--json]
+  importd jobs list [--status <status>] [--type <type>] [--operation <op>] [--dry-run | --no-dry-run]
+                    [--limit <n> | --all] [--json]
   importd jobs show <id> [--wait] [--json]
   importd jobs rejected <id> [--format csv|json]
   importd jobs cancel <id>
   each with --base-url <url> [--api-key <key>] [--ca-file <file>]
 
 jobs list           the environment's jobs, newest first, as a table: id, type, status, records, applied, rejected,
-                    when created (UTC). The newest ${defaultListLimit} unless --limit or --all says otherwise; when there are
-                    more, stderr says so.
+                    when created (UTC); when a delete job is listed, an OP column after the type says what each job
+                    does (upsert: an import; delete). The newest ${defaultListLimit} unless --limit or --all says otherwise;
+                    when there are more, stderr says so.
   --status <status>   only jobs in this state: ${jobStatuses.join(", ")}
   --type <type>       only jobs of this type: ${jobTypes.join(", ")}
+  --operation <op>    only jobs that do this: ${jobOperations.join(" (imports), ")} (delete jobs)
   --dry-run           only dry runs (marked * in the table); --no-dry-run: only real imports
   --limit <n>         the newest <n> jobs, 1 to ${maxListLimit} (default ${defaultListLimit})
   --all               every job, page after page (instead of --limit)
   --json              one job document per line (NDJSON), as GET /v2/status/{id} answers it, for scripts
 
-jobs show <id>      one job: status, type, records, applied (created, updated, unchanged), rejected, when it was
-                    created, started and completed, whether it was a dry run, and its message
+jobs show <id>      one job: status, type, operation, records, applied (created, updated, unchanged; a delete job's:
+                    deleted, not found), rejected, when it was created, started and completed, whether it was a dry
+                    run, and its message
   --wait              if it has not finished, wait until it has (Ctrl-C stops waiting, not the job)
   --json              the job document, on one line
 
@@ -48,7 +52,7 @@ ${connectionUsage}
   2 usage or connection errors, a refused key included.`;
 
 const subcommands = {
-  list: ["status", "type", "dry-run", "no-dry-run", "limit", "all", "json"],
+  list: ["status", "type", "operation", "dry-run", "no-dry-run", "limit", "all", "json"],
   show: ["wait", "json"],
   rejected: ["format"],
   cancel: [],
@@ -60,6 +64,7 @@ const flags = {
   help: { type: "boolean", short: "h" },
   status: { type: "string" },
   type: { type: "string" },
+  operation: { type: "string" },
   "dry-run": { type: "boolean" },
   "no-dry-run": { type: "boolean" },
   limit: { type: "string" },
@@ -104,14 +109,14 @@ function jobId(action: Subcommand, args: string[]): number {
   return Number(text);
 }
 
-type ListRequest = { filters: { status?: string; type?: string; dryRun?: boolean }; limit: number | "all" };
+type ListRequest = { filters: { status?: string; type?: string; operation?: string; dryRun?: boolean }; limit: number | "all" };
 
-/** The list's filters and how many, checked before anything is sent; status and type are the server's to check. */
+/** The list's filters and how many, checked before anything is sent; status, type and operation are the server's to check. */
 function listRequest(values: Values): ListRequest {
   if (values["dry-run"] && values["no-dry-run"]) throw new UsageError("--dry-run and --no-dry-run do not go together: give one, or neither to list both kinds");
   if (values.all && values.limit !== undefined) throw new UsageError("--all and --limit do not go together: --all lists every job");
   const dryRun = values["dry-run"] ? true : values["no-dry-run"] ? false : undefined;
-  const filters = { status: values.status, type: values.type, dryRun };
+  const filters = { status: values.status, type: values.type, operation: values.operation, dryRun };
   if (values.all) return { filters, limit: "all" };
   const text = values.limit ?? String(defaultListLimit);
   const limit = Number(text);
@@ -222,4 +227,4 @@ function refused(error: unknown, id: number | undefined, baseUrl: string, io: Ou
   return 2;
 }
 
-const flagOf: Record<string, string> = { status: "--status", type: "--type", dryRun: "--dry-run", limit: "--limit" };
+const flagOf: Record<string, string> = { status: "--status", type: "--type", operation: "--operation", dryRun: "--dry-run", limit: "--limit" };

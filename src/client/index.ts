@@ -1,6 +1,6 @@
 import type { Static } from "@sinclair/typebox";
 import type { JobDocument } from "../jobs/document";
-import type { createdWebhookSchema, deliverySchema, pingResultSchema, webhookSchema } from "../http/schemas";
+import type { createdWebhookSchema, deliverySchema, pingResultSchema, tombstonePageSchema, webhookSchema } from "../http/schemas";
 import type { assetRecord } from "../resources/assets";
 import type { referenceRecord } from "../resources/reference-data";
 import { certificateProblem, isCertificateError } from "./tls";
@@ -9,7 +9,7 @@ import { certificateProblem, isCertificateError } from "./tls";
  * A typed client for importd, for programs and for `importd import`. Its types are the server's own
  * schemas (imported as types only, so the client carries none of the server). It retries network errors
  * and 5xx answers with backoff and jitter, never a 4xx; it honours Retry-After; and it sends an
- * Idempotency-Key with every import, so that a retried POST can never queue a second job.
+ * Idempotency-Key with every import and deletion, so that a retried POST can never queue a second job.
  */
 
 export type { JobDocument };
@@ -27,6 +27,9 @@ export type Webhook = Static<typeof webhookSchema>;
 export type CreatedWebhook = Static<typeof createdWebhookSchema>;
 export type WebhookDelivery = Static<typeof deliverySchema>;
 export type WebhookPing = Static<typeof pingResultSchema>;
+/** A page of deleted records, in the order they were deleted; keep `resumeCursor` to ask later for the deletions since. */
+export type DeletionPage = Static<typeof tombstonePageSchema>;
+export type Tombstone = DeletionPage["items"][number];
 
 /** An answer of importd that is an error: its Problem Details, `errors` included (`[index].field` → messages). */
 export class ImportdProblem extends Error {
@@ -171,6 +174,17 @@ export function createClient(options: ClientOptions) {
     return entries.length ? `?${new URLSearchParams(entries.map(([key, value]) => [key, String(value)]))}` : "";
   };
 
+  /** POSTs a batch (records, or ids) with its Idempotency-Key; answers the 202's job. */
+  async function queue(path: string, body: string | Uint8Array, options: ImportOptions): Promise<Queued> {
+    const response = await send(`${path}${options.dryRun ? "?dryRun=true" : ""}`, {
+      method: "POST",
+      body: body as BodyInit,
+      headers: { "content-type": "application/json", "idempotency-key": options.idempotencyKey ?? crypto.randomUUID() },
+      signal: options.signal,
+    });
+    return { job: (await response.json()) as JobDocument, replayed: response.headers.get("idempotent-replayed") === "true" };
+  }
+
   const client = {
     /** Queues the records as one job; answers the job (the same one again for a repeated idempotency key). */
     async importRecords<R extends Resource>(resource: R, records: ReadonlyArray<RecordTypes[R]> | string | Uint8Array, options: ImportOptions = {}): Promise<JobDocument> {
@@ -179,15 +193,25 @@ export function createClient(options: ClientOptions) {
 
     /** As importRecords, and says whether the job was queued by an earlier request with the same key (`Idempotent-Replayed`). */
     async queueImport<R extends Resource>(resource: R, records: ReadonlyArray<RecordTypes[R]> | string | Uint8Array, options: ImportOptions = {}): Promise<Queued> {
-      const body = typeof records === "string" || records instanceof Uint8Array ? records : JSON.stringify(records);
-      const response = await send(`/v2/${resource}${options.dryRun ? "?dryRun=true" : ""}`, {
-        method: "POST",
-        body: body as BodyInit,
-        headers: { "content-type": "application/json", "idempotency-key": options.idempotencyKey ?? crypto.randomUUID() },
-        signal: options.signal,
-      });
-      return { job: (await response.json()) as JobDocument, replayed: response.headers.get("idempotent-replayed") === "true" };
+      return queue(`/v2/${resource}`, typeof records === "string" || records instanceof Uint8Array ? records : JSON.stringify(records), options);
     },
+
+    /**
+     * Queues the deletion of these ids as one delete job (DECISIONS 13); answers the job, whose output, once it has
+     * finished, counts deleted, notFound (not an error) and rejected (still referred to by another record).
+     */
+    async deleteRecords(resource: Resource, ids: readonly string[] | string | Uint8Array, options: ImportOptions = {}): Promise<JobDocument> {
+      return (await client.queueDeletion(resource, ids, options)).job;
+    },
+
+    /** As deleteRecords, and says whether the job was queued by an earlier request with the same key. */
+    async queueDeletion(resource: Resource, ids: readonly string[] | string | Uint8Array, options: ImportOptions = {}): Promise<Queued> {
+      return queue(`/v2/deletions/${resource}`, typeof ids === "string" || ids instanceof Uint8Array ? ids : JSON.stringify(ids), options);
+    },
+
+    /** A page of the resource's deleted records, in the order they were deleted (`after`: a nextCursor or resumeCursor). */
+    listDeletions: (resource: Resource, params: { limit?: number; after?: string } = {}, options?: RequestOptions) =>
+      getJson<DeletionPage>(`/v2/deletions/${resource}${query(params)}`, options),
 
     getJob: (id: number, options?: RequestOptions) => getJson<JobDocument>(`/v2/status/${id}`, options),
 
@@ -229,8 +253,11 @@ export function createClient(options: ClientOptions) {
       } while (after !== undefined);
     },
 
-    /** A page of the environment's jobs, newest first; `type` is an importJobType, `dryRun` false lists real imports only. */
-    listJobs: (params: { status?: string; type?: string; dryRun?: boolean; limit?: number; after?: string } = {}, options?: RequestOptions) =>
+    /**
+     * A page of the environment's jobs, newest first; `type` is an importJobType, `dryRun` false lists real imports
+     * only, `operation` "delete" the delete jobs only ("upsert": the imports).
+     */
+    listJobs: (params: { status?: string; type?: string; operation?: string; dryRun?: boolean; limit?: number; after?: string } = {}, options?: RequestOptions) =>
       getJson<Page<JobDocument>>(`/v2/jobs${query(params)}`, options),
 
     /** Subscribes `url` to the environment's job events (all, unless `events` says which); answers it with its secret, shown once. */

@@ -5,7 +5,7 @@ import { useEffect, useState } from "preact/hooks";
  * one page at /console, and the back button, reloads and shared links work without it knowing the console's screens.
  * The jobs list's filters are in it too, so that a filtered view can be sent to someone (who signs in to see it).
  */
-export type JobFilters = { status: string; type: string; dryRun: string };
+export type JobFilters = { status: string; type: string; operation: string; dryRun: string };
 export type Route = { screen: "jobs"; filters: JobFilters } | { screen: "job"; id: number } | { screen: "records"; resource?: string } | { screen: "import" };
 
 export function parseRoute(hash: string): Route {
@@ -15,7 +15,7 @@ export function parseRoute(hash: string): Route {
   if (screen === "records") return { screen: "records", resource: argument || undefined };
   if (screen === "import") return { screen: "import" };
   const params = new URLSearchParams(query);
-  return { screen: "jobs", filters: { status: params.get("status") ?? "", type: params.get("type") ?? "", dryRun: params.get("dryRun") ?? "" } };
+  return { screen: "jobs", filters: { status: params.get("status") ?? "", type: params.get("type") ?? "", operation: params.get("operation") ?? "", dryRun: params.get("dryRun") ?? "" } };
 }
 
 /** The jobs list with these filters (those left empty are not written). */

@@ -1,9 +1,11 @@
 import type { ImportdClient, JobDocument } from "../client";
 import { ImportdProblem } from "../client";
+import { JobOperation } from "../domain/job";
 import type { ResourceDefinition } from "../resources/definition";
 import { jsonMayHoldLoneSurrogate, validateBatch } from "../resources/validate";
 import { Chunker } from "./chunker";
 import { fingerprint } from "./idempotency";
+import { readIds, type IdFormat } from "./id-source";
 import { readSource, type CsvDialect, type Format, type SourceRecord } from "./source";
 import { utf8Length, type InputFile } from "./text";
 
@@ -11,7 +13,8 @@ import { utf8Length, type InputFile } from "./text";
  * The heart of an import, shared by `importd import` and the console's import (a Web Worker): a file's records read,
  * cut into requests (Chunker), each queued as a job through the public API, and each job waited for, with what it
  * rejected collected in the file's order. What is around it differs and stays outside: where the progress journal
- * and the rejected records are kept, and how progress is shown. Nothing here needs Node or a DOM.
+ * and the rejected records are kept, and how progress is shown. Nothing here needs Node or a DOM. A delete
+ * (`importd delete`) is the same walk over a file of ids (id-source.ts), each chunk queued as a delete job.
  */
 
 /** The largest request body by default: under the 8 MB the service recommends. */
@@ -28,6 +31,9 @@ export type ImportTotals = {
   created: number;
   updated: number;
   unchanged: number;
+  /** A delete's: records deleted, and ids that named none (applied = deleted + notFound). */
+  deleted: number;
+  notFound: number;
   rejected: number;
   /** Unreadable records, rejected without sending; part of `rejected`. */
   rejectedBeforeSending: number;
@@ -52,8 +58,11 @@ export type Ledger = { runId: string; entry(chunk: number): ChunkEntry | undefin
 
 export type ChunkedImportOptions = {
   input: InputFile;
-  format: Format;
+  /** `text` only for a delete: a file of one id per line. */
+  format: IdFormat;
   resource: ResourceDefinition;
+  /** What the jobs do: upsert the file's records (an import, the default), or delete the ids it names. */
+  operation?: JobOperation;
   /** What the survey found of a CSV file. */
   csv?: CsvDialect;
   client: ImportdClient;
@@ -88,7 +97,7 @@ const position = (source: SourceRecord) => source.line ?? source.index ?? 0;
 const idOf = (record: Record<string, unknown> | undefined) => (typeof record?.id === "string" ? record.id.toWellFormed() : undefined);
 
 export class ChunkedImport {
-  readonly totals: ImportTotals = { read: 0, sent: 0, applied: 0, created: 0, updated: 0, unchanged: 0, rejected: 0, rejectedBeforeSending: 0, repeated: 0, jobsFromEarlier: 0, replayed: 0 };
+  readonly totals: ImportTotals = { read: 0, sent: 0, applied: 0, created: 0, updated: 0, unchanged: 0, deleted: 0, notFound: 0, rejected: 0, rejectedBeforeSending: 0, repeated: 0, jobsFromEarlier: 0, replayed: 0 };
   /** The jobs this import queued (or found queued by its interrupted run), in order, and each one's last state. */
   readonly jobs: JobDocument[] = [];
   private readonly pending: Array<Promise<Rejection[]>> = [];
@@ -113,7 +122,11 @@ export class ChunkedImport {
       await this.handle({ number: this.chunks++, sources: items.map((item) => item.source), texts: items.map((item) => item.text), local });
       local = [];
     };
-    for await (const source of readSource(options.input, options.format, options.resource.schema, options.csv, options.onBytes)) {
+    const deleting = options.operation === JobOperation.Delete;
+    const sources = deleting
+      ? readIds(options.input, options.format, options.resource, options.csv, options.onBytes)
+      : readSource(options.input, options.format as Format, options.resource.schema, options.csv, options.onBytes);
+    for await (const source of sources) {
       totals.read++;
       if (!source.record) {
         totals.rejected++;
@@ -121,7 +134,8 @@ export class ChunkedImport {
         local.push({ source, reason: source.problem ?? "unreadable" });
         continue;
       }
-      const text = JSON.stringify(source.record);
+      // A delete's request is an array of ids: each record stands for its id alone.
+      const text = JSON.stringify(deleting ? source.record.id : source.record);
       const id = idOf(source.record);
       // Once sent, a record is kept only as its text (and a CSV row as its cells, for the rejected file):
       // several chunks wait for their jobs at once, and the parsed objects would triple what they hold.
@@ -183,7 +197,9 @@ export class ChunkedImport {
       for (let sending = kept(); sending.length > 0; sending = kept()) {
         const body = `[${sending.map((at) => chunk.texts[at]).join(",")}]`;
         try {
-          const queued = await client.queueImport(options.resource.path as never, body, { idempotencyKey: this.idempotencyKey(chunk.number, body), dryRun: options.mode === "dry-run" });
+          const sendOptions = { idempotencyKey: this.idempotencyKey(chunk.number, body), dryRun: options.mode === "dry-run" };
+          const resource = options.resource.path as never;
+          const queued = options.operation === JobOperation.Delete ? await client.queueDeletion(resource, body, sendOptions) : await client.queueImport(resource, body, sendOptions);
           job = queued.job;
           if (queued.replayed) totals.replayed++;
           break;
@@ -221,11 +237,21 @@ export class ChunkedImport {
       totals.created += done.output?.created ?? 0;
       totals.updated += done.output?.updated ?? 0;
       totals.unchanged += done.output?.unchanged ?? 0;
+      totals.deleted += done.output?.deleted ?? 0;
+      totals.notFound += done.output?.notFound ?? 0;
       if ((done.output?.rejected ?? 0) > 0) {
+        let listed = 0;
         for await (const record of client.rejectedRecords(done.id)) {
           const at = inJob[record.index]!;
           rejections.push({ source: chunk.sources[at]!, reason: record.message, text: chunk.texts[at] });
           totals.rejected++;
+          listed++;
+        }
+        // A job that failed as a whole without a row per record (given up after its attempts, its payload lost):
+        // every record it took is rejected, for the job's reason, so that the counts and the exit code say so.
+        if (listed === 0 && done.output!.applied === 0) {
+          for (const at of inJob) rejections.push({ source: chunk.sources[at]!, reason: done.output!.message, text: chunk.texts[at] });
+          totals.rejected += inJob.length;
         }
       }
       options.onProgress?.(done, true);
@@ -236,8 +262,10 @@ export class ChunkedImport {
 
   /** Tied to the run, not only the content: a new run of a finished import queues new jobs, while a resumed run gets the jobs its interrupted run queued. */
   private idempotencyKey(chunk: number, body: string): string {
-    const { mode, resource, ledger } = this.options;
-    return `importd-${mode === "dry-run" ? "dry-" : ""}${ledger.runId}-${chunk}-${fingerprint(`${resource.path}\n${body}`)}`;
+    const { mode, resource, ledger, operation } = this.options;
+    // A deletion's keys differ from an import's: importd answers one key used for both with 422.
+    const deleting = operation === JobOperation.Delete;
+    return `importd-${mode === "dry-run" ? "dry-" : ""}${deleting ? "delete-" : ""}${ledger.runId}-${chunk}-${fingerprint(`${deleting ? "deletions/" : ""}${resource.path}\n${body}`)}`;
   }
 
   /** Validating: one rejection per problem, and one count per record that has any. */

@@ -12,7 +12,7 @@ import { appendFileSync, existsSync, readFileSync, rmSync, statSync, writeFileSy
  */
 
 /** What must not change for a journal to be resumed. */
-export type RunIdentity = { resource: string; baseUrl: string; fileBytes: number; fileModifiedMs: number };
+export type RunIdentity = { resource: string; baseUrl: string; fileBytes: number; fileModifiedMs: number; operation?: "delete" };
 type Header = RunIdentity & { runId: string; startedAt: string; chunkBytes: number };
 
 export const journalPath = (input: string) => `${input}.importd-progress`;
@@ -41,14 +41,18 @@ export class Journal {
     const path = journalPath(input);
     const found = existsSync(path) ? read(path) : undefined;
     let note: string | undefined;
+    // What the run is called in its notes: importd delete keeps its journal as importd import does.
+    const what = identity.operation === "delete" ? "delete" : "import";
     if (found) {
       const { header, entries } = found;
       const mismatch =
+        // A journal without an operation is an import's (journals from before deletes have none).
+        header.operation !== identity.operation ? `this is ${what === "delete" ? "a delete" : "an import"}` :
         header.resource !== identity.resource ? `it was for --resource ${header.resource}` :
         header.baseUrl !== identity.baseUrl ? `it was for ${header.baseUrl}` :
         header.fileBytes !== identity.fileBytes || header.fileModifiedMs !== identity.fileModifiedMs ? "the file has changed since" : undefined;
-      if (restart) note = `--restart: the import of this file interrupted on ${header.startedAt} is not resumed; sending everything again.`;
-      else if (mismatch) note = `An interrupted import of this file (started ${header.startedAt}) is not resumed, because ${mismatch}: starting a new import.`;
+      if (restart) note = `--restart: the ${what} of this file interrupted on ${header.startedAt} is not resumed; sending everything again.`;
+      else if (mismatch) note = `An interrupted ${header.operation === "delete" ? "delete" : "import"} of this file (started ${header.startedAt}) is not resumed, because ${mismatch}: starting a new ${what}.`;
       else {
         const journal = new Journal(path, header.runId, header.startedAt, header.chunkBytes, entries);
         if (chunkBytes !== header.chunkBytes) note = `Resuming with the interrupted run's --chunk-bytes ${header.chunkBytes}, so that its chunks are the same.`;
@@ -61,7 +65,7 @@ export class Journal {
       writeFileSync(path, `${JSON.stringify(header)}\n`);
     } catch (error) {
       journal.writable = false;
-      note = `${note ? `${note} ` : ""}Cannot write ${path} (${(error as Error).message}): if this import is interrupted, running it again sends everything again.`;
+      note = `${note ? `${note} ` : ""}Cannot write ${path} (${(error as Error).message}): if this ${what} is interrupted, running it again sends everything again.`;
     }
     return { journal, note };
   }

@@ -16,6 +16,8 @@ export type Progress = {
   totalKnown: boolean;
   elapsedMs: number;
   job?: { id: number; importJobStatus: string };
+  /** A delete's (importd delete): its records are ids, and what was applied is told as deleted and not found. */
+  deletes?: { deleted: number; notFound: number };
 };
 
 const count = (n: number) => Math.round(n).toLocaleString("en-US");
@@ -56,7 +58,7 @@ export function progressLine(p: Progress, columns: number): string {
   const percent = `${Math.floor(fraction(p) * 100)}%`.padStart(4);
   const left = secondsLeft(p);
   const parts = [
-    { text: `${count(p.applied)} applied`, drop: 5 },
+    { text: p.deletes ? `${count(p.deletes.deleted)} deleted` : `${count(p.applied)} applied`, drop: 5 },
     { text: `${count(p.rejected)} rejected`, drop: p.rejected === 0 ? 2 : 4 },
     { text: `of ${p.totalKnown ? "" : "~"}${count(p.total)}`, drop: 1 },
     { text: `${count(done(p) / Math.max(p.elapsedMs / 1000, 0.001))}/s`, drop: 0 },
@@ -79,10 +81,12 @@ export function progressLine(p: Progress, columns: number): string {
 /** One line per finished job when stderr is not a terminal (a log, a CI run): every count, no width limit. */
 export function progressEntry(p: Progress): string {
   const seconds = Math.max(p.elapsedMs / 1000, 0.001);
+  const thing = p.deletes ? "id" : "record";
+  const applied = p.deletes ? `${p.deletes.deleted} deleted, ${p.deletes.notFound} not found` : `${p.applied} applied`;
   return (
-    `${p.read} record${p.read === 1 ? "" : "s"} read, ${p.sent} record${p.sent === 1 ? "" : "s"} sent, ${p.applied} applied, ${p.rejected} rejected` +
+    `${p.read} ${thing}${p.read === 1 ? "" : "s"} read, ${p.sent} ${thing}${p.sent === 1 ? "" : "s"} sent, ${applied}, ${p.rejected} rejected` +
     (p.rejectedBeforeSending > 0 ? ` (${p.rejectedBeforeSending} before sending)` : "") +
-    `; ${Math.round(done(p) / seconds)} records/s` +
+    `; ${Math.round(done(p) / seconds)} ${thing}s/s` +
     (p.job ? ` (job ${p.job.id}: ${p.job.importJobStatus})` : "")
   );
 }

@@ -1,14 +1,16 @@
 import { createReadStream, statSync } from "node:fs";
 import { createClient, ImportdCertificateError, ImportdConnectionError, isTransient, type JobDocument } from "../client";
+import { JobOperation } from "../domain/job";
 import type { ResourceDefinition } from "../resources/definition";
-import { ChunkedImport } from "./chunked-import";
+import { ChunkedImport, type Rejection } from "./chunked-import";
 import { newRunId } from "./idempotency";
 import { shown } from "./fields";
 import { Journal } from "./journal";
 import { progressEntry, progressLine, type Progress } from "./progress";
 import { RejectedFile } from "./rejected-file";
 import { formatOf, where, type Format, type SourceRecord } from "./source";
-import { importSummary, plural } from "./summary";
+import { idCsvDialect, idFormatOf, surveyIds, type IdFormat } from "./id-source";
+import { deleteSummary, importSummary, plural } from "./summary";
 import { surveyFile, unknownFieldsError } from "./survey";
 import { SourceError, type InputFile } from "./text";
 
@@ -19,8 +21,10 @@ export type ImportRun = {
   apiKey: string;
   /** Certificates to trust for HTTPS, instead of the system's (--ca-file). */
   ca?: string;
-  /** --format: what the file holds, when its name does not say (or says wrong). */
-  format?: Format;
+  /** What the file's records are for: upserted (an import, the default), or deleted by id (`importd delete`). */
+  operation?: JobOperation;
+  /** --format: what the file holds, when its name does not say (or says wrong); `text` (one id per line) for a delete only. */
+  format?: IdFormat;
   /** --delimiter: a CSV's delimiter, when detection from its header gets it wrong. */
   delimiter?: string;
   /** --ignore-unknown-columns: import a file whose columns (or fields) include some the resource does not define. */
@@ -48,16 +52,25 @@ const maxJobsInFlight = 4;
 const repeatLine = (later: SourceRecord, earlier: SourceRecord, id: string) =>
   `${where(later)}: id ${shown(id)} is also on ${where(earlier)}; the later record wins (it is sent after the earlier one).`;
 
-/** Imports (or with validateOnly, checks) a file; returns the exit code: 0 all applied, 1 some rejected. */
+/** How many rejected ids a delete names, with their reasons, after its summary; the rejected file has them all. */
+const rejectionsTold = 10;
+
+/**
+ * Imports (or with validateOnly, checks) a file, or deletes the ids a file names; returns the exit code: 0 all applied
+ * (deleted or not found), 1 some rejected.
+ */
 export async function runImport(run: ImportRun): Promise<number> {
-  const format = run.format ?? formatOf(run.file);
+  const deleting = run.operation === JobOperation.Delete;
+  const format = run.format ?? (deleting ? idFormatOf(run.file) : formatOf(run.file));
   const file = statSync(run.file);
   if (file.isDirectory()) throw new SourceError(`${run.file} is a directory: give a file`);
   const started = performance.now();
 
   if (run.interactive) run.progress(`checking ${run.file}…`);
   const input: InputFile = { name: run.file, read: () => createReadStream(run.file) };
-  const survey = await surveyFile(input, format, run.resource, { delimiter: run.delimiter });
+  const survey = deleting
+    ? await surveyIds(input, format, run.resource, { delimiter: run.delimiter })
+    : await surveyFile(input, format as Format, run.resource, { delimiter: run.delimiter });
   // A field the resource does not define would be dropped by the server without a word: said before anything is sent.
   let problemsOfFile = 0;
   if (survey.unknown.length > 0) {
@@ -67,7 +80,7 @@ export async function runImport(run: ImportRun): Promise<number> {
       }
       problemsOfFile = survey.unknown.length;
     } else if (!run.ignoreUnknownColumns) {
-      throw unknownFieldsError(run.file, run.resource, survey.unknown, format);
+      throw unknownFieldsError(run.file, run.resource, survey.unknown, format as Format);
     } else {
       run.note(`Not importing what ${run.resource.path} does not define (--ignore-unknown-columns): ${survey.unknown.map(({ name }) => shown(name)).join(", ")}.`);
     }
@@ -78,21 +91,28 @@ export async function runImport(run: ImportRun): Promise<number> {
   // A dry run keeps no journal: it changes nothing, so there is nothing to resume; running it again is the same.
   const opened = run.validateOnly || run.dryRun
     ? undefined
-    : Journal.open(run.file, { resource: run.resource.path, baseUrl: run.baseUrl.replace(/\/+$/, ""), fileBytes: file.size, fileModifiedMs: file.mtimeMs }, run.chunkBytes, run.restart);
+    : Journal.open(run.file, { resource: run.resource.path, baseUrl: run.baseUrl.replace(/\/+$/, ""), fileBytes: file.size, fileModifiedMs: file.mtimeMs, ...(deleting ? { operation: JobOperation.Delete } : {}) }, run.chunkBytes, run.restart);
   if (opened?.note) run.note(opened.note);
   if (opened?.resumed && opened.resumed.chunks > 0) {
     run.note(
-      `Resuming the import of ${run.file} started ${opened.resumed.startedAt}, which was interrupted: its progress file records ${plural(opened.resumed.chunks, "request")} that ` +
+      `Resuming the ${deleting ? "delete" : "import"} of ${run.file} started ${opened.resumed.startedAt}, which was interrupted: its progress file records ${plural(opened.resumed.chunks, "request")} that ` +
         `went through; ${opened.resumed.chunks === 1 ? "it is" : "they are"} not sent again (--restart sends everything again).`,
     );
   }
   const journal = opened?.journal;
-  const rejectedFile = run.validateOnly ? undefined : RejectedFile.for(run.file, format, survey.csv);
+  // A text file of ids gets a CSV rejected file (ids.txt → ids.rejected.csv): id, _error, _line, which importd delete reads again.
+  const rejectedFile = run.validateOnly
+    ? undefined
+    : format === "text"
+      ? RejectedFile.for(`${run.file.replace(/\.[^./]*$/, "")}.csv`, "csv", idCsvDialect)
+      : RejectedFile.for(run.file, format, survey.csv);
+  const told: Rejection[] = [];
 
   const importing: ChunkedImport = new ChunkedImport({
     input,
     format,
     resource: run.resource,
+    operation: run.operation,
     csv: survey.csv,
     client,
     mode: run.validateOnly ? "validate" : run.dryRun ? "dry-run" : "import",
@@ -100,7 +120,9 @@ export async function runImport(run: ImportRun): Promise<number> {
     ledger: journal ?? { runId: newRunId(), entry: () => undefined, record: () => {} },
     jobsInFlight: maxJobsInFlight,
     onRejections: (rejections) => {
-      for (const { source, reason, text } of rejections) {
+      for (const rejection of rejections) {
+        const { source, reason, text } = rejection;
+        if (deleting && told.length < rejectionsTold) told.push(rejection);
         if (rejectedFile) rejectedFile.add(source, reason, text);
         else run.out(`${where(source)}: ${reason}`);
       }
@@ -113,7 +135,14 @@ export async function runImport(run: ImportRun): Promise<number> {
     afterChunk: () => Bun.gc(true),
   });
   const { totals } = importing;
-  const snapshot = (job?: JobDocument): Progress => ({ ...totals, total: survey.records, totalKnown: true, elapsedMs: performance.now() - started, job });
+  const snapshot = (job?: JobDocument): Progress => ({
+    ...totals,
+    total: survey.records,
+    totalKnown: true,
+    elapsedMs: performance.now() - started,
+    job,
+    deletes: deleting ? { deleted: totals.deleted, notFound: totals.notFound } : undefined,
+  });
   const report = (job?: JobDocument) => run.progress(run.interactive ? progressLine(snapshot(job), run.columns()) : progressEntry(snapshot(job)));
 
   try {
@@ -142,7 +171,7 @@ export async function runImport(run: ImportRun): Promise<number> {
   journal?.finish();
 
   run.out(
-    importSummary({
+    (deleting ? deleteSummary : importSummary)({
       file: run.file,
       resource: run.resource,
       mode: run.validateOnly ? "validate" : run.dryRun ? "dry-run" : "import",
@@ -154,5 +183,11 @@ export async function runImport(run: ImportRun): Promise<number> {
       resumedFrom: journal?.startedAt,
     }),
   );
+  for (const { source, reason, text } of told) {
+    // Sent ids are held as their JSON text only; an id read but not sent (unreadable) has none.
+    const id = source.record?.id ?? (text === undefined ? undefined : JSON.parse(text));
+    run.out(`  ${where(source)}${id === undefined ? "" : ` ${shown(String(id))}`}: ${reason}`);
+  }
+  if (deleting && totals.rejected > told.length) run.out(`  and ${totals.rejected - told.length} more${rejectedFile && rejectedFile.rejected > 0 ? `, all in ${rejectedFile.path}` : ""}.`);
   return totals.rejected + problemsOfFile === 0 ? 0 : 1;
 }

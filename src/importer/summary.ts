@@ -54,21 +54,53 @@ export function importSummary(s: Summary): string {
       kept
     );
   }
-  const earlier = s.jobsFromEarlier + s.replayed;
   const jobs = s.jobIds.length;
   return (
     `${s.file}: ${plural(s.read, "record")}, ${s.applied} applied, ${s.rejected} rejected, in ${plural(jobs, "job")} and ${seconds} s` +
     parenthesis(jobList(s.jobIds), s.rejectedBeforeSending > 0 ? `${s.sent} sent, ${s.rejectedBeforeSending} could not be read and ${wasWere(s.rejectedBeforeSending)} not sent` : "") +
     "." +
-    (earlier > 0
-      ? ` ${earlier === jobs ? `All ${plural(jobs, "job")}` : `${earlier} of the ${jobs} jobs`} had been queued by the interrupted run started ${s.resumedFrom}` +
-        ` and ${wasWere(earlier)} not sent again` +
-        (s.replayed > 0 ? ` (${s.jobsFromEarlier} recorded in its progress file, and ${s.replayed} sent just before it stopped, recognized by ${s.replayed === 1 ? "its" : "their"} Idempotency-Key)` : "") +
-        `: ${earlier === 1 ? "its" : "their"} records are counted as ${earlier === 1 ? "that job" : "those jobs"} applied them then.`
-      : "") +
+    resumedNote(s, "records", "applied") +
     repeated +
     (rejectedFile ? ` The rejected records, each with its reason, are in ${rejectedFile}: fix them there and run the same command on that file.` : "") +
     kept
+  );
+}
+
+/** Jobs that the interrupted run this one resumed had queued, which were not sent again. */
+function resumedNote(s: Summary, things: string, done: string): string {
+  const earlier = s.jobsFromEarlier + s.replayed;
+  const jobs = s.jobIds.length;
+  if (earlier === 0) return "";
+  return (
+    ` ${earlier === jobs ? `All ${plural(jobs, "job")}` : `${earlier} of the ${jobs} jobs`} had been queued by the interrupted run started ${s.resumedFrom}` +
+    ` and ${wasWere(earlier)} not sent again` +
+    (s.replayed > 0 ? ` (${s.jobsFromEarlier} recorded in its progress file, and ${s.replayed} sent just before it stopped, recognized by ${s.replayed === 1 ? "its" : "their"} Idempotency-Key)` : "") +
+    `: ${earlier === 1 ? "its" : "their"} ${things} are counted as ${earlier === 1 ? "that job" : "those jobs"} ${done} them then.`
+  );
+}
+
+/**
+ * The last line of `importd delete`: how many ids were deleted, not found (not an error: deleting is idempotent) or
+ * rejected, and where the rejected ones are. The reasons follow it (run.ts).
+ */
+export function deleteSummary(s: Summary): string {
+  const seconds = s.seconds.toFixed(1);
+  const rejectedFile = s.rejected > 0 && s.rejectedFile ? s.rejectedFile.path : undefined;
+  const jobs = `in ${plural(s.jobIds.length, "job")} and ${seconds} s`;
+  const unread = s.rejectedBeforeSending > 0 ? `${s.rejectedBeforeSending} could not be read and ${wasWere(s.rejectedBeforeSending)} not sent` : "";
+  if (s.mode === "dry-run") {
+    return (
+      `${s.file}: dry run, nothing was deleted. ${plural(s.read, "id")}: ${s.deleted} would be deleted, ${s.notFound} not found, ${s.rejected} rejected, ${jobs}${parenthesis(jobList(s.jobIds), unread)}.` +
+      (rejectedFile ? ` The ids that would be rejected, each with its reason, are in ${rejectedFile}.` : "") +
+      keptNote(s.rejectedFile)
+    );
+  }
+  return (
+    `${s.file}: ${plural(s.read, "id")}, ${s.deleted} deleted, ${s.notFound} not found, ${s.rejected} rejected, ${jobs}${parenthesis(jobList(s.jobIds), unread)}.` +
+    resumedNote(s, "ids", "deleted") +
+    (s.notFound > 0 ? ` Not found: no such record (never imported, or deleted already); not an error.` : "") +
+    (rejectedFile ? ` The rejected ids, each with its reason, are in ${rejectedFile}: once their reason is dealt with, run the same command on that file.` : "") +
+    keptNote(s.rejectedFile)
   );
 }
 

@@ -82,6 +82,8 @@ export function everyCellQuoted(record: string, delimiter: string): boolean {
 
 /** The delimiter whose header cells name the most fields, or failing that, come nearest to names of fields. */
 function chooseDelimiter(path: string, header: string, resource: ResourceDefinition, isField: (cell: string) => boolean): string {
+  // A header of one cell (`id`, in a file of ids to delete) reads alike with every delimiter: none is needed.
+  if (!delimiters.some((delimiter) => header.includes(delimiter))) return ",";
   const { leaves } = fieldPaths(resource.schema);
   for (const matches of [isField, (cell: string) => nearestField(cell, leaves) !== undefined]) {
     const { delimiter, tied } = detectDelimiter(header, matches);

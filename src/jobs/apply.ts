@@ -189,10 +189,10 @@ async function applyOne(job: Job, environment: EnvironmentRecords, batch: Stored
   const resource = resourceByJobType(job.type);
   const outcome = (ending: ReturnType<typeof recordOutcome>, sent?: readonly unknown[], rejections: Rejection[] = []) =>
     completion(job, ending, sent ? rejectedRecords(sent, rejections, ending.output.applied === 0 ? ending.output.message : undefined) : []);
-  if (!batch) return outcome(batchFailure(job.recordCount, "The job's payload was lost, so nothing was applied. Re-send the batch."));
+  if (!batch) return outcome(batchFailure(job.recordCount, "The job's payload was lost, so nothing was applied. Re-send the batch.", [], job.operation));
   if (!batch.ok) {
     // Cannot happen for a payload that passed request-time validation, unless the rules changed in an upgrade.
-    return outcome(batchFailure(job.recordCount, `Nothing was applied: the stored batch no longer passes validation (${Object.entries(batch.errors).slice(0, 3).map(([k, v]) => `${k}: ${v.join(" ")}`).join("; ")}). Re-send it after fixing.`));
+    return outcome(batchFailure(job.recordCount, `Nothing was applied: the stored batch no longer passes validation (${Object.entries(batch.errors).slice(0, 3).map(([k, v]) => `${k}: ${v.join(" ")}`).join("; ")}). Re-send it after fixing.`, [], job.operation));
   }
   const { records, duplicates, referred } = batch;
   if (job.operation === JobOperation.Delete) {
@@ -295,7 +295,7 @@ export async function runNext(queue: JobQueue, environmentId: number, options: R
 }
 
 async function giveUp(queue: JobQueue, run: ClaimedRun, job: Job): Promise<JobResult[]> {
-  const ending = batchFailure(job.recordCount, gaveUpMessage(job.attempts - 1));
+  const ending = batchFailure(job.recordCount, gaveUpMessage(job.attempts - 1), [], job.operation);
   await queue.completeRun(run, async () => [completion(job, ending)]);
   return [resultOf(job, ending)];
 }

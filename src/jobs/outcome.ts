@@ -12,6 +12,7 @@ export type Rejection = { index: number; id: string; field: string; reason: stri
 /** What applying did to the applied records. */
 export type AppliedCounts = { created: number; updated: number; unchanged: number };
 const noneApplied: AppliedCounts = { created: 0, updated: 0, unchanged: 0 };
+const noneDeleted: DeletedCounts = { deleted: 0, notFound: 0 };
 
 const split = ({ created, updated, unchanged }: AppliedCounts) => `${created} created, ${updated} updated, ${unchanged} unchanged`;
 
@@ -109,11 +110,16 @@ export function canceledOutput(total: number, operation: JobOperation = JobOpera
   };
 }
 
-/** The outcome of a job that violated a batch-level constraint: nothing applied. */
-export function batchFailure(total: number, message: string, rejections: Rejection[] = []): { status: JobStatus; output: JobOutput } {
+/**
+ * The outcome of a job that violated a batch-level constraint, or was given up or lost its payload: nothing applied.
+ * Its counts are its operation's (a delete job's deleted and notFound, never created/updated/unchanged), so that
+ * every reader of a delete job's output finds the same fields whatever it ended as.
+ */
+export function batchFailure(total: number, message: string, rejections: Rejection[] = [], operation: JobOperation = JobOperation.Upsert): { status: JobStatus; output: JobOutput } {
+  const counts = operation === JobOperation.Delete ? noneDeleted : noneApplied;
   return {
     status: JobStatus.Failed,
-    output: { message, total, applied: 0, rejected: total, errors: errorsOf(rejections), ...noneApplied },
+    output: { message, total, applied: 0, rejected: total, errors: errorsOf(rejections), ...counts },
   };
 }
 

@@ -85,7 +85,7 @@ describe("usage errors", () => {
 describe("--help and --version", () => {
   test("--help lists every command, and every option with its default and environment variable", async () => {
     const stdout = await ok(["--help"]);
-    for (const command of ["serve", "env create <slug>", "env list", "key create <slug>", "key list <slug>", "key revoke <keyId>", "--help", "--version"]) {
+    for (const command of ["serve", "env create <slug>", "env list", "key create <slug>", "key list <slug>", "key revoke <keyId>", "import <file>", "delete <file of ids>", "--help", "--version"]) {
       expect(stdout).toContain(command);
     }
     const lines = stdout.split("\n");

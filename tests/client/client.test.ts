@@ -58,6 +58,32 @@ describe("against a running importd", () => {
     expect(indexes).toEqual(Array.from({ length: 1500 }, (_, i) => i));
   });
 
+  test("deleteRecords queues a delete job; listDeletions pages what it deleted, and resumes from resumeCursor", async () => {
+    const ids = [asset(900).id as string, asset(901).id as string];
+    await client.waitForJob((await client.importRecords("assets", [asset(900), asset(901)] as never)).id);
+    const queued = await client.queueDeletion("assets", [ids[0]!, "never-imported"], { idempotencyKey: "client-delete-1" });
+    expect(queued).toMatchObject({ replayed: false, job: { operation: "delete", importJobType: "Asset", recordCount: 2 } });
+    const again = await client.queueDeletion("assets", [ids[0]!, "never-imported"], { idempotencyKey: "client-delete-1" });
+    expect(again).toMatchObject({ replayed: true, job: { id: queued.job.id } });
+    const done = await client.waitForJob(queued.job.id);
+    expect(done.output).toMatchObject({ applied: 2, rejected: 0, deleted: 1, notFound: 1 });
+    expect(done.output).not.toHaveProperty("created");
+    const deleted = await client.getRecord("assets", ids[0]!).catch((e) => e);
+    expect(deleted).toMatchObject({ name: "ImportdProblem", status: 404 });
+
+    const first = await client.listDeletions("assets", { limit: 100 });
+    expect(first.items).toEqual([{ id: ids[0]!, deletedAt: expect.any(String), deletedByJobId: queued.job.id }]);
+    expect(first.nextCursor).toBeNull();
+    // A dry run deletes nothing; then a second deletion comes after the first page's resumeCursor.
+    const dry = await client.waitForJob((await client.deleteRecords("assets", [ids[1]!], { dryRun: true })).id);
+    expect(dry).toMatchObject({ dryRun: true, operation: "delete", output: { deleted: 1 } });
+    expect(await client.getRecord("assets", ids[1]!)).toMatchObject({ id: ids[1] });
+    const second = await client.waitForJob((await client.deleteRecords("assets", [ids[1]!])).id);
+    const since = await client.listDeletions("assets", { after: first.resumeCursor });
+    expect(since.items.map((item) => [item.id, item.deletedByJobId])).toEqual([[ids[1]!, second.id]]);
+    expect((await client.listJobs({ operation: "delete", limit: 100 })).items.map((job) => job.id)).toEqual([second.id, dry.id, queued.job.id]);
+  });
+
   test("waitForJob's polls are held by the server until the job ends (Prefer: wait), and it stops when its signal aborts", async () => {
     const parked = await server.parkJob("default", "until released");
     const polls: number[] = [];

@@ -121,19 +121,51 @@ describe("importd jobs show", () => {
     expect(shown.code).toBe(0);
     expect(shown.stderr).toStartWith(`job ${parked.id} is Pending; waiting for it to finish (Ctrl-C stops waiting, not the job)`);
     const lines = shown.stdout.trimEnd().split("\n");
-    expect(lines.slice(0, 6)).toEqual([
+    expect(lines.slice(0, 7)).toEqual([
       `job ${parked.id}: Succeeded`,
       "  type         Asset",
+      "  operation    upsert: an import",
       "  dry run      no",
       "  records      1",
       // Created before, by an earlier test of this file, or unchanged.
       expect.stringMatching(/^ {2}applied {6}1 \((1 created, 0 updated, 0 unchanged|0 created, 0 updated, 1 unchanged|0 created, 1 updated, 0 unchanged)\)$/),
       "  rejected     0",
     ]);
-    expect(lines[6]).toStartWith("  created at   20");
-    expect(lines[7]).toMatch(/^ {2}started at {3}20\S+ \(after \d+(\.\d)? m?s in the queue\)$/);
-    expect(lines[8]).toMatch(/^ {2}completed at 20\S+ \(ran \d+(\.\d)? m?s\)$/);
-    expect(lines[9]).toStartWith("  message      The record was applied");
+    expect(lines[7]).toStartWith("  created at   20");
+    expect(lines[8]).toMatch(/^ {2}started at {3}20\S+ \(after \d+(\.\d)? m?s in the queue\)$/);
+    expect(lines[9]).toMatch(/^ {2}completed at 20\S+ \(ran \d+(\.\d)? m?s\)$/);
+    expect(lines[10]).toStartWith("  message      The record was applied");
+  }, 60_000);
+
+  test("a delete job: the list gets an OP column (delete, upsert), --operation delete lists only delete jobs, show counts deleted and not found", async () => {
+    const environment = await server.addEnvironment("deletes");
+    await seedReferenceData(environment.base, environment.key);
+    const imported = await importAndWait(environment.base, "assets", environment.key, [asset(1), asset(2)]);
+    const deletion = await (await fetch(`${environment.base}/v2/deletions/assets`, { method: "POST", headers: { "api-key": environment.key, "content-type": "application/json" }, body: JSON.stringify([asset(1).id, "NEVER"]) })).json();
+    const done = await importd(["jobs", "show", String(deletion.id), "--wait", "--base-url", environment.base], { IMPORTD_API_KEY: environment.key });
+    expect(done.code).toBe(0);
+    expect(done.stdout).toContain("  operation    delete: deletes the records of the ids it was sent\n");
+    expect(done.stdout).toContain("  applied      2 (1 deleted, 1 not found)\n");
+    expect(done.stdout).not.toMatch(/created,|updated|unchanged/);
+
+    const [table, deletes, upserts, json] = await Promise.all([
+      jobs(environment, "list"),
+      jobs(environment, "list", "--operation", "delete"),
+      jobs(environment, "list", "--operation", "upsert"),
+      jobs(environment, "list", "--operation", "delete", "--json"),
+    ]);
+    const lines = table.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^\s*ID\s+TYPE\s+OP\s+STATUS\s+RECORDS\s+APPLIED\s+REJECTED\s+CREATED UTC$/);
+    expect(lines.find((line) => line.trim().startsWith(`${deletion.id} `))!.trim().split(/\s+/).slice(1, 7)).toEqual(["Asset", "delete", "Succeeded", "2", "2", "0"]);
+    expect(lines.find((line) => line.trim().startsWith(`${imported.id} `))!.trim().split(/\s+/).slice(1, 3)).toEqual(["Asset", "upsert"]);
+    expect(idsIn(deletes.stdout)).toEqual([deletion.id]);
+    expect(idsIn(upserts.stdout)).not.toContain(deletion.id);
+    expect(upserts.stdout.split("\n")[0]).not.toContain("OP");
+    expect(JSON.parse(json.stdout)).toMatchObject({ id: deletion.id, operation: "delete", output: { deleted: 1, notFound: 1 } });
+
+    const wrong = await jobs(environment, "list", "--operation", "erase");
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toContain("--operation: 'Operation' must be one of: upsert, delete.");
   }, 60_000);
 
   test("a finished job is shown at once; --json is its document; its rejected records are pointed to", async () => {
@@ -250,7 +282,7 @@ describe("help", () => {
     const [help, listHelp, showHelp] = await Promise.all([importd(["jobs", "--help"]), importd(["jobs", "list", "--help"]), importd(["jobs", "show", "--help"])]);
     expect(help.code).toBe(0);
     for (const usage of [
-      "importd jobs list [--status <status>] [--type <type>] [--dry-run | --no-dry-run] [--limit <n> | --all] [--json]",
+      "importd jobs list [--status <status>] [--type <type>] [--operation <op>] [--dry-run | --no-dry-run]\n                    [--limit <n> | --all] [--json]",
       "importd jobs show <id> [--wait] [--json]",
       "importd jobs rejected <id> [--format csv|json]",
       "importd jobs cancel <id>",
@@ -260,6 +292,7 @@ describe("help", () => {
     }
     expect(help.stdout).toContain(`--status <status>   only jobs in this state: ${jobStatuses.join(", ")}`);
     expect(help.stdout).toContain(`--type <type>       only jobs of this type: ${jobTypes.join(", ")}`);
+    expect(help.stdout).toContain("--operation <op>    only jobs that do this: upsert (imports), delete (delete jobs)");
     expect(listHelp.stdout).toBe(help.stdout);
     expect(showHelp.stdout).toBe(help.stdout);
   }, 60_000);

@@ -9,6 +9,7 @@ import { csvRows as nodeRows } from "../../src/importer/csv-rows";
 import { csvRows as browserRows } from "../../src/importer/csv-rows.browser";
 import { inConsoleWords } from "../../src/console/import/words";
 import { nearestField } from "../../src/importer/fields";
+import { idFormatOf, readIds, surveyIds, type IdFormat } from "../../src/importer/id-source";
 import { Journal } from "../../src/importer/journal";
 import { numberCellProblem } from "../../src/importer/number-cell";
 import { rejectedFileName, RejectedRows } from "../../src/importer/rejected-rows";
@@ -204,6 +205,8 @@ describe("the summary", () => {
     created: 1,
     updated: 0,
     unchanged: 0,
+    deleted: 0,
+    notFound: 0,
     rejected: 0,
     rejectedBeforeSending: 0,
     repeated: 0,
@@ -453,4 +456,46 @@ test("the survey, the readers and the import itself bundle for a browser without
   });
   expect(built.success).toBe(true);
   expect(nodeImports).toEqual([]);
+});
+
+describe("a delete's file of ids (importd delete)", () => {
+  const file = (name: string, text: string): InputFile => ({ name, read: async function* () { yield new TextEncoder().encode(text); } });
+  const ids = async (input: InputFile, format: IdFormat) => {
+    const survey = await surveyIds(input, format, assetResource);
+    const read = [];
+    for await (const source of readIds(input, format, assetResource, survey.csv)) read.push(source);
+    return { survey, read };
+  };
+
+  test("the format goes by the name: text for .txt, .ids, .lst and no extension; the import's for the others; else --format is named", () => {
+    expect(["ids.txt", "ids.IDS", "gone.lst", "dir.v2/gone"].map(idFormatOf)).toEqual(["text", "text", "text", "text"]);
+    expect(["a.csv", "a.tsv", "a.ndjson", "a.jsonl", "a.json"].map(idFormatOf)).toEqual(["csv", "csv", "ndjson", "ndjson", "json"]);
+    expect(() => idFormatOf("ids.xlsx")).toThrow("--format");
+  });
+
+  test("text: one id per line, blank lines skipped, a CRLF's CR stripped, nothing else trimmed", async () => {
+    const { survey, read } = await ids(file("ids.txt", "A-1\r\n\r\n  \r\n B-2\r\nC-3"), "text");
+    expect(survey.records).toBe(3);
+    expect(read).toEqual([
+      { line: 1, record: { id: "A-1" }, cells: ["A-1"] },
+      { line: 4, record: { id: " B-2" }, cells: [" B-2"] },
+      { line: 5, record: { id: "C-3" }, cells: ["C-3"] },
+    ]);
+  });
+
+  test("JSON: ids and records alike; a record without an id, or a number, is said so; a rejected file's notes are skipped", async () => {
+    const { read } = await ids(file("ids.json", JSON.stringify(["A-1", { id: "B-2", name: "x", _error: "e" }, { name: "no id" }, 42, { _error: "note" }])), "json");
+    expect(read).toEqual([
+      { index: 0, record: { id: "A-1" } },
+      { index: 1, record: { id: "B-2" } },
+      { index: 2, problem: "this element has no id" },
+      { index: 3, problem: "this element is neither an id (a string) nor a record", raw: "42" },
+    ]);
+  });
+
+  test("CSV: the id column of any header, one column alone included; no id column is said so", async () => {
+    expect((await ids(file("a.csv", "name;id\nx;A-1\ny;\n"), "csv")).read.map(({ record, problem, line }) => [line, record?.id ?? problem])).toEqual([[2, "A-1"], [3, "this row has no id"]]);
+    expect((await ids(file("b.csv", "id\nA-1\n"), "csv")).read.map((source) => source.record?.id)).toEqual(["A-1"]);
+    await expect(ids(file("c.csv", "name\nx\n"), "csv")).rejects.toThrow("c.csv line 1 has no id column ('name')");
+  });
 });

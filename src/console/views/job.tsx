@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { ImportdProblem, type ImportdClient, type JobDocument, type Page, type RejectedRecord } from "../../client";
-import { terminalStatuses } from "../../domain/job";
+import { JobOperation, terminalStatuses } from "../../domain/job";
 import { downloadRejectedCsv } from "../downloads";
 import { count, duration, time } from "../format";
 import { PageButtons, useCursorPages } from "../pages";
@@ -66,6 +66,7 @@ export function JobView({ client, session, id }: { client: ImportdClient; sessio
     );
   }
   const output = job.output;
+  const deleting = job.operation === JobOperation.Delete;
   return (
     <section aria-labelledby="job-title">
       <p><a href="#/jobs">← Jobs</a></p>
@@ -83,7 +84,9 @@ export function JobView({ client, session, id }: { client: ImportdClient; sessio
       <dl class="facts">
         <dt>Type</dt>
         <dd>{job.importJobType}</dd>
-        <dt>Records</dt>
+        <dt>Operation</dt>
+        <dd>{deleting ? "Delete: deletes the records of the ids it was sent" : "Upsert: an import"}</dd>
+        <dt>{deleting ? "Ids" : "Records"}</dt>
         <dd>{count(job.recordCount)}</dd>
         <dt>Created</dt>
         <dd>{time(job.createdAt)}</dd>
@@ -94,14 +97,22 @@ export function JobView({ client, session, id }: { client: ImportdClient; sessio
       </dl>
       {output && (
         <>
-          <dl class="counts" aria-label="Counts">
-            {/* A dry run's counts are what applying would do, and are named so. */}
-            <div><dt>{job.dryRun ? "Would apply" : "Applied"}</dt><dd>{count(output.applied)}</dd></div>
-            <div><dt>{job.dryRun ? "Would create" : "Created"}</dt><dd>{count(output.created)}</dd></div>
-            <div><dt>{job.dryRun ? "Would update" : "Updated"}</dt><dd>{count(output.updated)}</dd></div>
-            <div><dt>{job.dryRun ? "Would leave unchanged" : "Unchanged"}</dt><dd>{count(output.unchanged)}</dd></div>
-            <div><dt>{job.dryRun ? "Would reject" : "Rejected"}</dt><dd>{count(output.rejected)}</dd></div>
-          </dl>
+          {/* A dry run's counts are what applying would do, and are named so; a delete job's are its own. */}
+          {deleting ? (
+            <dl class="counts" aria-label="Counts">
+              <div><dt>{job.dryRun ? "Would delete" : "Deleted"}</dt><dd>{count(output.deleted)}</dd></div>
+              <div><dt>Not found</dt><dd>{count(output.notFound)}</dd></div>
+              <div><dt>{job.dryRun ? "Would reject" : "Rejected"}</dt><dd>{count(output.rejected)}</dd></div>
+            </dl>
+          ) : (
+            <dl class="counts" aria-label="Counts">
+              <div><dt>{job.dryRun ? "Would apply" : "Applied"}</dt><dd>{count(output.applied)}</dd></div>
+              <div><dt>{job.dryRun ? "Would create" : "Created"}</dt><dd>{count(output.created)}</dd></div>
+              <div><dt>{job.dryRun ? "Would update" : "Updated"}</dt><dd>{count(output.updated)}</dd></div>
+              <div><dt>{job.dryRun ? "Would leave unchanged" : "Unchanged"}</dt><dd>{count(output.unchanged)}</dd></div>
+              <div><dt>{job.dryRun ? "Would reject" : "Rejected"}</dt><dd>{count(output.rejected)}</dd></div>
+            </dl>
+          )}
           <h2>Message</h2>
           <p class="message">{output.message}</p>
         </>
@@ -109,8 +120,8 @@ export function JobView({ client, session, id }: { client: ImportdClient; sessio
       {output && output.rejected > 0 && (
         <>
           <div class="heading">
-            <h2>Rejected records</h2>
-            <button type="button" disabled={busy !== undefined} onClick={download}>Download the rejected records (CSV)</button>
+            <h2>{deleting ? "Rejected ids" : "Rejected records"}</h2>
+            <button type="button" disabled={busy !== undefined} onClick={download}>Download the rejected {deleting ? "ids" : "records"} (CSV)</button>
           </div>
           <RejectedRecords client={client} session={session} id={job.id} />
         </>

@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import type { ImportdClient, JobDocument } from "../../client";
-import { jobStatuses } from "../../domain/job";
+import { JobOperation, jobStatuses } from "../../domain/job";
 import { jobTypes } from "../../resources/registry";
 import { count, time } from "../format";
 import { PageButtons, useCursorPages } from "../pages";
@@ -33,6 +33,7 @@ export function JobsView({ client, session, filters }: { client: ImportdClient; 
         const loaded = await client.listJobs({
           status: filters.status || undefined,
           type: filters.type || undefined,
+          operation: filters.operation || undefined,
           dryRun: filters.dryRun === "" ? undefined : filters.dryRun === "true",
           limit: pageSize,
           after,
@@ -51,7 +52,7 @@ export function JobsView({ client, session, filters }: { client: ImportdClient; 
       stopped = true;
       clearInterval(timer);
     };
-  }, [client, filters.status, filters.type, filters.dryRun, after]);
+  }, [client, filters.status, filters.type, filters.operation, filters.dryRun, after]);
 
   const filter = (name: keyof JobFilters) => (event: Event) => {
     location.hash = jobsHref({ ...filters, [name]: (event.currentTarget as HTMLSelectElement).value });
@@ -79,6 +80,14 @@ export function JobsView({ client, session, filters }: { client: ImportdClient; 
           </select>
         </label>
         <label>
+          Operation
+          <select name="operation" value={filters.operation} onChange={filter("operation")}>
+            <option value="">Any</option>
+            <option value={JobOperation.Upsert}>Imports</option>
+            <option value={JobOperation.Delete}>Deletes</option>
+          </select>
+        </label>
+        <label>
           Dry runs
           <select name="dryRun" value={filters.dryRun} onChange={filter("dryRun")}>
             <option value="">Included</option>
@@ -89,7 +98,7 @@ export function JobsView({ client, session, filters }: { client: ImportdClient; 
       </form>
       {problem && <p class="problem" role="alert">{problem}</p>}
       {page && page.items.length === 0 &&
-        (filters.status || filters.type || filters.dryRun ? (
+        (filters.status || filters.type || filters.operation || filters.dryRun ? (
           <p>No jobs match these filters.</p>
         ) : (
           <p>
@@ -117,11 +126,14 @@ export function JobsView({ client, session, filters }: { client: ImportdClient; 
                     <a href={jobHref(job.id)}>{job.id}</a>
                     {job.dryRun && <span class="tag" title="A dry run: nothing was applied">dry run</span>}
                   </td>
-                  <td>{job.importJobType}</td>
+                  <td class="nowrap">
+                    {job.importJobType}
+                    {job.operation === JobOperation.Delete && <span class="tag delete" title="A delete job: it deletes the records of the ids it was sent">delete</span>}
+                  </td>
                   <td><StatusBadge status={job.importJobStatus} /></td>
                   <td class="number">{count(job.recordCount)}</td>
-                  {/* A dry run applied nothing: its figure is what applying would do. */}
-                  <td class="number nowrap">{job.dryRun && job.output ? `would apply ${count(job.output.applied)}` : count(job.output?.applied)}</td>
+                  {/* A dry run applied nothing: its figure is what applying would do. A delete job's applied are deleted and not found. */}
+                  <td class="number nowrap">{appliedCell(job)}</td>
                   <td class="number">{count(job.output?.rejected)}</td>
                   <td>{time(job.createdAt)}</td>
                 </tr>
@@ -133,4 +145,15 @@ export function JobsView({ client, session, filters }: { client: ImportdClient; 
       <PageButtons pages={pages} next={page?.nextCursor} label="Pages of jobs" names={{ first: "Newest", back: "Newer", on: "Older" }} />
     </section>
   );
+}
+
+/** The Applied column: a delete job's deleted (and not found, when some were), a dry run's in the conditional. */
+function appliedCell(job: JobDocument): string {
+  const output = job.output;
+  if (!output) return count(undefined);
+  if (job.operation === JobOperation.Delete) {
+    const deleted = `${job.dryRun ? "would delete" : "deleted"} ${count(output.deleted)}`;
+    return output.notFound ? `${deleted}, ${count(output.notFound)} not found` : deleted;
+  }
+  return job.dryRun ? `would apply ${count(output.applied)}` : count(output.applied);
 }
