@@ -66,7 +66,7 @@ function readIdempotencyKey(value: string | null): string | undefined {
 }
 
 /** From the 202 to what a client does next with its job: stateful tools follow these instead of guessing ids. */
-const jobLinks: Record<string, OpenAPIV3.LinkObject> = {
+export const jobLinks: Record<string, OpenAPIV3.LinkObject> = {
   getJob: { operationId: "getJob", parameters: { id: "$response.body#/id" }, description: "Poll the job until it is terminal." },
   cancelJob: { operationId: "cancelJob", parameters: { id: "$response.body#/id" }, description: "Cancel the job while it is Pending." },
   listRejectedRecords: { operationId: "listRejectedRecords", parameters: { id: "$response.body#/id" }, description: "Once it has finished, the records it rejected." },

@@ -12,7 +12,7 @@ import { youSent } from "../paging";
 import { conflict, validationProblem } from "../problem";
 import { syncRequestSchema, syncSchema } from "../schemas";
 import { retainedSince, type Services } from "../services";
-import { readDryRun } from "./imports";
+import { jobLinks, readDryRun } from "./imports";
 import { refuseEnded, syncIdFormat, syncInPath, syncNotFound, syncState } from "./sync-state";
 
 // Syncs (DECISIONS 13's mirror): open one, send the resource's records in it with ?sync=<id> on ordinary imports, then
@@ -126,7 +126,7 @@ export const syncRoutes = (services: Services) =>
             201: jsonResponse(syncSchema, "The sync, open.", {
               Location: { schema: { type: "string", example: "/default/v2/syncs/1" }, description: "The sync's URL, from the server's root." },
             }),
-            ...problemResponses({ status: 400, example: validationProblem({ resource: ["'Resource' must be the path of the resource to mirror, one of: subareas, assettypes, assetcategories, assets. You entered 'asset'."] }) }, 401, 415, 503, 507),
+            ...problemResponses({ status: 400, example: validationProblem({ resource: ["'Resource' must be the path of the resource to mirror, one of: subareas, assettypes, assetcategories, assets. You entered 'asset'."] }) }, 401, 415, 429, 503, 507),
           },
         },
       },
@@ -217,13 +217,14 @@ export const syncRoutes = (services: Services) =>
                 Location: { schema: { type: "string", example: "/default/v2/status/1" }, description: "The job's status URL, from the server's root." },
                 "Retry-After": { schema: { type: "integer" }, description: "Seconds to wait before the first poll of the status URL." },
               }),
-              links: { getJob: { operationId: "getJob", parameters: { id: "$response.body#/id" }, description: "Poll the completion until it is terminal." } },
+              links: jobLinks,
             },
             ...problemResponses(
               { status: 400, example: validationProblem({ maxDeletePercent: ["'Max Delete Percent' must be a whole number from 0 to 100: the share of the resource's records the completion may delete. You entered '150'."] }) },
               401,
               { status: 404, example: syncNotFoundExample },
               { status: 409, description: "The sync has ended (completed or expired): open a new one.", example: syncEndedExample },
+              429,
               503,
               507,
             ),
