@@ -52,7 +52,7 @@ const file = (path: string) => `./tests/${path}.test.ts`;
 const files = (dir: string, names: string[]) => names.map((name) => file(`${dir}/${name}`));
 
 const onPostgres = [
-  ...files("http", ["auth", "deletions", "idempotency", "imports", "no-key-answers", "observability", "rate-limit", "reads", "rejected", "status"]),
+  ...files("http", ["auth", "deletions", "idempotency", "imports", "mirror", "mirror-large", "no-key-answers", "observability", "rate-limit", "reads", "rejected", "status"]),
   // Not tests/jobs/long-poll, for now: when a job ends, each of its held polls reads it again, and on PostgreSQL at
   // load 12 about 1 in 9 of 2,000 woken at once got 503 (the pool's wait). A known fault of the server's, written up
   // for planning (a read shared by the polls a wake-up wakes); back here once it is fixed.
