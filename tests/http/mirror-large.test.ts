@@ -58,7 +58,7 @@ test(`a mirror of ${rows.toLocaleString("en-US")} rows that drops 5%: the dry ru
   const deleted: string[] = [];
   let after: string | null = "0";
   while (after !== null) {
-    const page = await (await fetch(`${server.base}/v2/deletions/subareas?limit=1000&after=${after}`, { headers: { "api-key": server.key } })).json();
+    const page: { items: Array<{ id: string; deletedByJobId: number }>; nextCursor: string | null } = await (await fetch(`${server.base}/v2/deletions/subareas?limit=1000&after=${after}`, { headers: { "api-key": server.key } })).json();
     for (const item of page.items) {
       expect(item.deletedByJobId).toBe(done.id);
       deleted.push(item.id);
