@@ -15,7 +15,8 @@ CREATE TABLE "syncs" (
 	"opened_after_sequence" bigint NOT NULL,
 	"completed_at" text,
 	"completed_by_job_id" bigint,
-	"records_sent" integer
+	"records_sent" integer,
+	"failures_told_through" bigint
 );
 --> statement-breakpoint
 ALTER TABLE "jobs" ADD COLUMN "sync_id" integer;--> statement-breakpoint

@@ -16,6 +16,7 @@ CREATE TABLE `syncs` (
 	`completed_at` text,
 	`completed_by_job_id` integer,
 	`records_sent` integer,
+	`failures_told_through` integer,
 	FOREIGN KEY (`environment_id`) REFERENCES `environments`(`id`) ON UPDATE no action ON DELETE no action
 );
 --> statement-breakpoint

@@ -31,18 +31,6 @@ const records = (value: number, noun: string) => `${count(value)} ${value === 1 
 export const failedAsAWhole = (job: SyncJob) =>
   job.operation === JobOperation.Upsert && !job.dryRun && job.status === JobStatus.Failed && job.output !== null && job.output.applied === 0 && job.output.errors.length === 0;
 
-/**
- * The jobs of the sync a completion answers for: those since its last completion that ran (not a dry run, not
- * canceled), which reported the failures before it. So a failed chunk stops one completion; once it is re-sent, the
- * next completion goes on.
- */
-function sinceLastCompletion(jobs: SyncJob[]): SyncJob[] {
-  let start = 0;
-  jobs.forEach((job, index) => {
-    if (job.operation === JobOperation.SyncCompletion && !job.dryRun && !job.output?.canceled) start = index + 1;
-  });
-  return jobs.slice(start);
-}
 
 /** A completion stopped before deleting anything: Failed, its counts as far as it got. */
 function stopped(message: string, total = 0): { status: JobStatus; output: JobOutput } {
@@ -93,8 +81,11 @@ export async function completeSync(
       ),
     );
   }
-  const failed = sinceLastCompletion(await syncs.jobs(syncId, job.id)).filter(failedAsAWhole);
+  // Each failure stops one completion (not a dry run), which tells of it; the next completion goes on, the chunk re-sent
+  // as the message asks. So a failure is told once, and a completion is never stopped for ever by a job of the past.
+  const failed = (await syncs.jobs(syncId, job.id)).filter((one) => one.sequence > (sync.failuresToldThrough ?? 0) && failedAsAWhole(one));
   if (failed.length > 0) {
+    if (!job.dryRun) await syncs.tellFailures(syncId, failed.at(-1)!.sequence);
     const named = failed.slice(0, 5).map((failure) => `job ${failure.id} (${failure.recordCount} records: ${failure.output!.message})`);
     const more = failed.length > named.length ? ` and ${failed.length - named.length} more` : "";
     const one = failed.length === 1;

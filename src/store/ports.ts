@@ -98,10 +98,12 @@ export type Sync = {
   completedAt: string | null;
   completedByJobId: number | null;
   recordsSent: number | null;
+  /** The sequence through which a completion told of the sync's jobs that failed as a whole (jobs/syncs.ts). */
+  failuresToldThrough: number | null;
 };
 
-/** A job of a sync, in the sync's order. */
-export type SyncJob = Pick<Job, "id" | "operation" | "status" | "dryRun" | "output" | "completedAt" | "recordCount">;
+/** A job of a sync, in the sync's order (`sequence`: its place in the environment's). */
+export type SyncJob = Pick<Job, "id" | "operation" | "status" | "dryRun" | "output" | "completedAt" | "recordCount"> & { sequence: number };
 
 /** A sync as GET /v2/syncs/{id} shows it: its row, its jobs in order, and the ids they sent so far. */
 export type SyncView = Sync & { jobs: SyncJob[]; recordsMarked: number };
@@ -123,6 +125,8 @@ export interface RunSyncs {
   complete(syncId: number, jobId: number, completedAt: string): Promise<void>;
   /** Drops the marks of a sync that expired. */
   dropMarks(syncId: number): Promise<void>;
+  /** Notes that a completion told of the sync's jobs that failed as a whole, through the job numbered `sequence`. */
+  tellFailures(syncId: number, sequence: number): Promise<void>;
 }
 
 /** One resource's records of one environment, read and written inside a run's transaction. */
@@ -242,10 +246,10 @@ export interface RecordReads {
 /** Syncs outside runs: opened by the HTTP API, and read by it. */
 export interface SyncStore {
   /**
-   * Opens a sync of `resource` (its path) in the environment, expiring at `expiresAt`, after the environment's jobs
-   * numbered so far.
+   * Opens a sync of `resource` (its path) in the environment, now, expiring `lifetimeMs` later, after the environment's
+   * jobs numbered so far.
    */
-  open(environmentId: number, resource: string, expiresAt: string): Promise<Sync>;
+  open(environmentId: number, resource: string, lifetimeMs: number): Promise<Sync>;
   /** The environment's sync, or undefined (an unknown id, another environment's, or one purged). */
   find(environmentId: number, id: number): Promise<Sync | undefined>;
   /** The environment's sync with its jobs and its marks counted. */

@@ -520,7 +520,7 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
 
     describe("syncs (DECISIONS 13's mirror)", () => {
       const subareas = resourceByPath("subareas")!;
-      const hourFromNow = () => new Date(Date.now() + 3_600_000).toISOString();
+      const anHour = 3_600_000;
       const join = async (environmentId: number, syncId: number, records: unknown[], dryRun = false) => {
         const [outcome] = await store.queue.enqueue([{ environmentId, type: "SubArea", recordCount: records.length, body: encode(records), syncId, dryRun }]);
         if (outcome!.conflict) throw new Error("conflict");
@@ -541,7 +541,7 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       test("a sync opens after the environment's jobs so far; its jobs mark every id they sent, rejected ones too, and a job without a sync marks nothing", async () => {
         const { e1, e2 } = await setUp();
         await enqueue(e1, named(1, 3));
-        const sync = await store.syncs.open(e1, "subareas", hourFromNow());
+        const sync = await store.syncs.open(e1, "subareas", anHour);
         expect(sync).toMatchObject({ environmentId: e1, resource: "subareas", openedAfterSequence: 1, completedAt: null, completedByJobId: null, recordsSent: null });
         expect(await store.syncs.find(e2, sync.id)).toBeUndefined();
         // A repeated id fails the batch as a whole, but its ids were read: they count as sent.
@@ -563,7 +563,7 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
         await enqueue(e2, named(1, 20));
         await runAll(e1);
         await runAll(e2);
-        const sync = await store.syncs.open(e1, "subareas", hourFromNow());
+        const sync = await store.syncs.open(e1, "subareas", anHour);
         // After the opening, outside the sync: a new record and a changed one.
         await enqueue(e1, [{ id: "new", name: "New" }, { id: "s020", name: "Changed" }]);
         await join(e1, sync.id, named(1, 17));
@@ -591,7 +591,7 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
         const { e1 } = await setUp();
         await enqueue(e1, named(1, 10));
         await runAll(e1);
-        const sync = await store.syncs.open(e1, "subareas", hourFromNow());
+        const sync = await store.syncs.open(e1, "subareas", anHour);
         await join(e1, sync.id, named(1, 8));
         const tooMany = await complete(e1, sync.id);
         const byCount = await complete(e1, sync.id, { maxDelete: 1 });
@@ -606,8 +606,11 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
         // A joined job canceled while Pending: which ids it sent is unknown.
         const canceled = await join(e1, sync.id, named(9, 10));
         await store.queue.cancel(e1, canceled.id, { message: "Canceled on request before it started.", total: 2, applied: 0, rejected: 0, errors: [], canceled: true });
+        // A dry run tells of it too, but does not answer for it: the real completion after it is stopped as well.
+        const tried = await complete(e1, sync.id, { maxDeletePercent: 100 }, true);
         const blocked = await complete(e1, sync.id, { maxDeletePercent: 100 });
         await runAll(e1);
+        expect((await job(e1, tried.id)).output!.message).toStartWith(`Dry run: nothing was applied. Applying it would fail: a job of sync ${sync.id} failed as a whole`);
         expect((await job(e1, blocked.id)).output!.message).toStartWith(`Nothing was deleted: a job of sync ${sync.id} failed as a whole, so which records it sent is unknown: job ${canceled.id} (2 records`);
         expect(await ids(e1)).toHaveLength(10);
         // The completion that reported it answered for it: the next one goes on.
@@ -618,7 +621,7 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
         await runAll(e1);
         expect((await job(e1, again.id)).output!.message).toStartWith(`Nothing was deleted: sync ${sync.id} was already completed by job ${allowed.id}`);
 
-        const expired = await store.syncs.open(e1, "subareas", new Date(Date.now() - 1).toISOString());
+        const expired = await store.syncs.open(e1, "subareas", -1);
         const late = await complete(e1, expired.id, { maxDeletePercent: 100 });
         await runAll(e1);
         expect((await job(e1, late.id)).output!.message).toStartWith(`Nothing was deleted: sync ${expired.id} expired at ${expired.expiresAt}`);
@@ -627,8 +630,8 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
 
       test("purge drops the marks of expired syncs, and the syncs that ended before the cut-off", async () => {
         const { e1 } = await setUp();
-        const expiring = await store.syncs.open(e1, "subareas", new Date(Date.now() + 300).toISOString());
-        const open = await store.syncs.open(e1, "subareas", hourFromNow());
+        const expiring = await store.syncs.open(e1, "subareas", 300);
+        const open = await store.syncs.open(e1, "subareas", anHour);
         await join(e1, expiring.id, named(1, 2));
         await join(e1, open.id, named(1, 3));
         await runAll(e1);
@@ -644,7 +647,7 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       test("a completion's end is told to webhooks like any job's, its body the job document with operation syncCompletion", async () => {
         const { e1 } = await setUp();
         await store.webhooks.create(e1, { url: "https://all.example/", events: ["job.succeeded"], secret: "whsec_x" });
-        const sync = await store.syncs.open(e1, "subareas", hourFromNow());
+        const sync = await store.syncs.open(e1, "subareas", anHour);
         const completion = await complete(e1, sync.id);
         await runAll(e1);
         const [claimed] = await store.webhooks.claimDue({ token: token(), limit: 10, perEnvironment: 10, leaseMs: 60_000, busy: [] });

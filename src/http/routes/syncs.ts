@@ -104,7 +104,7 @@ export const syncRoutes = (services: Services) =>
           upload.end();
         }
         const lifetimeMs = services.config.testHooks?.syncLifetimeMs ?? syncLifetimeMs;
-        const sync = await services.syncs.open(environmentId, resource, new Date(Date.now() + lifetimeMs).toISOString());
+        const sync = await services.syncs.open(environmentId, resource, lifetimeMs);
         set.status = 201;
         set.headers.location = `/${params.env}/v2/syncs/${sync.id}`;
         return syncDocument(services, environmentId, { ...sync, jobs: [], recordsMarked: 0 });
@@ -209,7 +209,7 @@ export const syncRoutes = (services: Services) =>
             "each deleted record leaves a tombstone (GET /v2/deletions/<resource>). output.total is the number of records it considered for deletion, output.deleted those deleted, " +
             "output.rejected those still referred to. Guards, each failing the job with nothing deleted and a message saying how many would have gone and how to allow it: more to delete " +
             `than maxDeletePercent (default ${defaultMaxDeletePercent}) of the resource's records, or than maxDelete; a job of the sync that failed as a whole (canceled, its payload lost, given up ` +
-            "after its runs crashed: which records it sent is unknown), since the sync's last completion that ran; a sync that expired before the job ran. " +
+            "after its runs crashed: which records it sent is unknown), each stopping one completion that is not a dry run (re-send its records, then complete again); a sync that expired before the job ran. " +
             "A completion that did not fail ends the sync (completed); a dry run, and a completion a guard stopped, leave it open, to be completed again (with a higher limit, say).",
           responses: {
             202: {

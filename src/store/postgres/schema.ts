@@ -240,6 +240,7 @@ export const syncs = pgTable("syncs", {
   completedAt: text("completed_at"),
   completedByJobId: jobId("completed_by_job_id"),
   recordsSent: integer("records_sent"),
+  failuresToldThrough: bigint("failures_told_through", { mode: "number" }),
 });
 
 // See sqlite/schema.ts. The id is COLLATE "C" as the records' ids (the migration says so).

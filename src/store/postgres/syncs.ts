@@ -9,13 +9,13 @@ import { recordTables } from "./schema";
 
 const syncColumns =
   `id, environment_id AS "environmentId", resource, created_at AS "createdAt", expires_at AS "expiresAt", opened_after_sequence AS "openedAfterSequence", ` +
-  `completed_at AS "completedAt", completed_by_job_id AS "completedByJobId", records_sent AS "recordsSent"`;
-const syncJobColumns = `id, operation, status, dry_run AS "dryRun", output, completed_at AS "completedAt", record_count AS "recordCount"`;
+  `completed_at AS "completedAt", completed_by_job_id AS "completedByJobId", records_sent AS "recordsSent", failures_told_through AS "failuresToldThrough"`;
+const syncJobColumns = `id, operation, status, dry_run AS "dryRun", output, completed_at AS "completedAt", record_count AS "recordCount", sequence`;
 
-type SyncJobRow = Pick<JobRow, "id" | "operation" | "status" | "dryRun" | "output" | "completedAt" | "recordCount">;
+type SyncJobRow = Pick<JobRow, "id" | "operation" | "status" | "dryRun" | "output" | "completedAt" | "recordCount"> & { sequence: number };
 const toSyncJob = (row: SyncJobRow): SyncJob => {
   const { id, operation, status, dryRun, output, completedAt, recordCount } = toJob({ ...row, environmentId: 0, type: "", createdAt: "", startedAt: null, attempts: 0, syncId: null });
-  return { id, operation, status, dryRun, output, completedAt, recordCount };
+  return { id, operation, status, dryRun, output, completedAt, recordCount, sequence: row.sequence };
 };
 
 // The environment's last sequence is read, not locked: an intake committing meanwhile numbers its job after it, and
@@ -40,6 +40,7 @@ const completeSync = statement(
   { bulk: true },
 );
 const dropAll = statement(`DELETE FROM sync_records WHERE sync_id = $1`, { bulk: true });
+const toldThrough = statement(`UPDATE syncs SET failures_told_through = $2 WHERE id = $1`);
 
 /** Syncs (DECISIONS 13's mirror) on PostgreSQL: see sqlite/syncs.ts; the marks go as one array a job. */
 export class PostgresSyncs implements SyncStore {
@@ -47,8 +48,9 @@ export class PostgresSyncs implements SyncStore {
 
   constructor(private readonly any: Queryable) {}
 
-  open(environmentId: number, resource: string, expiresAt: string): Promise<Sync> {
-    return answer(async () => (await this.any.query<Sync>(insert(environmentId, resource, new Date().toISOString(), expiresAt)))[0]!);
+  open(environmentId: number, resource: string, lifetimeMs: number): Promise<Sync> {
+    const now = Date.now();
+    return answer(async () => (await this.any.query<Sync>(insert(environmentId, resource, new Date(now).toISOString(), new Date(now + lifetimeMs).toISOString())))[0]!);
   }
 
   find(environmentId: number, id: number): Promise<Sync | undefined> {
@@ -103,6 +105,7 @@ export class PostgresSyncs implements SyncStore {
           await run.query(dropAll(syncId));
         }),
       dropMarks: (syncId) => answer(async () => void (await run.query(dropAll(syncId)))),
+      tellFailures: (syncId, sequence) => answer(async () => void (await run.query(toldThrough(syncId, sequence)))),
     };
   }
 }

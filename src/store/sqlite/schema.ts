@@ -253,6 +253,9 @@ export const syncs = sqliteTable("syncs", {
   completedByJobId: integer("completed_by_job_id"),
   // The records its jobs had sent when it ended: its marks are dropped then.
   recordsSent: integer("records_sent"),
+  // A completion stopped by jobs of the sync that failed as a whole told of those up to this sequence: the next
+  // completion looks only at the jobs after it (jobs/syncs.ts).
+  failuresToldThrough: integer("failures_told_through"),
 });
 
 // The ids a sync's jobs sent (every record of their batches, rejected ones too), written in each run's transaction by

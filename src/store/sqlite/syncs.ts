@@ -9,13 +9,13 @@ import { recordTables } from "./schema";
 
 const syncColumns =
   `id, environment_id AS environmentId, resource, created_at AS createdAt, expires_at AS expiresAt, opened_after_sequence AS openedAfterSequence, ` +
-  `completed_at AS completedAt, completed_by_job_id AS completedByJobId, records_sent AS recordsSent`;
-const syncJobColumns = `id, operation, status, dry_run AS dryRun, output, completed_at AS completedAt, record_count AS recordCount`;
+  `completed_at AS completedAt, completed_by_job_id AS completedByJobId, records_sent AS recordsSent, failures_told_through AS failuresToldThrough`;
+const syncJobColumns = `id, operation, status, dry_run AS dryRun, output, completed_at AS completedAt, record_count AS recordCount, sequence`;
 
-type SyncJobRow = Pick<JobRow, "id" | "operation" | "status" | "dryRun" | "output" | "completedAt" | "recordCount">;
+type SyncJobRow = Pick<JobRow, "id" | "operation" | "status" | "dryRun" | "output" | "completedAt" | "recordCount"> & { sequence: number };
 const toSyncJob = (row: SyncJobRow): SyncJob => {
   const { id, operation, status, dryRun, output, completedAt, recordCount } = toJob({ ...row, environmentId: 0, type: "", createdAt: "", startedAt: null, attempts: 0, syncId: null });
-  return { id, operation, status, dryRun, output, completedAt, recordCount };
+  return { id, operation, status, dryRun, output, completedAt, recordCount, sequence: row.sequence };
 };
 
 /**
@@ -32,6 +32,7 @@ export class SqliteSyncs implements SyncStore {
   private readonly markIds;
   private readonly completeSync;
   private readonly dropAll;
+  private readonly toldThrough;
   private readonly unsentStatements = new Map<string, { ids: Statement; count: Statement }>();
 
   constructor(private readonly db: Db) {
@@ -53,13 +54,15 @@ export class SqliteSyncs implements SyncStore {
       "UPDATE syncs SET completed_at = ?3, completed_by_job_id = ?2, records_sent = (SELECT count(*) FROM sync_records WHERE sync_id = ?1) WHERE id = ?1",
     );
     this.dropAll = client.query<never, [number]>("DELETE FROM sync_records WHERE sync_id = ?1");
+    this.toldThrough = client.query<never, [number, number]>("UPDATE syncs SET failures_told_through = ?2 WHERE id = ?1");
   }
 
-  open(environmentId: number, resource: string, expiresAt: string): Promise<Sync> {
+  open(environmentId: number, resource: string, lifetimeMs: number): Promise<Sync> {
     return answer(() =>
       writeTransaction(this.db, () => {
         const { last } = this.lastSequence.get(environmentId)!;
-        return this.insert.get(environmentId, resource, new Date().toISOString(), expiresAt, last)!;
+        const now = Date.now();
+        return this.insert.get(environmentId, resource, new Date(now).toISOString(), new Date(now + lifetimeMs).toISOString(), last)!;
       }),
     );
   }
@@ -113,6 +116,7 @@ export class SqliteSyncs implements SyncStore {
           this.dropAll.run(syncId);
         }),
       dropMarks: (syncId) => answer(() => void this.dropAll.run(syncId)),
+      tellFailures: (syncId, sequence) => answer(() => void this.toldThrough.run(syncId, sequence)),
     };
   }
 }
