@@ -201,8 +201,8 @@ async function applyOne(job: Job, environment: EnvironmentRecords, batch: Stored
   }
   if (job.operation === JobOperation.SyncCompletion) {
     const { rejections, ...ending } = await completeSync(job, resource, environment, batch.sent[0] as CompletionLimits);
-    // As a delete job's: a rejected record's row is its id.
-    return completion(job, ending, rejections.map(({ index, field, message, id }) => ({ position: index, field, message, record: JSON.stringify(id) })));
+    // As a delete job's: a rejected record's row is its id, as the record `{ id }`; its index, its place among the ids considered.
+    return completion(job, ending, rejections.map(({ index, field, message, id }) => ({ position: index, field, message, record: JSON.stringify({ id }) })));
   }
   const { records, duplicates, referred } = batch;
   // Every record the batch sent, rejected ones too, is marked as sent (a sent record is not the mirror's to delete),

@@ -182,6 +182,8 @@ describe("a mirror, start to end", () => {
     expect(done.output).toMatchObject({ total: 1, deleted: 0, rejected: 1, errors: [{ id: "east", field: "id" }] });
     expect(done.output!.message).toContain(`1 asset refers to sub area 'east' ('${asset(1).id}')`);
     expect(done.output!.message).toContain("The sync stays open");
+    const rejected = await (await get(env, `status/${done.id}/rejected`)).json();
+    expect(rejected.items).toEqual([{ index: 0, id: "east", field: "id", message: done.output!.errors[0]!.message, record: { id: "east" } }]);
     expect(await exists(env, "subareas", "east")).toBe(true);
     expect((await syncOf(env, sync)).state).toBe("open");
   });
