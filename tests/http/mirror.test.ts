@@ -258,6 +258,29 @@ describe("guards", () => {
   });
 });
 
+test("a completion canceled while Pending deletes nothing and leaves the sync open, saying so; it does not count as a failed job of the sync", async () => {
+  const env = await environment();
+  await importAndWait(env.base, "subareas", env.key, subareas(1, 20));
+  const sync = await openSync(env);
+  await join(env, sync, subareas(1, 19));
+  const parked = await server.parkJob(env.slug, "until released");
+  try {
+    const store = await server.store();
+    const [queued] = await store.queue.enqueue([{ environmentId: parked.environmentId, type: "SubArea", recordCount: 0, body: new TextEncoder().encode('{"maxDeletePercent":10}'), operation: "syncCompletion", syncId: sync.id }]);
+    const response = await post(env, `status/${queued!.conflict ? 0 : queued!.job.id}/cancel`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({
+      operation: "syncCompletion",
+      importJobStatus: "Failed",
+      output: { canceled: true, deleted: 0, message: "Canceled on request before it started: nothing was deleted, and the sync stays open. Complete it again when you mean to." },
+    });
+  } finally {
+    await parked.release();
+  }
+  expect((await syncOf(env, sync)).state).toBe("open");
+  expect(await complete(env, sync)).toMatchObject({ importJobStatus: "Succeeded", output: { deleted: 1 } });
+});
+
 describe("refusals", () => {
   test("?sync= that is malformed, names no sync, or a sync of another resource is 400 under sync; an unknown sync is 404", async () => {
     const env = await environment();
