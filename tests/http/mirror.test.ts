@@ -325,6 +325,20 @@ describe("refusals", () => {
     expect((await joined.json()).errors.sync[0]).toBe(`There is no sync ${sync.id} in this environment. Open one with POST /v2/syncs, and send its id.`);
   });
 
+  test("an Idempotency-Key names one request: the same import in the sync is replayed, outside it (or in another sync) it is another request (422)", async () => {
+    const env = await environment();
+    const sync = await openSync(env);
+    const other = await openSync(env);
+    const headers = { "idempotency-key": "mirror-chunk-1" };
+    const first = await postJson(env.base, `subareas?sync=${sync.id}`, env.key, subareas(1, 2), headers);
+    expect(first.status).toBe(202);
+    const replay = await postJson(env.base, `subareas?sync=${sync.id}`, env.key, subareas(1, 2), headers);
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect((await replay.json()).id).toBe((await first.json()).id);
+    expect((await postJson(env.base, "subareas", env.key, subareas(1, 2), headers)).status).toBe(422);
+    expect((await postJson(env.base, `subareas?sync=${other.id}`, env.key, subareas(1, 2), headers)).status).toBe(422);
+  });
+
   test("/v2/jobs?operation=syncCompletion lists the completions only", async () => {
     const env = await environment();
     await importAndWait(env.base, "subareas", env.key, subareas(1, 3));
