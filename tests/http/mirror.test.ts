@@ -296,6 +296,9 @@ describe("refusals", () => {
     expect((await elsewhere.json()).errors).toEqual({
       sync: [`Sync ${sync.id} mirrors assettypes, not subareas: send these records to POST /v2/assettypes?sync=${sync.id}, or open a sync for subareas.`],
     });
+    const deletion = await postJson(env.base, `deletions/assettypes?sync=${sync.id}`, env.key, ["pipe"]);
+    expect(deletion.status).toBe(400);
+    expect((await deletion.json()).errors).toEqual({ sync: ["Only an import joins a sync (POST /v2/assettypes?sync=<id>): the sync's completion deletes what its imports did not send."] });
     expect((await get(env, "syncs/999999")).status).toBe(404);
     expect((await get(env, "syncs/x")).status).toBe(404);
     expect((await post(env, "syncs/999999/complete")).status).toBe(404);

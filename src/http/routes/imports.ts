@@ -86,7 +86,10 @@ export function queueRoute(services: Services, resource: ResourceDefinition, ope
       requireJson(request.headers.get("content-type"));
       const idempotencyKey = readIdempotencyKey(request.headers.get("idempotency-key"));
       const dryRun = readDryRun(query.dryRun);
-      const syncId = operation === JobOperation.Upsert && query.sync !== undefined ? await syncToJoin(services, environmentId, resource.path, query.sync) : undefined;
+      if (operation !== JobOperation.Upsert && query.sync !== undefined) {
+        throw validationProblem({ sync: [`Only an import joins a sync (POST /v2/${resource.path}?sync=<id>): the sync's completion deletes what its imports did not send.`] });
+      }
+      const syncId = query.sync === undefined ? undefined : await syncToJoin(services, environmentId, resource.path, query.sync);
       // Held until the intake has stored the body: until then its buffer lives on, here or in a worker thread.
       const upload = services.uploads.begin(environmentId);
       let result: Awaited<ReturnType<typeof services.intake.accept>>;
