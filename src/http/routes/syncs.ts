@@ -158,9 +158,10 @@ export const syncRoutes = (services: Services) =>
     .post(
       "/syncs/:id/complete",
       async ({ params, query, environmentId, set }) => {
-        const sync = await syncInPath(services, environmentId, params.id);
+        // The request's own faults first (400), whatever the sync.
         const dryRun = readDryRun(query.dryRun);
         const limits = readLimits(query);
+        const sync = await syncInPath(services, environmentId, params.id);
         refuseEnded(sync, "be completed");
         const resource = resourceByPath(sync.resource)!;
         const body = new TextEncoder().encode(JSON.stringify(limits));
