@@ -243,9 +243,10 @@ type Options = typeof options;
  * the server at random moments as an operator might, which can hit one job's runs three times without that job
  * being at fault. `killProcessAfterCommitOnRecordId`: the same, right after the run that applied the record
  * commits (its webhook events are in the outbox, none sent yet). `webhookRetryScale`: multiplies the webhook retry
- * delays and their 24 hours, so that a test sees a day of retries in seconds.
+ * delays and their 24 hours, so that a test sees a day of retries in seconds. `syncLifetimeMs`: instead of a sync's 24
+ * hours (domain/job.ts, syncLifetimeMs), so that a test sees one expire.
  */
-export type TestHooks = { killProcessOnRecordId?: string; killProcessAfterCommitOnRecordId?: string; maxAttempts?: number; webhookRetryScale?: number };
+export type TestHooks = { killProcessOnRecordId?: string; killProcessAfterCommitOnRecordId?: string; maxAttempts?: number; webhookRetryScale?: number; syncLifetimeMs?: number };
 
 export type Config = Readonly<{ [K in keyof Options]: Options[K]["default"] } & { testHooks?: TestHooks }>;
 

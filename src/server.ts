@@ -186,7 +186,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
     minBytesPerSecond: config.bodyMinBytesPerSecond,
   });
   const subscriptions = new WebhookSubscriptions({ store: store.webhooks, allow: config.webhookAllow, log });
-  const services: Services = { config, log, access, failedAuthentications, intake, uploads, jobs: jobReads, queue: store.queue, jobWaits, records: store.records, webhooks: store.webhooks, subscriptions, deliveries, metrics, readiness };
+  const services: Services = { config, log, access, failedAuthentications, intake, uploads, jobs: jobReads, queue: store.queue, jobWaits, records: store.records, syncs: store.syncs, webhooks: store.webhooks, subscriptions, deliveries, metrics, readiness };
 
   const app = buildApp(services);
   const consoleFiles = ConsoleFiles.open();

@@ -52,7 +52,7 @@ const file = (path: string) => `./tests/${path}.test.ts`;
 const files = (dir: string, names: string[]) => names.map((name) => file(`${dir}/${name}`));
 
 const onPostgres = [
-  ...files("http", ["auth", "deletions", "idempotency", "imports", "no-key-answers", "observability", "rate-limit", "reads", "rejected", "status"]),
+  ...files("http", ["auth", "deletions", "idempotency", "imports", "mirror", "mirror-large", "no-key-answers", "observability", "rate-limit", "reads", "rejected", "status"]),
   ...files("jobs", ["cancel", "counts", "dry-run", "fresh-reads", "long-poll", "processing", "recovery"]),
   ...files("client", ["client", "import-server-lost", "jobs-command"]),
   ...files("openapi", ["properties"]),

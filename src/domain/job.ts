@@ -20,13 +20,14 @@ export const terminalStatuses: ReadonlySet<string> = new Set([
 export const isTerminal = (status: string) => terminalStatuses.has(status);
 
 /**
- * What a job does to its resource's records (DECISIONS 13): an import upserts them, a delete job deletes them by id.
- * Its own field of the job document, apart from importJobType (which names the resource). The mirror's end will be a
- * third: one more line here.
+ * What a job does to its resource's records (DECISIONS 13): an import upserts them, a delete job deletes them by id,
+ * and a sync's completion (a mirror's end) deletes those that no job of its sync sent. Its own field of the job
+ * document, apart from importJobType (which names the resource).
  */
 export const JobOperation = {
   Upsert: "upsert",
   Delete: "delete",
+  SyncCompletion: "syncCompletion",
 } as const;
 export type JobOperation = (typeof JobOperation)[keyof typeof JobOperation];
 export const jobOperations = Object.values(JobOperation);
@@ -48,9 +49,30 @@ export type JobOutput = {
   created?: number;
   updated?: number;
   unchanged?: number;
-  /** A delete job's: records deleted, and ids that named no record (applied = deleted + notFound). */
+  /**
+   * A delete job's: records deleted, and ids that named no record (applied = deleted + notFound). A sync's completion
+   * has deleted (or would have, a dry run) of the `total` records it considered; its `rejected` are those still
+   * referred to.
+   */
   deleted?: number;
   notFound?: number;
   /** Present, true, on a job canceled on request before it started. */
   canceled?: true;
 };
+
+/**
+ * A sync (DECISIONS 13's mirror): open while imports join it, completed once a completion ran past its guards, expired
+ * when not completed within its 24 hours. Derived from its row and the time, never stored as such.
+ */
+export const SyncState = {
+  Open: "open",
+  Completed: "completed",
+  Expired: "expired",
+} as const;
+export type SyncState = (typeof SyncState)[keyof typeof SyncState];
+export const syncStates = Object.values(SyncState);
+
+/** How long a sync stays open for its imports and its completion. */
+export const syncLifetimeMs = 24 * 60 * 60 * 1000;
+/** The share of the resource's records a completion may delete unless it allows more (rsync's --max-delete, in percent). */
+export const defaultMaxDeletePercent = 10;

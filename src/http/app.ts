@@ -9,6 +9,7 @@ import { internalError, methodNotAllowed, notFound, Problem, storageProblem, val
 import { queryNamesOf, repeatedParameters } from "./query-once";
 import { pathOf } from "./request-target";
 import { deletionRoutes } from "./routes/deletions";
+import { syncRoutes } from "./routes/syncs";
 import { importRoutes } from "./routes/imports";
 import { webhookRoutes } from "./routes/webhooks";
 import { operationsRoutes } from "./routes/operations";
@@ -91,6 +92,7 @@ const apiDocument = () =>
             { name: "Jobs", description: "Follow jobs to their outcome." },
             { name: "Records", description: "Read back what was imported." },
             { name: "Deletions", description: "Delete records by id as jobs, and follow what was deleted." },
+            { name: "Syncs", description: "Mirror a resource: send all of it in a sync, and its completion deletes what was not sent." },
           ],
         },
         exclude: ["/healthz", "/readyz", "/metrics"],
@@ -131,6 +133,6 @@ export function buildApp(services: Services) {
     .use(swaggerUi("importd API"))
     .use(apiDocument())
     .use(operationsRoutes(services))
-    .group("/:env/v2", (api) => api.use(importRoutes(services)).use(deletionRoutes(services)).use(jobRoutes(services)).use(readRoutes(services)).use(webhookRoutes(services)));
+    .group("/:env/v2", (api) => api.use(importRoutes(services)).use(deletionRoutes(services)).use(syncRoutes(services)).use(jobRoutes(services)).use(readRoutes(services)).use(webhookRoutes(services)));
   return app;
 }

@@ -8,6 +8,7 @@ import type { ResourceDefinition } from "../resources/definition";
 import { resources } from "../resources/registry";
 import { maxIdLength, requiredText } from "../resources/validate";
 import { webhookEvents } from "../webhooks/events";
+import { jobOperations, jobStatuses, syncStates, type SyncState } from "../domain/job";
 
 /**
  * A JSON object of any keys whose values are `values`, as `additionalProperties`: generators make that a typed map
@@ -156,6 +157,46 @@ export const pingResultSchema = t.Object({
   durationMs: Type.Integer({ description: "From the start of the attempt to the receiver's answer (or to its failure)." }),
 });
 
+// Syncs (DECISIONS 13's mirror).
+const resourcePathSchema = (description: string) => Type.Unsafe<string>({ type: "string", enum: resources.map((resource) => resource.path), examples: ["assets"], description });
+
+export const syncRequestSchema = t.Object(
+  { resource: resourcePathSchema("The resource to mirror, by its path: the imports that join the sync are POSTs to /v2/<resource>?sync=<id>.") },
+  { examples: [{ resource: "assets" }] },
+);
+
+export const syncJobSchema = t.Object({
+  id: Type.Integer(),
+  operation: Type.Unsafe<string>({ type: "string", enum: [...jobOperations], examples: ["upsert"], description: "upsert: an import that joined the sync; syncCompletion: a completion." }),
+  importJobStatus: Type.Unsafe<string>({ type: "string", enum: [...jobStatuses], examples: ["Succeeded"] }),
+  dryRun: t.Boolean(),
+  recordCount: Type.Integer(),
+});
+
+export const syncSchema = t.Object(
+  {
+    id: Type.Integer(),
+    resource: resourcePathSchema("The resource it mirrors."),
+    state: Type.Unsafe<SyncState>({
+      type: "string",
+      enum: [...syncStates],
+      examples: ["open"],
+      description:
+        "open: imports may join it and it may be completed; completed: a completion deleted what the sync did not send (it ended); " +
+        "expired: not completed within 24 hours of opening, nothing deleted (it ended). An ended sync takes no more imports or completions: open a new one.",
+    }),
+    url: t.String({ examples: ["/v2/syncs/1"], description: "Relative to the environment's base URL." }),
+    createdAt: t.String({ format: "date-time" }),
+    expiresAt: t.String({ format: "date-time", description: "24 hours after createdAt: a sync not completed by then expires, and nothing is deleted." }),
+    completedAt: t.Union([t.String({ format: "date-time" }), t.Null()], { description: "When its completion ended it; null while open, and for an expired sync." }),
+    completedByJobId: t.Union([Type.Integer(), t.Null()], { description: "The completion job that ended it." }),
+    recordsSent: Type.Integer({ description: "Distinct record ids the sync's jobs have sent so far (rejected records included: a sent record is not deleted); when it ended, as they were then." }),
+    jobs: t.Array(syncJobSchema, { description: "The sync's jobs in the environment's order: the imports that joined it, and its completions." }),
+    lastCompletion: t.Union([jobDocumentSchema, t.Null()], { description: "The last completion queued (dry runs included), as GET /v2/status/{id} shows it; null before the first." }),
+  },
+  { description: "A sync: a mirror of a resource in the making (DECISIONS 13)." },
+);
+
 export const webhookListSchema = t.Object({ items: t.Array(webhookSchema) });
 export const deliveryListSchema = t.Object({ items: t.Array(deliverySchema) });
 
@@ -178,6 +219,9 @@ const names = new Map<object, string>([
   [deliverySchema, "WebhookDelivery"],
   [deliveryListSchema, "WebhookDeliveryList"],
   [pingResultSchema, "WebhookPing"],
+  [syncRequestSchema, "SyncRequest"],
+  [syncJobSchema, "SyncJob"],
+  [syncSchema, "Sync"],
   ...resources.flatMap((resource) => {
     const { sent, stored, page } = resourceSchemas(resource);
     return [

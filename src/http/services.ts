@@ -6,7 +6,7 @@ import type { JobWaits } from "../jobs/job-waits";
 import type { Log } from "../log";
 import type { Metrics } from "../observability/metrics";
 import type { ReadinessReport } from "../observability/readiness";
-import type { JobQueue, JobReads, RecordReads, WebhookStore } from "../store/ports";
+import type { JobQueue, JobReads, RecordReads, SyncStore, WebhookStore } from "../store/ports";
 import type { WebhookSubscriptions } from "../webhooks/subscriptions";
 import type { UploadGate } from "./uploads";
 
@@ -23,6 +23,8 @@ export type Services = {
   queue: Pick<JobQueue, "cancel">;
   jobWaits: JobWaits;
   records: RecordReads;
+  /** Syncs (mirrors): opened and read here; their imports and completions go through `intake`. */
+  syncs: SyncStore;
   webhooks: WebhookStore;
   /** Subscribing and pinging, by the subscription rules. */
   subscriptions: WebhookSubscriptions;

@@ -2,9 +2,10 @@ import { resourceByJobType, resourceByPath } from "../resources/registry";
 import type { Reference, ResourceDefinition } from "../resources/definition";
 import { displayName, type BatchValidation } from "../resources/validate";
 import { JobOperation, type JobOutput, type JobStatus } from "../domain/job";
-import type { ClaimedRun, Completion, Job, JobQueue, Referrers, RejectedRecord, RunRecords } from "../store/ports";
+import type { ClaimedRun, Completion, Job, JobQueue, Referrers, RejectedRecord, RunRecords, RunSyncs } from "../store/ports";
 import { readBatch, type Records, type ValidBatch } from "./batch";
 import { deleteBatch } from "./deletes";
+import { completeSync, type CompletionLimits } from "./syncs";
 import { batchFailure, deleteOutcome, duplicateIdsOutcome, recordOutcome, type AppliedCounts, type Rejection } from "./outcome";
 import { requestBody } from "./payload";
 
@@ -117,6 +118,10 @@ class EnvironmentRecords {
     return this.records.referrers(referring, field, ids);
   }
 
+  get syncs(): RunSyncs {
+    return this.records.syncs;
+  }
+
   async remove(resource: ResourceDefinition, jobId: number, ids: readonly string[]): Promise<Set<string>> {
     const deleted = await this.records.remove(resource, jobId, ids);
     // A later job of the run that refers to a deleted record must find it gone.
@@ -194,7 +199,15 @@ async function applyOne(job: Job, environment: EnvironmentRecords, batch: Stored
     // Cannot happen for a payload that passed request-time validation, unless the rules changed in an upgrade.
     return outcome(batchFailure(job.recordCount, `Nothing was applied: the stored batch no longer passes validation (${Object.entries(batch.errors).slice(0, 3).map(([k, v]) => `${k}: ${v.join(" ")}`).join("; ")}). Re-send it after fixing.`, [], job.operation));
   }
+  if (job.operation === JobOperation.SyncCompletion) {
+    const { rejections, ...ending } = await completeSync(job, resource, environment, batch.sent[0] as CompletionLimits);
+    // As a delete job's: a rejected record's row is its id, as the record `{ id }`; its index, its place among the ids considered.
+    return completion(job, ending, rejections.map(({ index, field, message, id }) => ({ position: index, field, message, record: JSON.stringify({ id }) })));
+  }
   const { records, duplicates, referred } = batch;
+  // Every record the batch sent, rejected ones too, is marked as sent (a sent record is not the mirror's to delete),
+  // in this run's transaction; only a sync's jobs do this. A dry run marks nothing.
+  if (job.syncId !== null && job.operation === JobOperation.Upsert && !job.dryRun) await environment.syncs.mark(job.syncId, records.map((record) => record.id));
   if (job.operation === JobOperation.Delete) {
     const { counts, rejections } = await deleteBatch(resource, job.id, environment, records.map((record) => record.id));
     return outcome(deleteOutcome(resource.noun, records.length, rejections, counts, job.dryRun), batch.sent, rejections);
@@ -239,7 +252,7 @@ async function tryOut(job: Job, environment: EnvironmentRecords, batch: StoredBa
   const completion = await environment.undone(() => applyOne(job, environment, batch));
   // recordOutcome words a dry run's records conditionally ("would be applied"); the batch's own failures (duplicate
   // ids, a lost payload) say what applying would meet.
-  const message = completion.output.message.replace(/^Nothing was applied: /, "Applying it would fail: ");
+  const message = completion.output.message.replace(/^Nothing was (applied|deleted): /, "Applying it would fail: ");
   return { ...completion, output: { ...completion.output, message: `${dryRunNote} ${message}` } };
 }
 

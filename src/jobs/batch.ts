@@ -25,7 +25,8 @@ export type ValidBatch = { records: Records; sent: readonly unknown[] };
 
 /**
  * Parse and validate, the same way at request time and when the job is applied: an import's records, or a delete
- * job's ids (as records `{ id }`).
+ * job's ids (as records `{ id }`). A sync's completion names no records: its body is its limits (made by the route,
+ * read by jobs/syncs.ts), kept whole as the one thing it sent.
  */
 export function readBatch(resource: ResourceDefinition, bytes: Uint8Array, operation: JobOperation = JobOperation.Upsert): BatchValidation<Records[number]> {
   const parsed = parseBody(bytes);
@@ -34,5 +35,6 @@ export function readBatch(resource: ResourceDefinition, bytes: Uint8Array, opera
     return { ok: false, errors, errorCount: 1, truncated: false };
   }
   if (operation === JobOperation.Delete) return validateIds(parsed.value);
+  if (operation === JobOperation.SyncCompletion) return { ok: true, records: [], sent: [parsed.value] };
   return validateBatch(resource.schema, resource.rules as never, parsed.value, { mayHoldLoneSurrogate: jsonMayHoldLoneSurrogate(bytes) });
 }

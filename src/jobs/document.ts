@@ -24,7 +24,7 @@ export const jobOutputSchema = t.Object({
   created: t.Optional(Type.Integer({ description: "Applied records that did not exist before. applied = created + updated + unchanged." })),
   updated: t.Optional(Type.Integer({ description: "Applied records that existed and differed: written." })),
   unchanged: t.Optional(Type.Integer({ description: "Applied records equal to the stored ones in every field: not written (their updatedAt and lastJobId stay)." })),
-  deleted: t.Optional(Type.Integer({ description: "A delete job's: records deleted. applied = deleted + notFound." })),
+  deleted: t.Optional(Type.Integer({ description: "A delete job's: records deleted (applied = deleted + notFound). A sync's completion's: records it deleted, or would have (a dry run), of the total it considered." })),
   notFound: t.Optional(Type.Integer({ description: "A delete job's: ids that named no record (never imported, already deleted, or repeated in the batch): not an error." })),
   canceled: t.Optional(t.Literal(true, { description: "Present, true, when the job was canceled on request before it started (POST /v2/status/{id}/cancel)." })),
 });
@@ -38,7 +38,8 @@ export const jobDocumentSchema = t.Object({
     type: "string",
     enum: [...jobOperations],
     examples: ["upsert"],
-    description: "What the job does to the records of its importJobType: upsert (an import, POST /v2/<resource>) or delete (POST /v2/deletions/<resource>).",
+    description: "What the job does to the records of its importJobType: upsert (an import, POST /v2/<resource>), delete (POST /v2/deletions/<resource>) or syncCompletion (a sync's completion, POST /v2/syncs/{id}/complete: " +
+      "it deletes the records of its importJobType that the sync's imports did not send; output.total is how many it considered, output.deleted how many it deleted, output.rejected how many were still referred to).",
   }),
   statusUrl: t.String({ examples: ["/v2/status/17"], description: "Relative to the environment's base URL." }),
   output: t.Union([jobOutputSchema, t.Null()]),

@@ -87,6 +87,17 @@ export function recordOutcome(total: number, rejections: Rejection[], counts: Ap
 
 /** A job canceled on request while it was still Pending (DECISIONS 7): Failed, nothing applied. */
 export function canceledOutput(total: number, operation: JobOperation = JobOperation.Upsert): JobOutput {
+  if (operation === JobOperation.SyncCompletion) {
+    return {
+      message: "Canceled on request before it started: nothing was deleted, and the sync stays open. Complete it again when you mean to.",
+      total,
+      applied: 0,
+      rejected: 0,
+      errors: [],
+      deleted: 0,
+      canceled: true,
+    };
+  }
   if (operation === JobOperation.Delete) {
     return {
       message: `Canceled on request before it started: nothing was deleted (${plural(total, "id")} not looked at). Send them again to delete them.`,

@@ -15,6 +15,7 @@ export type JobRow = {
   attempts: number;
   dryRun: boolean | number;
   operation: string;
+  syncId: number | null;
 };
 
 /** A row as the domain sees it: its status typed, its output parsed. */
@@ -32,6 +33,7 @@ export function toJob(row: JobRow): Job {
     attempts: row.attempts,
     dryRun: Boolean(row.dryRun),
     operation: row.operation as JobOperation,
+    syncId: row.syncId ?? null,
   };
 }
 

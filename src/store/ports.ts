@@ -28,15 +28,17 @@ export type Job = {
   attempts: number;
   /** A dry run: applied, then rolled back; only its outcome is kept. */
   dryRun: boolean;
-  /** What it does to the records its batch names: upsert them (an import) or delete them by id. */
+  /** What it does to the records its batch names: upsert them (an import) or delete them by id; or a sync's completion. */
   operation: JobOperation;
+  /** The sync it belongs to (an import that joined it, or its completion); null for most jobs. */
+  syncId: number | null;
 };
 
 export type Environment = { id: number; slug: string; createdAt: string };
 
 export type Idempotency = { key: string; requestHash: string };
 /** `body`: the payload as it is to be stored (see jobs/payload.ts). */
-export type EnqueueRequest = { environmentId: number; type: string; recordCount: number; body: Uint8Array; idempotency?: Idempotency; dryRun?: boolean; operation?: JobOperation };
+export type EnqueueRequest = { environmentId: number; type: string; recordCount: number; body: Uint8Array; idempotency?: Idempotency; dryRun?: boolean; operation?: JobOperation; syncId?: number };
 export type Enqueued = { job: Job; replayed: boolean; conflict?: undefined } | { conflict: true };
 
 /** One record a finished job rejected, as kept for GET /status/{id}/rejected. `record`: its JSON as sent. */
@@ -82,6 +84,51 @@ export type Referrers = { count: number; example: string };
 /** What an upsert did, record by record. */
 export type UpsertCounts = { created: number; updated: number; unchanged: number };
 
+/**
+ * A sync (DECISIONS 13's mirror), as stored. `resource` is the resource's path. `openedAfterSequence`: the environment's
+ * last job sequence when it opened; a job numbered after it that is not of the sync wrote after the opening.
+ */
+export type Sync = {
+  id: number;
+  environmentId: number;
+  resource: string;
+  createdAt: string;
+  expiresAt: string;
+  openedAfterSequence: number;
+  completedAt: string | null;
+  completedByJobId: number | null;
+  recordsSent: number | null;
+  /** The sequence through which a completion told of the sync's jobs that failed as a whole (jobs/syncs.ts). */
+  failuresToldThrough: number | null;
+};
+
+/** A job of a sync, in the sync's order (`sequence`: its place in the environment's). */
+export type SyncJob = Pick<Job, "id" | "operation" | "status" | "dryRun" | "output" | "completedAt" | "recordCount"> & { sequence: number };
+
+/** A sync as GET /v2/syncs/{id} shows it: its row, its jobs in order, and the ids they sent so far. */
+export type SyncView = Sync & { jobs: SyncJob[]; recordsMarked: number };
+
+/** What a sync's completion reads and writes of its sync, inside its run's transaction. */
+export interface RunSyncs {
+  /** The environment's sync, as the run's transaction sees it. */
+  find(syncId: number): Promise<Sync | undefined>;
+  /** The sync's jobs before `beforeJobId` in the environment's order (the completion's own excluded). */
+  jobs(syncId: number, beforeJobId: number): Promise<SyncJob[]>;
+  /** Notes that the sync's jobs sent `ids` (once each, however often sent). */
+  mark(syncId: number, ids: readonly string[]): Promise<void>;
+  /**
+   * The ids of `resource`'s records in the environment that no job of the sync sent and that no job outside the sync
+   * numbered after its opening wrote last, in id order; and how many records the resource has in all.
+   */
+  unsent(resource: ResourceDefinition, sync: Sync): Promise<{ ids: string[]; records: number }>;
+  /** Ends the sync as completed by `jobId`: its marks are dropped, their count kept. */
+  complete(syncId: number, jobId: number, completedAt: string): Promise<void>;
+  /** Drops the marks of a sync that expired. */
+  dropMarks(syncId: number): Promise<void>;
+  /** Notes that a completion told of the sync's jobs that failed as a whole, through the job numbered `sequence`. */
+  tellFailures(syncId: number, sequence: number): Promise<void>;
+}
+
 /** One resource's records of one environment, read and written inside a run's transaction. */
 export interface RunRecords {
   /**
@@ -109,6 +156,8 @@ export interface RunRecords {
   remove(resource: ResourceDefinition, jobId: number, ids: readonly string[]): Promise<Set<string>>;
   /** Runs `fn` and then undoes every write it made (a savepoint rolled back): a dry run's apply. */
   undone<T>(fn: () => Promise<T>): Promise<T>;
+  /** The environment's syncs: marks written by their jobs, and their completions. */
+  readonly syncs: RunSyncs;
 }
 
 /** The job queue: every write about jobs. */
@@ -159,8 +208,9 @@ export interface JobQueue {
    */
   cancel(environmentId: number, jobId: number, output: JobOutput): Promise<{ job: Job; canceled: boolean } | undefined>;
   /**
-   * Deletes job documents completed before `before`, the tombstones of deletions before it, and idempotency keys past
-   * their 24 hours; resolves to the jobs deleted.
+   * Deletes job documents completed before `before`, the tombstones of deletions before it, the syncs that ended
+   * (completed or expired) before it, the marks of syncs that expired, and idempotency keys past their 24 hours;
+   * resolves to the jobs deleted.
    */
   purge(before: string): Promise<number>;
 }
@@ -191,6 +241,19 @@ export interface RecordReads {
   tombstone(resource: ResourceDefinition, environmentId: number, id: string): Promise<Tombstone | undefined>;
   /** A page of the resource's tombstones in the order the deletions happened; `after` is the last position of the previous page. */
   tombstones(resource: ResourceDefinition, environmentId: number, limit: number, after?: number): Promise<Tombstone[]>;
+}
+
+/** Syncs outside runs: opened by the HTTP API, and read by it. */
+export interface SyncStore {
+  /**
+   * Opens a sync of `resource` (its path) in the environment, now, expiring `lifetimeMs` later, after the environment's
+   * jobs numbered so far.
+   */
+  open(environmentId: number, resource: string, lifetimeMs: number): Promise<Sync>;
+  /** The environment's sync, or undefined (an unknown id, another environment's, or one purged). */
+  find(environmentId: number, id: number): Promise<Sync | undefined>;
+  /** The environment's sync with its jobs and its marks counted. */
+  view(environmentId: number, id: number): Promise<SyncView | undefined>;
 }
 
 export type StoredKey = { keyId: number; environmentId: number; slug: string; secretHash: Uint8Array; revokedAt: string | null };
@@ -345,6 +408,7 @@ export interface Store {
   readonly queue: JobQueue;
   readonly jobs: JobReads;
   readonly records: RecordReads;
+  readonly syncs: SyncStore;
   readonly access: AccessStore;
   readonly webhooks: WebhookStore;
   /**

@@ -13,8 +13,10 @@ export type IntakeRequest = {
   body: Uint8Array;
   idempotencyKey?: string;
   dryRun?: boolean;
-  /** A delete job's body (ids) rather than an import's (records). */
+  /** A delete job's body (ids) rather than an import's (records); or a sync's completion (its limits). */
   operation?: JobOperation;
+  /** The sync the job joins (an import) or completes. */
+  syncId?: number;
 };
 
 /**
@@ -33,17 +35,17 @@ const lightBodyBytes = 64 * 1024;
 export class IntakeService {
   constructor(private readonly deps: { pool: Pick<WorkerPool, "run">; scheduler: Pick<JobScheduler, "accepted">; log: Log }) {}
 
-  async accept({ environmentId, environment, resource, body, idempotencyKey, dryRun, operation }: IntakeRequest): Promise<IntakeResult> {
+  async accept({ environmentId, environment, resource, body, idempotencyKey, dryRun, operation, syncId }: IntakeRequest): Promise<IntakeResult> {
     const buffer = (body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? body.buffer : body.slice().buffer) as ArrayBuffer;
     let acceptedOn: number | undefined;
     const light = buffer.byteLength < lightBodyBytes;
-    const result = await this.deps.pool.run("accept", { environmentId, resource: resource.path, body: buffer, idempotencyKey, dryRun, operation }, [buffer], {
+    const result = await this.deps.pool.run("accept", { environmentId, resource: resource.path, body: buffer, idempotencyKey, dryRun, operation, syncId }, [buffer], {
       light,
       onSlot: (slot) => (acceptedOn = slot),
     });
     if (result.ok && !result.replayed) {
       this.deps.scheduler.accepted(result.job.id, environmentId, acceptedOn, light);
-      this.deps.log({ msg: "job accepted", jobId: result.job.id, type: result.job.type, records: result.job.recordCount, environment, ...(dryRun ? { dryRun } : {}), ...(operation === JobOperation.Delete ? { operation } : {}) });
+      this.deps.log({ msg: "job accepted", jobId: result.job.id, type: result.job.type, records: result.job.recordCount, environment, ...(dryRun ? { dryRun } : {}), ...(operation !== undefined && operation !== JobOperation.Upsert ? { operation } : {}), ...(syncId !== undefined ? { syncId } : {}) });
     }
     return result;
   }

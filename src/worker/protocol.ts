@@ -13,7 +13,7 @@ export type TaskTypes = {
    * Parse, validate and (if valid) durably enqueue import and delete bodies. Sent several at a time when they queue up:
    * the valid ones of a message are stored in one transaction, one fsync for all (group commit).
    */
-  accept: { input: { environmentId: number; resource: string; body: ArrayBuffer; idempotencyKey?: string; dryRun?: boolean; operation?: JobOperation }; output: IntakeResult };
+  accept: { input: { environmentId: number; resource: string; body: ArrayBuffer; idempotencyKey?: string; dryRun?: boolean; operation?: JobOperation; syncId?: number }; output: IntakeResult };
   /**
    * Run the environment's next run (see runNext): claimed with `token`, taking over the run `takeOver` that
    * was cut short. `ran` is false when there was nothing to claim (none pending, or a run of the environment

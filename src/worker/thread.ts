@@ -43,10 +43,10 @@ function killAfterCommitOn(id: string) {
 
 const handlers: Handlers = {
   accept: async (store, inputs) => {
-    const requests = inputs.map(({ environmentId, resource, body, idempotencyKey, dryRun, operation }) => {
+    const requests = inputs.map(({ environmentId, resource, body, idempotencyKey, dryRun, operation, syncId }) => {
       const definition = resourceByPath(resource);
       if (!definition) throw new Error(`unknown resource ${resource}`);
-      return { environmentId, resource: definition, body: new Uint8Array(body), idempotencyKey, dryRun, operation };
+      return { environmentId, resource: definition, body: new Uint8Array(body), idempotencyKey, dryRun, operation, syncId };
     });
     return (await acceptBatches(store.queue, requests)).map(({ result, batch }, index) => {
       if (result.ok && batch) parsedBatches.add(result.job.id, batch, inputs[index]!.body.byteLength);

@@ -29,7 +29,7 @@ test("migrating creates every table and is idempotent", () => {
   migrate(db);
   migrate(db);
   const tables = db.$client.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as Array<{ name: string }>;
-  expect(tables.map((table) => table.name)).toEqual(["__drizzle_migrations", "api_keys", "asset_categories", "asset_types", "assets", "environments", "idempotency_keys", "job_payloads", "job_rejections", "job_sequences", "jobs", "sub_areas", "tombstones", "webhook_attempts", "webhook_deliveries", "webhooks"]);
+  expect(tables.map((table) => table.name)).toEqual(["__drizzle_migrations", "api_keys", "asset_categories", "asset_types", "assets", "environments", "idempotency_keys", "job_payloads", "job_rejections", "job_sequences", "jobs", "sub_areas", "sync_records", "syncs", "tombstones", "webhook_attempts", "webhook_deliveries", "webhooks"]);
   expect(db.$client.query("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
   closeDatabase(db);
   rmSync(dir, { recursive: true, force: true });

@@ -221,7 +221,7 @@ describe("GET /{env}/v2/jobs?operation=", () => {
     expect(new Set(upserts.items.map((job) => job.operation))).toEqual(new Set(["upsert"]));
     const bad = await fetch(`${server.base}/v2/jobs?operation=bogus`, { headers: { "api-key": server.key } });
     expect(bad.status).toBe(400);
-    expect((await bad.json()).errors).toEqual({ operation: ["'Operation' must be one of: upsert, delete. You entered 'bogus'."] });
+    expect((await bad.json()).errors).toEqual({ operation: ["'Operation' must be one of: upsert, delete, syncCompletion. You entered 'bogus'."] });
   });
 });
 

@@ -137,6 +137,7 @@ describe("the OpenAPI document", () => {
         "importAssetTypes", "getAssetType", "listAssetTypes", "deleteAssetTypes", "listDeletedAssetTypes",
         "importAssetCategories", "getAssetCategory", "listAssetCategories", "deleteAssetCategories", "listDeletedAssetCategories",
         "createWebhook", "listWebhooks", "deleteWebhook", "testWebhook", "listJobDeliveries",
+        "openSync", "getSync", "completeSync",
       ].sort(),
     );
   });
@@ -295,8 +296,8 @@ describe("the OpenAPI document", () => {
     const documented = operations().map(({ path, method }) => `${method.toUpperCase()} /{env}${path}`);
     expect(served.filter((route) => !undocumented.has(route)).sort()).toEqual(documented.sort());
     // Status, its rejected records, cancel and the job list; per resource: import, list, get, delete and its deletions;
-    // webhooks: create, list, delete, test, and a job's deliveries.
-    expect(documented.length).toBe(4 + 5 * resources.length + 5);
+    // webhooks: create, list, delete, test, and a job's deliveries; syncs: open, get, complete.
+    expect(documented.length).toBe(4 + 5 * resources.length + 5 + 3);
 
     for (const { path, operation } of operations()) {
       expect(path.startsWith("/v2/")).toBe(true);
@@ -318,7 +319,8 @@ describe("the OpenAPI document", () => {
     const post = document.paths["/v2/assets"]!.post!;
     expect(post.parameters?.find((parameter) => parameter.name === "Idempotency-Key")).toMatchObject({ in: "header", required: false });
     expect(JSON.stringify(post.responses["202"])).toContain("Idempotent-Replayed");
-    expect(Object.keys(post.responses).sort()).toEqual(["202", "400", "401", "405", "408", "413", "415", "422", "429", "503", "507"]);
+    // 409: the sync named by ?sync= has ended.
+    expect(Object.keys(post.responses).sort()).toEqual(["202", "400", "401", "405", "408", "409", "413", "415", "422", "429", "503", "507"]);
     expect(JSON.stringify(resolved(post.responses["202"]))).toContain("importJobStatus");
     expect(JSON.stringify(resolved(document.paths["/v2/status/{id}"]!.get!.responses["200"]))).toContain("recordCount");
     for (const resource of resources) {

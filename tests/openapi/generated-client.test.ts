@@ -53,5 +53,6 @@ test("types generated with openapi-typescript typecheck the walk-through under -
     "list PIPE-0001,PIPE-0002 next PIPE-0002",
     "failed jobs 1",
     "delete Succeeded, deleted 1 not found 1, deletions PIPE-0002 by that job, next null, resume a position",
+    "sync open, joined Succeeded, dry run would delete 1, syncCompletion Succeeded deleted 1 of 1, sync completed by that job, sent 2",
   ]);
 }, 120_000);

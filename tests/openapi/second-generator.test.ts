@@ -57,5 +57,6 @@ test("an SDK generated with @hey-api/openapi-ts typechecks the walk-through unde
     "invalid 400 [0].subAreaId: 'Sub Area Id' must not be empty.",
     "list PIPE-0001,PIPE-0002 | VALVE-0001",
     "delete Succeeded, deleted 1, deletions PIPE-0002, read 404 deleted by that job",
+    "sync open, joined Succeeded, dry run would delete 1, syncCompletion Succeeded deleted 1 of 1, sync completed by that job, sent 2",
   ]);
 }, 120_000);

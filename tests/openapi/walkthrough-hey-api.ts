@@ -3,9 +3,11 @@
 // `tsc --strict` without a single cast (tests/openapi/second-generator.test.ts), and it runs against a real server.
 import {
   cancelJob,
+  completeSync,
   deleteAssets,
   getAsset,
   getJob,
+  getSync,
   importAssetCategories,
   importAssets,
   importAssetTypes,
@@ -14,6 +16,7 @@ import {
   listDeletedAssets,
   listJobs,
   listRejectedRecords,
+  openSync,
   type Asset,
   type JobDocument,
   type Problem,
@@ -141,5 +144,28 @@ export async function walkthrough(baseUrl: string, apiKey: string): Promise<stri
   const readGone = await getAsset({ client, path: { id: "PIPE-0002" } });
   const deletedBy = readGone.error?.deletedByJobId === deleted.id ? "that job" : readGone.error?.deletedByJobId;
   seen.push(`${deleted.operation} ${deleted.importJobStatus}, deleted ${deleted.output?.deleted}, deletions ${gone.data.items.map((item) => item.id).join(",")}, read ${readGone.response.status} deleted by ${deletedBy}`);
+
+  // 8. A mirror: a sub area the source no longer has ("old") goes when a sync that sent the others completes.
+  const old = await importSubAreas({ client, body: [{ id: "old", name: "Old district" }] });
+  if (!old.data) fail("old sub area", old.error);
+  await finished(old.data.id);
+  const opened = await openSync({ client, body: { resource: "subareas" } });
+  if (!opened.data) fail("sync", opened.error);
+  const syncId = opened.data.id;
+  const joined = await importSubAreas({ client, query: { sync: syncId }, body: [{ id: "north", name: "North district" }, { id: "south", name: "South district" }] });
+  if (!joined.data) fail("join", joined.error);
+  const joinedDone = await finished(joined.data.id);
+  const tried = await completeSync({ client, path: { id: syncId }, query: { dryRun: true, maxDeletePercent: 50 } });
+  if (!tried.data) fail("dry-run completion", tried.error);
+  const wouldDelete = (await finished(tried.data.id)).output?.deleted;
+  const completion = await completeSync({ client, path: { id: syncId }, query: { maxDeletePercent: 50 } });
+  if (!completion.data) fail("completion", completion.error);
+  const completed = await finished(completion.data.id);
+  const sync = await getSync({ client, path: { id: syncId } });
+  if (!sync.data) fail("get sync", sync.error);
+  seen.push(
+    `sync ${opened.data.state}, joined ${joinedDone.importJobStatus}, dry run would delete ${wouldDelete}, ${completed.operation} ${completed.importJobStatus} deleted ${completed.output?.deleted} of ${completed.output?.total}, ` +
+      `sync ${sync.data.state} by ${sync.data.completedByJobId === completed.id ? "that job" : sync.data.completedByJobId}, sent ${sync.data.recordsSent}`,
+  );
   return seen;
 }

@@ -97,5 +97,28 @@ export async function walkthrough(baseUrl: string, apiKey: string): Promise<stri
   if (!gone.data) fail("deletions", gone.error);
   const byWhom = gone.data.items.map((item) => `${item.id} by ${item.deletedByJobId === deletionId ? "that job" : item.deletedByJobId}`);
   seen.push(`${deleted.operation} ${deleted.importJobStatus}, deleted ${deleted.output?.deleted} not found ${deleted.output?.notFound}, deletions ${byWhom.join(",")}, next ${gone.data.nextCursor}, resume ${/^\d+$/.test(gone.data.resumeCursor) ? "a position" : gone.data.resumeCursor}`);
+
+  // 8. A mirror: a sub area the source no longer has ("old") goes when a sync that sent the others completes.
+  const old = await client.POST("/v2/subareas", { body: [{ id: "old", name: "Old district" }] });
+  if (!old.data) fail("old sub area", old.error);
+  await finished(old.data.id);
+  const opened = await client.POST("/v2/syncs", { body: { resource: "subareas" } });
+  if (!opened.data) fail("sync", opened.error);
+  const syncId = opened.data.id;
+  const joined = await client.POST("/v2/subareas", { params: { query: { sync: syncId } }, body: [{ id: "north", name: "North district" }, { id: "south", name: "South district" }] });
+  if (!joined.data) fail("join", joined.error);
+  const joinedDone = await finished(joined.data.id);
+  const tried = await client.POST("/v2/syncs/{id}/complete", { params: { path: { id: syncId }, query: { dryRun: true, maxDeletePercent: 50 } } });
+  if (!tried.data) fail("dry-run completion", tried.error);
+  const wouldDelete = (await finished(tried.data.id)).output?.deleted;
+  const completion = await client.POST("/v2/syncs/{id}/complete", { params: { path: { id: syncId }, query: { maxDeletePercent: 50 } } });
+  if (!completion.data) fail("completion", completion.error);
+  const completed = await finished(completion.data.id);
+  const sync = await client.GET("/v2/syncs/{id}", { params: { path: { id: syncId } } });
+  if (!sync.data) fail("get sync", sync.error);
+  seen.push(
+    `sync ${opened.data.state}, joined ${joinedDone.importJobStatus}, dry run would delete ${wouldDelete}, ${completed.operation} ${completed.importJobStatus} deleted ${completed.output?.deleted} of ${completed.output?.total}, ` +
+      `sync ${sync.data.state} by ${sync.data.completedByJobId === completed.id ? "that job" : sync.data.completedByJobId}, sent ${sync.data.recordsSent}`,
+  );
   return seen;
 }

@@ -75,6 +75,12 @@ if (requirePostgres("importd storage copy")) {
     expect(deleted).toMatchObject({ operation: "delete", output: { deleted: 1 } });
     const replayedJob = (await idempotent.json()) as JobDocument;
     await waitForJob(base, key, replayedJob.id);
+    // A sync left open, with the ids its job sent (its marks): it is completed on PostgreSQL.
+    const opened = await postJson(base, "syncs", key, { resource: "assets" });
+    expect(opened.status).toBe(201);
+    const sync = (await opened.json()) as { id: number };
+    const joined = await waitForJob(base, key, (await importBatch(base, `assets?sync=${sync.id}`, key, assets(10))).id);
+    expect(joined.importJobStatus).toBe("Succeeded");
 
     expect((await importd(["env", "create", "second", "--data-dir", dataDir])).code).toBe(0);
     const secondKey = (await importd(["key", "create", "second", "--data-dir", dataDir])).stdout.trim();
@@ -105,6 +111,8 @@ if (requirePostgres("importd storage copy")) {
     expect(before.job_rejections!.length).toBe(2);
     expect(before.idempotency_keys!.length).toBe(1);
     expect(before.tombstones!.map((row) => row.id)).toEqual([asset(49).id]);
+    expect(before.syncs!.map((row) => row.id)).toEqual([sync.id]);
+    expect(before.sync_records!).toHaveLength(10);
 
     // Every table of the appliance is one the copy knows.
     const sqlite = new Database(join(dataDir, "importd.sqlite"), { readonly: true });
@@ -117,7 +125,7 @@ if (requirePostgres("importd storage copy")) {
     expect(copied.stderr).not.toContain(testPassword);
     expect(copied.stdout).not.toContain(testPassword);
     expect(copied.code).toBe(0);
-    expect(copied.stdout).toMatch(/^copied .* into postgres:\/\/importd_test:\*\*\*@.* in [\d.]+ s: 2 environments, 3 API keys, 15 jobs, \d+ records\n$/);
+    expect(copied.stdout).toMatch(/^copied .* into postgres:\/\/importd_test:\*\*\*@.* in [\d.]+ s: 2 environments, 3 API keys, 16 jobs, \d+ records\n$/);
     expect(copied.stderr).toContain("assets");
 
     // Value for value, every row; and the appliance's data directory as it was.
@@ -162,9 +170,17 @@ if (requirePostgres("importd storage copy")) {
 
     // The deleted record is still deleted, by the same job; a deletion there takes a position after the appliance's.
     expect(await (await fetch(`${a}/v2/assets/${asset(49).id}`, { headers: { "api-key": key } })).json()).toMatchObject({ status: 404, deletedByJobId: deleted.id });
-    const cursor = (await (await fetch(`${a}/v2/deletions/assets`, { headers: { "api-key": key } })).json()).nextCursor;
+    const cursor = (await (await fetch(`${a}/v2/deletions/assets`, { headers: { "api-key": key } })).json()).resumeCursor;
     expect((await waitForJob(b, key, (await (await postJson(b, "deletions/assets", key, [asset(48).id])).json()).id)).output).toMatchObject({ deleted: 1 });
     expect((await (await fetch(`${a}/v2/deletions/assets?after=${cursor}`, { headers: { "api-key": key } })).json()).items.map((item: { id: string }) => item.id)).toEqual([asset(48).id]);
+
+    // The sync is still open with what it was sent, and completes there; a new sync's id comes after it.
+    const moved = await (await fetch(`${b}/v2/syncs/${sync.id}`, { headers: { "api-key": key } })).json();
+    expect(moved).toMatchObject({ state: "open", recordsSent: 10, jobs: [{ id: joined.id, operation: "upsert" }] });
+    const dryRun = await waitForJob(a, key, (await (await postJson(a, `syncs/${sync.id}/complete?dryRun=true&maxDeletePercent=100`, key, "")).json()).id);
+    expect(dryRun.output).toMatchObject({ rejected: 0 });
+    expect((dryRun.output as { total: number }).total).toBeGreaterThan(0);
+    expect(((await (await postJson(b, "syncs", key, { resource: "assets" })).json()) as { id: number }).id).toBeGreaterThan(sync.id);
 
     const second = `${instances[0]!.url}/second`;
     expect((await fetch(`${second}/v2/jobs`, { headers: { "api-key": secondKey } })).status).toBe(200);
@@ -232,6 +248,7 @@ function orderOf(table: string): string {
   if (table === "idempotency_keys") return "environment_id, key";
   if (table === "webhook_attempts") return "delivery_id, attempt";
   if (table === "tombstones") return "position";
+  if (table === "sync_records") return "sync_id, id";
   if (["sub_areas", "asset_types", "asset_categories", "assets"].includes(table)) return "environment_id, id";
   return "id";
 }

@@ -518,6 +518,143 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       });
     });
 
+    describe("syncs (DECISIONS 13's mirror)", () => {
+      const subareas = resourceByPath("subareas")!;
+      const anHour = 3_600_000;
+      const join = async (environmentId: number, syncId: number, records: unknown[], dryRun = false) => {
+        const [outcome] = await store.queue.enqueue([{ environmentId, type: "SubArea", recordCount: records.length, body: encode(records), syncId, dryRun }]);
+        if (outcome!.conflict) throw new Error("conflict");
+        return outcome!.job;
+      };
+      const complete = async (environmentId: number, syncId: number, limits: Record<string, number> = { maxDeletePercent: 10 }, dryRun = false) => {
+        const [outcome] = await store.queue.enqueue([{ environmentId, type: "SubArea", recordCount: 0, body: encode(limits), operation: "syncCompletion", syncId, dryRun }]);
+        if (outcome!.conflict) throw new Error("conflict");
+        return outcome!.job;
+      };
+      const runAll = async (environmentId: number) => {
+        while (await runNext(store.queue, environmentId, { token: token() }));
+      };
+      const ids = async (environmentId: number) => (await store.records.page(subareas, environmentId, 1000)).map((record) => record.id as string);
+      const named = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => ({ id: `s${String(from + i).padStart(3, "0")}`, name: `Area ${from + i}` }));
+      const job = async (environmentId: number, id: number) => (await store.jobs.find(environmentId, id, ""))!;
+
+      test("a sync opens after the environment's jobs so far; its jobs mark every id they sent, rejected ones too, and a job without a sync marks nothing", async () => {
+        const { e1, e2 } = await setUp();
+        await enqueue(e1, named(1, 3));
+        const sync = await store.syncs.open(e1, "subareas", anHour);
+        expect(sync).toMatchObject({ environmentId: e1, resource: "subareas", openedAfterSequence: 1, completedAt: null, completedByJobId: null, recordsSent: null });
+        expect(await store.syncs.find(e2, sync.id)).toBeUndefined();
+        // A repeated id fails the batch as a whole, but its ids were read: they count as sent.
+        const repeated = await join(e1, sync.id, [...named(4, 5), named(4, 4)[0]]);
+        const plain = await enqueue(e1, named(6, 7));
+        const joined = await join(e1, sync.id, named(1, 2));
+        await runAll(e1);
+        const view = (await store.syncs.view(e1, sync.id))!;
+        expect(view.recordsMarked).toBe(4);
+        expect(view.jobs.map((one) => one.id)).toEqual([repeated.id, joined.id]);
+        expect((await job(e1, plain.id)).syncId).toBeNull();
+        expect((await job(e1, joined.id)).syncId).toBe(sync.id);
+        expect((await job(e1, repeated.id)).status).toBe("Failed");
+      });
+
+      test("the completion deletes exactly the records no job of the sync sent, and keeps those another job wrote after the opening; a dry run deletes nothing", async () => {
+        const { e1, e2 } = await setUp();
+        await enqueue(e1, named(1, 20));
+        await enqueue(e2, named(1, 20));
+        await runAll(e1);
+        await runAll(e2);
+        const sync = await store.syncs.open(e1, "subareas", anHour);
+        // After the opening, outside the sync: a new record and a changed one.
+        await enqueue(e1, [{ id: "new", name: "New" }, { id: "s020", name: "Changed" }]);
+        await join(e1, sync.id, named(1, 17));
+        const dryRun = await complete(e1, sync.id, { maxDeletePercent: 10 }, true);
+        await runAll(e1);
+        expect((await job(e1, dryRun.id)).output).toMatchObject({ total: 2, deleted: 2, rejected: 0 });
+        expect(await ids(e1)).toHaveLength(21);
+        const completion = await complete(e1, sync.id);
+        await runAll(e1);
+        const done = await job(e1, completion.id);
+        expect(done).toMatchObject({ status: "Succeeded", operation: "syncCompletion", syncId: sync.id, output: { total: 2, deleted: 2, rejected: 0 } });
+        expect(await ids(e1)).toEqual([...named(1, 17).map((record) => record.id), "new", "s020"].sort());
+        expect((await store.records.tombstone(subareas, e1, "s018"))!.deletedByJobId).toBe(completion.id);
+        expect(await ids(e2)).toHaveLength(20);
+        const ended = (await store.syncs.view(e1, sync.id))!;
+        expect(ended).toMatchObject({ completedByJobId: completion.id, recordsSent: 17, recordsMarked: 0 });
+        expect(ended.completedAt).not.toBeNull();
+        // A later import that joined before the completion ran marks nothing in the ended sync.
+        await join(e1, sync.id, named(1, 1));
+        await runAll(e1);
+        expect((await store.syncs.view(e1, sync.id))!.recordsMarked).toBe(0);
+      });
+
+      test("guards: too many to delete, a job of the sync failed as a whole, an ended or expired sync; each fails the completion with nothing deleted", async () => {
+        const { e1 } = await setUp();
+        await enqueue(e1, named(1, 10));
+        await runAll(e1);
+        const sync = await store.syncs.open(e1, "subareas", anHour);
+        await join(e1, sync.id, named(1, 8));
+        const tooMany = await complete(e1, sync.id);
+        const byCount = await complete(e1, sync.id, { maxDelete: 1 });
+        await runAll(e1);
+        expect(await job(e1, tooMany.id)).toMatchObject({ status: "Failed", output: { total: 2, deleted: 0 } });
+        expect((await job(e1, tooMany.id)).output!.message).toBe(
+          "Nothing was deleted: the mirror would delete 2 of 10 sub area records (20%), more than the 10% allowed. If that is right, complete the sync again with ?maxDeletePercent=20 (or ?maxDelete=2).",
+        );
+        expect((await job(e1, byCount.id)).status).toBe("Failed");
+        expect(await ids(e1)).toHaveLength(10);
+
+        // A joined job canceled while Pending: which ids it sent is unknown.
+        const canceled = await join(e1, sync.id, named(9, 10));
+        await store.queue.cancel(e1, canceled.id, { message: "Canceled on request before it started.", total: 2, applied: 0, rejected: 0, errors: [], canceled: true });
+        // A dry run tells of it too, but does not answer for it: the real completion after it is stopped as well.
+        const tried = await complete(e1, sync.id, { maxDeletePercent: 100 }, true);
+        const blocked = await complete(e1, sync.id, { maxDeletePercent: 100 });
+        await runAll(e1);
+        expect((await job(e1, tried.id)).output!.message).toStartWith(`Dry run: nothing was applied. Applying it would fail: a job of sync ${sync.id} failed as a whole`);
+        expect((await job(e1, blocked.id)).output!.message).toStartWith(`Nothing was deleted: a job of sync ${sync.id} failed as a whole, so which records it sent is unknown: job ${canceled.id} (2 records`);
+        expect(await ids(e1)).toHaveLength(10);
+        // The completion that reported it answered for it: the next one goes on.
+        const allowed = await complete(e1, sync.id, { maxDeletePercent: 20 });
+        await runAll(e1);
+        expect(await job(e1, allowed.id)).toMatchObject({ status: "Succeeded", output: { deleted: 2 } });
+        const again = await complete(e1, sync.id);
+        await runAll(e1);
+        expect((await job(e1, again.id)).output!.message).toStartWith(`Nothing was deleted: sync ${sync.id} was already completed by job ${allowed.id}`);
+
+        const expired = await store.syncs.open(e1, "subareas", -1);
+        const late = await complete(e1, expired.id, { maxDeletePercent: 100 });
+        await runAll(e1);
+        expect((await job(e1, late.id)).output!.message).toStartWith(`Nothing was deleted: sync ${expired.id} expired at ${expired.expiresAt}`);
+        expect(await ids(e1)).toHaveLength(8);
+      });
+
+      test("purge drops the marks of expired syncs, and the syncs that ended before the cut-off", async () => {
+        const { e1 } = await setUp();
+        const expiring = await store.syncs.open(e1, "subareas", 300);
+        const open = await store.syncs.open(e1, "subareas", anHour);
+        await join(e1, expiring.id, named(1, 2));
+        await join(e1, open.id, named(1, 3));
+        await runAll(e1);
+        await Bun.sleep(Math.max(0, Date.parse(expiring.expiresAt) - Date.now()) + 20);
+        await store.queue.purge("2000-01-01T00:00:00.000Z");
+        expect((await store.syncs.view(e1, expiring.id))!.recordsMarked).toBe(0);
+        expect((await store.syncs.view(e1, open.id))!.recordsMarked).toBe(3);
+        await store.queue.purge(new Date(Date.now() + 60_000).toISOString());
+        expect(await store.syncs.find(e1, expiring.id)).toBeUndefined();
+        expect((await store.syncs.view(e1, open.id))!.recordsMarked).toBe(3);
+      });
+
+      test("a completion's end is told to webhooks like any job's, its body the job document with operation syncCompletion", async () => {
+        const { e1 } = await setUp();
+        await store.webhooks.create(e1, { url: "https://all.example/", events: ["job.succeeded"], secret: "whsec_x" });
+        const sync = await store.syncs.open(e1, "subareas", anHour);
+        const completion = await complete(e1, sync.id);
+        await runAll(e1);
+        const [claimed] = await store.webhooks.claimDue({ token: token(), limit: 10, perEnvironment: 10, leaseMs: 60_000, busy: [] });
+        expect(JSON.parse(claimed!.body)).toMatchObject({ type: "job.succeeded", data: { id: completion.id, operation: "syncCompletion", importJobType: "SubArea", output: { total: 0, deleted: 0 } } });
+      });
+    });
+
     describe("webhooks", () => {
       const all = ["job.succeeded", "job.partially_succeeded", "job.failed", "job.canceled"];
       const subscribe = (environmentId: number, url: string, events = all) => store.webhooks.create(environmentId, { url, events, secret: `whsec_${url}` });

@@ -10,8 +10,11 @@ import type { OpenAPIV3 } from "openapi-types";
 import { bodyProblemResponses, environmentParameter, jsonBody, jsonResponse, problemResponses, resourceOperationIds } from "../openapi";
 import { youSent } from "../paging";
 import { resourceSchemas } from "../schemas";
-import { idempotencyKeyReused, validationProblem, type Problem } from "../problem";
+import { conflict, idempotencyKeyReused, validationProblem, type Problem } from "../problem";
 import type { Services } from "../services";
+import { syncToJoin } from "./sync-state";
+
+const syncEndedExample = conflict("Sync 1 is completed (by job 9 at 2026-01-01T12:00:00.000Z): it can no longer take imports. Open a new sync with POST /v2/syncs.");
 
 const idempotencyKeyParameter: OpenAPIV3.ParameterObject = {
   name: "Idempotency-Key",
@@ -35,6 +38,17 @@ const dryRunParameter: OpenAPIV3.ParameterObject = {
   schema: { type: "boolean", default: false },
 };
 
+const syncParameter: OpenAPIV3.ParameterObject = {
+  name: "sync",
+  in: "query",
+  required: false,
+  description:
+    "The id of an open sync of this resource (POST /v2/syncs): the job joins it, and the sync's completion keeps every record it sent (rejected ones too). " +
+    "Any number of imports may join a sync, in order. A malformed id, one that names no sync of this environment, or a sync of another resource is 400 " +
+    "(errors under `sync`); a sync that is completed or expired is 409 (open a new one). A dry run may join: it marks nothing as sent.",
+  schema: { type: "integer", minimum: 1, example: 1 },
+};
+
 /** The optional dryRun query parameter: true, false (or absent), or a 400. */
 export function readDryRun(value: string | undefined): boolean {
   if (value === undefined || value === "false") return false;
@@ -52,7 +66,7 @@ function readIdempotencyKey(value: string | null): string | undefined {
 }
 
 /** From the 202 to what a client does next with its job: stateful tools follow these instead of guessing ids. */
-const jobLinks: Record<string, OpenAPIV3.LinkObject> = {
+export const jobLinks: Record<string, OpenAPIV3.LinkObject> = {
   getJob: { operationId: "getJob", parameters: { id: "$response.body#/id" }, description: "Poll the job until it is terminal." },
   cancelJob: { operationId: "cancelJob", parameters: { id: "$response.body#/id" }, description: "Cancel the job while it is Pending." },
   listRejectedRecords: { operationId: "listRejectedRecords", parameters: { id: "$response.body#/id" }, description: "Once it has finished, the records it rejected." },
@@ -72,12 +86,16 @@ export function queueRoute(services: Services, resource: ResourceDefinition, ope
       requireJson(request.headers.get("content-type"));
       const idempotencyKey = readIdempotencyKey(request.headers.get("idempotency-key"));
       const dryRun = readDryRun(query.dryRun);
+      if (operation !== JobOperation.Upsert && query.sync !== undefined) {
+        throw validationProblem({ sync: [`Only an import joins a sync (POST /v2/${resource.path}?sync=<id>): the sync's completion deletes what its imports did not send.`] });
+      }
+      const syncId = query.sync === undefined ? undefined : await syncToJoin(services, environmentId, resource.path, query.sync);
       // Held until the intake has stored the body: until then its buffer lives on, here or in a worker thread.
       const upload = services.uploads.begin(environmentId);
       let result: Awaited<ReturnType<typeof services.intake.accept>>;
       try {
         const body = await readBody(request, services.config.maxBodyBytes, upload);
-        result = await services.intake.accept({ environmentId, environment: params.env, resource, body, idempotencyKey, dryRun, operation });
+        result = await services.intake.accept({ environmentId, environment: params.env, resource, body, idempotencyKey, dryRun, operation, syncId });
       } finally {
         upload.end();
       }
@@ -99,9 +117,9 @@ export function queueRoute(services: Services, resource: ResourceDefinition, ope
     {
       parse: "none",
       params: t.Object({ env: environmentParameter }),
-      query: t.Object({ dryRun: t.Optional(t.String()) }),
+      query: t.Object({ dryRun: t.Optional(t.String()), sync: t.Optional(t.String()) }),
       detail: {
-        parameters: [idempotencyKeyParameter, dryRunParameter],
+        parameters: operation === JobOperation.Upsert ? [idempotencyKeyParameter, dryRunParameter, syncParameter] : [idempotencyKeyParameter, dryRunParameter],
         requestBody: docs.requestBody,
         responses: {
           202: {
@@ -112,7 +130,15 @@ export function queueRoute(services: Services, resource: ResourceDefinition, ope
             }),
             links: jobLinks,
           },
-          ...problemResponses(docs.invalid ? { status: 400, example: docs.invalid } : 400, 401, 413, 415, 422, 507),
+          ...problemResponses(
+            docs.invalid ? { status: 400, example: docs.invalid } : 400,
+            401,
+            ...(operation === JobOperation.Upsert ? [{ status: 409, description: "The sync named by ?sync= has ended (completed or expired): open a new one.", example: syncEndedExample }] : []),
+            413,
+            415,
+            422,
+            507,
+          ),
           ...bodyProblemResponses(services.config),
         },
         operationId: docs.operationId,

@@ -90,13 +90,13 @@ export const jobDocs = {
     summary: "List jobs, newest first",
     description:
       "The environment's jobs, newest first, a page at a time, as the job documents GET /v2/status/{id} answers; finished ones are listed as long as they are kept. " +
-      "Filter by status, by type, by dry run and by operation (upsert: imports; delete: delete jobs); pass a page's nextCursor as `after` for the next page.",
+      "Filter by status, by type, by dry run and by operation (upsert: imports; delete: delete jobs; syncCompletion: syncs' completions); pass a page's nextCursor as `after` for the next page.",
     tags: ["Jobs"],
     parameters: [
       { name: "status", in: "query", required: false, schema: { type: "string", enum: [...jobStatuses] }, description: "Only jobs in this state." } as OpenAPIV3.ParameterObject,
       { name: "type", in: "query", required: false, schema: { type: "string", enum: [...jobTypes] }, description: "Only jobs of this importJobType: what was imported (Asset for POST /v2/assets, and so on)." } as OpenAPIV3.ParameterObject,
       { name: "dryRun", in: "query", required: false, schema: { type: "boolean" }, description: "true: only dry runs; false: only real imports; absent: both." },
-      { name: "operation", in: "query", required: false, schema: { type: "string", enum: [...jobOperations] }, description: "Only jobs that do this: upsert (imports) or delete (delete jobs)." } as OpenAPIV3.ParameterObject,
+      { name: "operation", in: "query", required: false, schema: { type: "string", enum: [...jobOperations] }, description: "Only jobs that do this: upsert (imports), delete (delete jobs) or syncCompletion (a sync's completion, POST /v2/syncs/{id}/complete)." } as OpenAPIV3.ParameterObject,
       ...pageParameters("The nextCursor of the previous page (a job id): jobs older than it.", jobIdFormat),
     ],
     responses: {

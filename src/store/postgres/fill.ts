@@ -7,7 +7,7 @@ import { answer } from "./faults";
 
 // The tables whose ids PostgreSQL generates (identity columns), each with its column, and that the copy must carry on
 // from: a tombstone's position too, which a reader of the deletions may hold as its cursor.
-const identityColumns: Record<string, string> = { environments: "id", api_keys: "id", jobs: "id", webhooks: "id", webhook_deliveries: "id", tombstones: "position" };
+const identityColumns: Record<string, string> = { environments: "id", api_keys: "id", jobs: "id", webhooks: "id", webhook_deliveries: "id", tombstones: "position", syncs: "id" };
 
 /**
  * Inserts every table of `source` in one transaction, after checking, under a lock that keeps instances from

@@ -38,7 +38,7 @@ const purgeLock = "importd purge";
 
 const jobColumns =
   `id, environment_id AS "environmentId", type, status, record_count AS "recordCount", created_at AS "createdAt", ` +
-  `started_at AS "startedAt", completed_at AS "completedAt", output, attempts, claim_token AS "claimToken", sequence, dry_run AS "dryRun", operation`;
+  `started_at AS "startedAt", completed_at AS "completedAt", output, attempts, claim_token AS "claimToken", sequence, dry_run AS "dryRun", operation, sync_id AS "syncId"`;
 type ClaimRow = JobRow & { claimToken: string | null; sequence: number };
 
 const takeSequences = statement(
@@ -50,7 +50,7 @@ const findIdempotencyKey = statement(`SELECT request_hash AS "requestHash", job_
 const deleteIdempotencyKey = statement(`DELETE FROM idempotency_keys WHERE environment_id = $1 AND key = $2`);
 const insertIdempotencyKey = statement(`INSERT INTO idempotency_keys (environment_id, key, request_hash, job_id, created_at) VALUES ($1, $2, $3, $4, $5)`);
 const insertJob = statement(
-  `INSERT INTO jobs (environment_id, type, status, record_count, created_at, sequence, dry_run, operation) VALUES ($1, $2, '${JobStatus.Pending}', $3, $4, $5, $6, $7)
+  `INSERT INTO jobs (environment_id, type, status, record_count, created_at, sequence, dry_run, operation, sync_id) VALUES ($1, $2, '${JobStatus.Pending}', $3, $4, $5, $6, $7, $8)
    RETURNING ${jobColumns}`,
 );
 // The body as a binary parameter (its bytes, not hex or base64), with a deadline a second longer per MB (up to 100).
@@ -92,6 +92,9 @@ const cancelPending = statement(
 const purgeIdempotencyKeys = statement(`DELETE FROM idempotency_keys WHERE created_at < $1`, { bulk: true });
 // Kept as long as the jobs that deleted them (DECISIONS 13); by any instance: deleting the same rows twice is harmless.
 const purgeTombstones = statement(`DELETE FROM tombstones WHERE deleted_at < $1`, { bulk: true });
+// A sync that expired keeps no marks, and one that ended goes with the jobs of its time (its marks with it).
+const purgeExpiredMarks = statement(`DELETE FROM sync_records WHERE sync_id IN (SELECT id FROM syncs WHERE completed_at IS NULL AND expires_at < $1)`, { bulk: true });
+const purgeSyncs = statement(`DELETE FROM syncs WHERE coalesce(completed_at, expires_at) < $1`, { bulk: true });
 const tryPurgeLock = statement(`SELECT pg_try_advisory_xact_lock(hashtext($1)) AS got`);
 const notify = statement(`SELECT pg_notify($1, $2)`);
 const purgeJobs = statement(`DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE completed_at < $1 LIMIT $2) RETURNING id`, { bulk: true });
@@ -161,7 +164,7 @@ export class PostgresJobQueue implements JobQueue {
 
   // The idempotency key is checked after the environment's lock: two instances given the same key at once take turns
   // here, and the second finds the first's job.
-  private async enqueueOne(tx: Transaction, { environmentId, type, recordCount, body, idempotency, dryRun = false, operation = JobOperation.Upsert }: EnqueueRequest, next: Map<number, number>): Promise<Enqueued> {
+  private async enqueueOne(tx: Transaction, { environmentId, type, recordCount, body, idempotency, dryRun = false, operation = JobOperation.Upsert, syncId }: EnqueueRequest, next: Map<number, number>): Promise<Enqueued> {
     const sequence = next.get(environmentId)!;
     next.set(environmentId, sequence + 1);
     if (idempotency) {
@@ -173,7 +176,7 @@ export class PostgresJobQueue implements JobQueue {
       }
       if (earlier) await tx.query(deleteIdempotencyKey(environmentId, idempotency.key));
     }
-    const [job] = await tx.query<ClaimRow>(insertJob(environmentId, type, recordCount, now(), sequence, dryRun, operation));
+    const [job] = await tx.query<ClaimRow>(insertJob(environmentId, type, recordCount, now(), sequence, dryRun, operation, syncId ?? null));
     await tx.query({ ...insertPayload(job!.id, Buffer.from(body.buffer, body.byteOffset, body.byteLength)), ...carrying(body.byteLength) });
     if (idempotency) await tx.query(insertIdempotencyKey(environmentId, idempotency.key, idempotency.requestHash, job!.id, job!.createdAt));
     return { job: toJob(job!), replayed: false };
@@ -315,6 +318,8 @@ export class PostgresJobQueue implements JobQueue {
     return answer(async () => {
       await this.any.query(purgeIdempotencyKeys(idempotencyWindowStart()));
       await this.any.query(purgeTombstones(before));
+      await this.any.query(purgeExpiredMarks(now()));
+      await this.any.query(purgeSyncs(before));
       let deleted = 0;
       for (;;) {
         const batch = await inTransaction(this.pool, async (tx) => {

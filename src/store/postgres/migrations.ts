@@ -8,6 +8,7 @@ import instances from "../../../drizzle-pg/0003_instances.sql" with { type: "tex
 import webhooks from "../../../drizzle-pg/0004_webhooks.sql" with { type: "text" };
 import idsInByteOrder from "../../../drizzle-pg/0005_ids_in_byte_order.sql" with { type: "text" };
 import tombstones from "../../../drizzle-pg/0006_tombstones.sql" with { type: "text" };
+import syncs from "../../../drizzle-pg/0007_syncs.sql" with { type: "text" };
 import { embeddedMigrations as embed, type EmbeddedMigration } from "../embedded-migrations";
 
 const sqlByTag: Record<string, string> = {
@@ -18,6 +19,7 @@ const sqlByTag: Record<string, string> = {
   "0004_webhooks": webhooks,
   "0005_ids_in_byte_order": idsInByteOrder,
   "0006_tombstones": tombstones,
+  "0007_syncs": syncs,
 };
 
 export const embeddedMigrations = (): EmbeddedMigration[] => embed(journal, sqlByTag, "src/store/postgres/migrations.ts");

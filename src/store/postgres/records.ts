@@ -6,6 +6,7 @@ import type { RecordReads, Referrers, RunRecords, Tombstone, UpsertCounts } from
 import { statement, type Db, type Queryable, type Statement, type Transaction } from "./connection";
 import { answer } from "./faults";
 import { recordTables } from "./schema";
+import { PostgresSyncs } from "./syncs";
 import { endTombstones, findTombstone, tombstonePage, writeTombstones } from "./tombstones";
 
 const sharedColumns = new Set(["environmentId", "id", "updatedAt", "lastJobId"]);
@@ -204,6 +205,7 @@ class ResourceTable {
 /** Every resource's table, each with its SQL built once. */
 export class PostgresRecords implements RecordReads {
   private readonly byPath = new Map<string, ResourceTable>();
+  private readonly syncs: PostgresSyncs;
 
   /**
    * `any`: a statement outside any transaction (the tombstones' reads). `copyFrom`: the batch size from which records
@@ -213,7 +215,9 @@ export class PostgresRecords implements RecordReads {
     private readonly db: Db,
     private readonly any: Queryable,
     private readonly copyFrom = copyFromRecords,
-  ) {}
+  ) {
+    this.syncs = new PostgresSyncs(any);
+  }
 
   private of(resource: ResourceDefinition): ResourceTable {
     let table = this.byPath.get(resource.path);
@@ -236,6 +240,7 @@ export class PostgresRecords implements RecordReads {
           await answer(() => run.query("ROLLBACK TO SAVEPOINT dry_run"));
         }
       },
+      syncs: this.syncs.forRun(run, environmentId),
     };
   }
 

@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { bigint, boolean, customType, doublePrecision, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
 
 // The same tables as store/sqlite/schema.ts, column for column (tests/store/schema-parity.test.ts keeps them
@@ -53,12 +54,15 @@ export const jobs = pgTable(
     sequence: bigint("sequence", { mode: "number" }).notNull(),
     dryRun: boolean("dry_run").notNull().default(false),
     operation: text("operation").notNull().default("upsert"),
+    // See sqlite/schema.ts.
+    syncId: integer("sync_id"),
   },
   (table) => [
     uniqueIndex("jobs_environment_sequence_idx").on(table.environmentId, table.sequence),
     index("jobs_environment_status_idx").on(table.environmentId, table.status, table.sequence),
     index("jobs_status_idx").on(table.status),
     index("jobs_completed_idx").on(table.completedAt),
+    index("jobs_sync_idx").on(table.syncId, table.sequence).where(sql`sync_id IS NOT NULL`),
   ],
 );
 
@@ -220,6 +224,35 @@ export const tombstones = pgTable(
     index("tombstones_position_idx").on(table.environmentId, table.resource, table.position),
     index("tombstones_deleted_idx").on(table.deletedAt),
   ],
+);
+
+// See sqlite/schema.ts.
+export const syncs = pgTable("syncs", {
+  // By default, not always: `importd storage copy` keeps an appliance's sync ids.
+  id: integer("id").primaryKey().generatedByDefaultAsIdentity(),
+  environmentId: integer("environment_id")
+    .notNull()
+    .references(() => environments.id),
+  resource: text("resource").notNull(),
+  createdAt: text("created_at").notNull(),
+  expiresAt: text("expires_at").notNull(),
+  openedAfterSequence: bigint("opened_after_sequence", { mode: "number" }).notNull(),
+  completedAt: text("completed_at"),
+  completedByJobId: jobId("completed_by_job_id"),
+  recordsSent: integer("records_sent"),
+  failuresToldThrough: bigint("failures_told_through", { mode: "number" }),
+});
+
+// See sqlite/schema.ts. The id is COLLATE "C" as the records' ids (the migration says so).
+export const syncRecords = pgTable(
+  "sync_records",
+  {
+    syncId: integer("sync_id")
+      .notNull()
+      .references(() => syncs.id, { onDelete: "cascade" }),
+    id: text("id").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.syncId, table.id] })],
 );
 
 const recordKey = {

@@ -13,6 +13,7 @@ import { InstanceLiveness } from "./liveness";
 import { PostgresJobQueue, PostgresJobReads } from "./jobs";
 import { embeddedMigrations } from "./migrations";
 import { PostgresRecords } from "./records";
+import { PostgresSyncs } from "./syncs";
 import { WakeUps } from "./wake-ups";
 import { PostgresWebhooks } from "./webhooks";
 
@@ -36,6 +37,7 @@ export class PostgresStore implements Store {
   readonly queue: PostgresJobQueue;
   readonly jobs: PostgresJobReads;
   readonly records: PostgresRecords;
+  readonly syncs: PostgresSyncs;
   readonly access: PostgresAccessStore;
   readonly webhooks: PostgresWebhooks;
   readonly failures: PostgresFailureLog;
@@ -57,6 +59,7 @@ export class PostgresStore implements Store {
     this.records = new PostgresRecords(db, any);
     this.queue = new PostgresJobQueue(pool, this.records, outboxRows, any, instance);
     this.jobs = new PostgresJobReads(any);
+    this.syncs = new PostgresSyncs(any);
     this.access = new PostgresAccessStore(pool, db, any);
     this.failures = new PostgresFailureLog(any);
     this.webhooks = new PostgresWebhooks(pool, any);

@@ -18,6 +18,8 @@ const tablesInOrder = [
   schema.webhookDeliveries,
   schema.webhookAttempts,
   schema.tombstones,
+  schema.syncs,
+  schema.syncRecords,
   schema.subAreas,
   schema.assetTypes,
   schema.assetCategories,

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, isNull, lt, sql } from "drizzle-orm";
 import { JobOperation, JobStatus, type JobOutput } from "../../domain/job";
 import { StaleClaim } from "../errors";
 import { idempotencyWindowStart } from "../idempotency";
@@ -22,7 +22,7 @@ import type {
 import { checkpointPassively, unsyncedWriteTransaction, writeTransaction, writeTransactionAsync, type Db } from "./database";
 import { answer, translateFault } from "./faults";
 import { RecordTables } from "./records";
-import { environments, idempotencyKeys, jobPayloads, jobRejections, jobs, tombstones } from "./schema";
+import { environments, idempotencyKeys, jobPayloads, jobRejections, jobs, syncRecords, syncs, tombstones } from "./schema";
 import { SqliteWebhooks } from "./webhooks";
 
 
@@ -81,9 +81,9 @@ export class SqliteJobQueue implements JobQueue {
     // run inside the write lock every small job waits on, and there Drizzle's mapping of rows and parameters cost
     // more than the statements themselves (docs/performance.md, "Round three, third part"). The intake's job row
     // is known but for its id.
-    this.insertJob = db.$client.query<never, [number, string, number, string, number, number, string]>(
-      "INSERT INTO jobs (environment_id, type, status, record_count, created_at, sequence, dry_run, operation) " +
-        `VALUES (?1, ?2, '${JobStatus.Pending}', ?3, ?4, ?5, ?6, ?7)`,
+    this.insertJob = db.$client.query<never, [number, string, number, string, number, number, string, number | null]>(
+      "INSERT INTO jobs (environment_id, type, status, record_count, created_at, sequence, dry_run, operation, sync_id) " +
+        `VALUES (?1, ?2, '${JobStatus.Pending}', ?3, ?4, ?5, ?6, ?7, ?8)`,
     );
     this.nextSequence = db.$client.query<{ sequence: number }, [number]>(
       "INSERT INTO job_sequences (environment_id, last_sequence) VALUES (?1, 1) " +
@@ -98,7 +98,7 @@ export class SqliteJobQueue implements JobQueue {
     // Each of these is one seek on jobs_environment_status_idx. The first pending job, and those that may go along.
     this.pendingJobs = db.$client.query<JobRow & { sequence: number }, [number, number]>(
       "SELECT id, environment_id AS environmentId, type, status, record_count AS recordCount, created_at AS createdAt, " +
-        "started_at AS startedAt, completed_at AS completedAt, output, attempts, sequence, dry_run AS dryRun, operation " +
+        "started_at AS startedAt, completed_at AS completedAt, output, attempts, sequence, dry_run AS dryRun, operation, sync_id AS syncId " +
         `FROM jobs WHERE environment_id = ?1 AND status = '${JobStatus.Pending}' ORDER BY sequence LIMIT ?2`,
     );
     this.runInProgress = db
@@ -141,7 +141,7 @@ export class SqliteJobQueue implements JobQueue {
 
   // The sequence number is taken in the same transaction, after the idempotency check (one writer at a time
   // here, so no lock order to keep): an environment's jobs are numbered in the order they commit.
-  private enqueueOne(tx: Db, { environmentId, type, recordCount, body, idempotency, dryRun = false, operation = JobOperation.Upsert }: EnqueueRequest): Enqueued {
+  private enqueueOne(tx: Db, { environmentId, type, recordCount, body, idempotency, dryRun = false, operation = JobOperation.Upsert, syncId }: EnqueueRequest): Enqueued {
     if (idempotency) {
       const where = and(eq(idempotencyKeys.environmentId, environmentId), eq(idempotencyKeys.key, idempotency.key));
       const earlier = tx.select().from(idempotencyKeys).where(where).get();
@@ -154,12 +154,12 @@ export class SqliteJobQueue implements JobQueue {
     }
     const { sequence } = this.nextSequence.get(environmentId)!;
     const createdAt = now();
-    const id = Number(this.insertJob.run(environmentId, type, recordCount, createdAt, sequence, dryRun ? 1 : 0, operation).lastInsertRowid);
+    const id = Number(this.insertJob.run(environmentId, type, recordCount, createdAt, sequence, dryRun ? 1 : 0, operation, syncId ?? null).lastInsertRowid);
     this.insertPayload.run(id, body);
     if (idempotency) {
       tx.insert(idempotencyKeys).values({ environmentId, key: idempotency.key, requestHash: idempotency.requestHash, jobId: id, createdAt }).run();
     }
-    const job: Job = { id, environmentId, type, status: JobStatus.Pending, recordCount, createdAt, startedAt: null, completedAt: null, output: null, attempts: 0, dryRun, operation };
+    const job: Job = { id, environmentId, type, status: JobStatus.Pending, recordCount, createdAt, startedAt: null, completedAt: null, output: null, attempts: 0, dryRun, operation, syncId: syncId ?? null };
     return { job, replayed: false };
   }
 
@@ -303,6 +303,9 @@ export class SqliteJobQueue implements JobQueue {
         tx.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, idempotencyWindowStart())).run();
         // Kept as long as the jobs that deleted them (DECISIONS 13).
         tx.delete(tombstones).where(lt(tombstones.deletedAt, before)).run();
+        // A sync that expired keeps no marks (nothing will complete it), and one that ended goes with the jobs of its time.
+        tx.delete(syncRecords).where(inArray(syncRecords.syncId, tx.select({ id: syncs.id }).from(syncs).where(and(isNull(syncs.completedAt), lt(syncs.expiresAt, now()))))).run();
+        tx.delete(syncs).where(lt(sql`coalesce(${syncs.completedAt}, ${syncs.expiresAt})`, before)).run();
         return tx.delete(jobs).where(lt(jobs.completedAt, before)).returning({ id: jobs.id }).all().length;
       }),
     );

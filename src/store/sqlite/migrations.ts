@@ -9,6 +9,7 @@ import jobSequences from "../../../drizzle/0004_job_sequences.sql" with { type: 
 import dryRun from "../../../drizzle/0005_dry_run.sql" with { type: "text" };
 import webhooks from "../../../drizzle/0006_webhooks.sql" with { type: "text" };
 import tombstones from "../../../drizzle/0007_tombstones.sql" with { type: "text" };
+import syncs from "../../../drizzle/0008_syncs.sql" with { type: "text" };
 import { embeddedMigrations as embed, type EmbeddedMigration } from "../embedded-migrations";
 
 const sqlByTag: Record<string, string> = {
@@ -20,6 +21,7 @@ const sqlByTag: Record<string, string> = {
   "0005_dry_run": dryRun,
   "0006_webhooks": webhooks,
   "0007_tombstones": tombstones,
+  "0008_syncs": syncs,
 };
 
 export const embeddedMigrations = (): EmbeddedMigration[] => embed(journal, sqlByTag, "src/store/sqlite/migrations.ts");

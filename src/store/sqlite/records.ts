@@ -6,6 +6,7 @@ import type { RecordReads, Referrers, RunRecords, Tombstone, UpsertCounts } from
 import type { Db } from "./database";
 import { answer } from "./faults";
 import { recordTables } from "./schema";
+import { SqliteSyncs } from "./syncs";
 import { SqliteTombstones } from "./tombstones";
 
 const sharedColumns = new Set(["environmentId", "id", "updatedAt", "lastJobId"]);
@@ -186,9 +187,11 @@ class ResourceTable {
 export class RecordTables implements RecordReads {
   private readonly byPath = new Map<string, ResourceTable>();
   private readonly tombstoneTable: SqliteTombstones;
+  private readonly syncTable: SqliteSyncs;
 
   constructor(private readonly db: Db) {
     this.tombstoneTable = new SqliteTombstones(db);
+    this.syncTable = new SqliteSyncs(db);
   }
 
   of(resource: ResourceDefinition): ResourceTable {
@@ -213,6 +216,7 @@ export class RecordTables implements RecordReads {
           this.db.$client.run("RELEASE dry_run");
         }
       },
+      syncs: this.syncTable.forRun(environmentId),
     };
   }
 

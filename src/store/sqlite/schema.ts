@@ -8,6 +8,7 @@ import {
   text,
   uniqueIndex,
 } from "drizzle-orm/sqlite-core";
+import { sql } from "drizzle-orm";
 
 // Timestamps are ISO 8601 UTC strings: they sort correctly as text and need no conversion on the wire.
 
@@ -58,12 +59,17 @@ export const jobs = sqliteTable(
     dryRun: integer("dry_run", { mode: "boolean" }).notNull().default(false),
     // What the job does to its records (domain/job.ts, JobOperation): upsert (an import) or delete.
     operation: text("operation").notNull().default("upsert"),
+    // The sync (a mirror, DECISIONS 13) the job belongs to: an import that joined it, or its completion. No key to
+    // syncs: a sync is purged by its own end, as its jobs are by theirs.
+    syncId: integer("sync_id"),
   },
   (table) => [
     uniqueIndex("jobs_environment_sequence_idx").on(table.environmentId, table.sequence),
     index("jobs_environment_status_idx").on(table.environmentId, table.status, table.sequence),
     index("jobs_status_idx").on(table.status),
     index("jobs_completed_idx").on(table.completedAt),
+    // Partial: a job outside any sync (nearly all) adds no entry, so that ordinary imports pay nothing for it.
+    index("jobs_sync_idx").on(table.syncId, table.sequence).where(sql`sync_id IS NOT NULL`),
   ],
 );
 
@@ -226,6 +232,43 @@ export const tombstones = sqliteTable(
     index("tombstones_position_idx").on(table.environmentId, table.resource, table.position),
     index("tombstones_deleted_idx").on(table.deletedAt),
   ],
+);
+
+// A mirror (DECISIONS 13): imports join it, and its completion deletes the resource's records that none of them sent
+// and no other job wrote since it opened.
+export const syncs = sqliteTable("syncs", {
+  id: integer("id").primaryKey({ autoIncrement: true }),
+  environmentId: integer("environment_id")
+    .notNull()
+    .references(() => environments.id),
+  // The resource's path (assets, subareas, ...).
+  resource: text("resource").notNull(),
+  createdAt: text("created_at").notNull(),
+  expiresAt: text("expires_at").notNull(),
+  // The environment's last job sequence when the sync opened (job_sequences): a job numbered after it, outside the
+  // sync, wrote after the opening, and what it wrote is kept.
+  openedAfterSequence: integer("opened_after_sequence").notNull(),
+  // Set by the completion that ran past its guards (not a dry run): the sync has ended.
+  completedAt: text("completed_at"),
+  completedByJobId: integer("completed_by_job_id"),
+  // The records its jobs had sent when it ended: its marks are dropped then.
+  recordsSent: integer("records_sent"),
+  // A completion stopped by jobs of the sync that failed as a whole told of those up to this sequence: the next
+  // completion looks only at the jobs after it (jobs/syncs.ts).
+  failuresToldThrough: integer("failures_told_through"),
+});
+
+// The ids a sync's jobs sent (every record of their batches, rejected ones too), written in each run's transaction by
+// the sync's jobs only: an import without a sync writes nothing here. Dropped when the sync ends.
+export const syncRecords = sqliteTable(
+  "sync_records",
+  {
+    syncId: integer("sync_id")
+      .notNull()
+      .references(() => syncs.id, { onDelete: "cascade" }),
+    id: text("id").notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.syncId, table.id] })],
 );
 
 // Columns every resource table shares: the environment scope, the external id, and who wrote it last.

@@ -5,6 +5,7 @@ import { changeCounterOf, closeDatabase, migrate, migrationsApplied, openDatabas
 import { withSnapshot } from "./dump";
 import { SqliteJobQueue, SqliteJobReads } from "./jobs";
 import { RecordTables } from "./records";
+import { SqliteSyncs } from "./syncs";
 import { lockDataDirectory, type ServerLock } from "./server-lock";
 import { SqliteWebhooks } from "./webhooks";
 import { WriteLock } from "./write-lock";
@@ -26,6 +27,7 @@ export class SqliteStore implements Store {
   readonly queue: SqliteJobQueue;
   readonly jobs: SqliteJobReads;
   readonly records: RecordTables;
+  readonly syncs: SqliteSyncs;
   readonly access: SqliteAccessStore;
   readonly webhooks: SqliteWebhooks;
   readonly commits?: CommitWatch;
@@ -44,6 +46,7 @@ export class SqliteStore implements Store {
     this.queue = new SqliteJobQueue(db, outboxRows);
     this.jobs = new SqliteJobReads(db);
     this.records = new RecordTables(db);
+    this.syncs = new SqliteSyncs(db);
     this.access = new SqliteAccessStore(db);
     this.webhooks = new SqliteWebhooks(db);
     // For the server's caches (read-cache.ts): its own writes have not begun yet.
