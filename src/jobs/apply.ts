@@ -206,7 +206,7 @@ async function applyOne(job: Job, environment: EnvironmentRecords, batch: Stored
   }
   const { records, duplicates, referred } = batch;
   // Every record the batch sent, rejected ones too, is marked as sent (a sent record is not the mirror's to delete),
-  // in this run's transaction; only a sync's jobs do this. A dry run marks nothing.
+  // in this run's transaction; only a sync's jobs do this. A dry run marks after its undoing (tryOut).
   if (job.syncId !== null && job.operation === JobOperation.Upsert && !job.dryRun) await environment.syncs.mark(job.syncId, records.map((record) => record.id));
   if (job.operation === JobOperation.Delete) {
     const { counts, rejections } = await deleteBatch(resource, job.id, environment, records.map((record) => record.id));
@@ -250,6 +250,11 @@ async function applyOne(job: Job, environment: EnvironmentRecords, batch: Stored
  */
 async function tryOut(job: Job, environment: EnvironmentRecords, batch: StoredBatch): Promise<Completion> {
   const completion = await environment.undone(() => applyOne(job, environment, batch));
+  // What a dry run of a sync sent, marked as a dry run's: a dry-run completion counts it as sent, so that a whole mirror
+  // tried out (its imports and its completion, all dry runs) says exactly what it would delete.
+  if (job.syncId !== null && job.operation === JobOperation.Upsert && batch?.ok) {
+    await environment.syncs.mark(job.syncId, batch.records.map((record) => record.id), { dryRun: true });
+  }
   // recordOutcome words a dry run's records conditionally ("would be applied"); the batch's own failures (duplicate
   // ids, a lost payload) say what applying would meet.
   const message = completion.output.message.replace(/^Nothing was (applied|deleted): /, "Applying it would fail: ");

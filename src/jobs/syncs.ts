@@ -96,7 +96,7 @@ export async function completeSync(
       ),
     );
   }
-  const { ids, records: total } = await syncs.unsent(resource, sync);
+  const { ids, records: total } = await syncs.unsent(resource, sync, { dryRun: job.dryRun });
   const over = overLimit(ids.length, total, limits, resource.noun);
   if (over) return done(stopped(over, ids.length));
 

@@ -114,13 +114,17 @@ export interface RunSyncs {
   find(syncId: number): Promise<Sync | undefined>;
   /** The sync's jobs before `beforeJobId` in the environment's order (the completion's own excluded). */
   jobs(syncId: number, beforeJobId: number): Promise<SyncJob[]>;
-  /** Notes that the sync's jobs sent `ids` (once each, however often sent). */
-  mark(syncId: number, ids: readonly string[]): Promise<void>;
+  /**
+   * Notes that the sync's jobs sent `ids` (once each, however often sent). `dryRun`: sent by a dry run, which only a
+   * dry-run completion counts as sent; a real mark replaces a dry one, never the reverse.
+   */
+  mark(syncId: number, ids: readonly string[], options?: { dryRun?: boolean }): Promise<void>;
   /**
    * The ids of `resource`'s records in the environment that no job of the sync sent and that no job outside the sync
-   * numbered after its opening wrote last, in id order; and how many records the resource has in all.
+   * numbered after its opening wrote last, in id order; and how many records the resource has in all. `dryRun`: for a
+   * dry-run completion, which counts what the sync's dry runs sent as sent too.
    */
-  unsent(resource: ResourceDefinition, sync: Sync): Promise<{ ids: string[]; records: number }>;
+  unsent(resource: ResourceDefinition, sync: Sync, options?: { dryRun?: boolean }): Promise<{ ids: string[]; records: number }>;
   /** Ends the sync as completed by `jobId`: its marks are dropped, their count kept. */
   complete(syncId: number, jobId: number, completedAt: string): Promise<void>;
   /** Drops the marks of a sync that expired. */

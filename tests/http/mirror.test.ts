@@ -188,14 +188,30 @@ describe("a mirror, start to end", () => {
     expect((await syncOf(env, sync)).state).toBe("open");
   });
 
-  test("a dry-run import in the sync marks nothing as sent", async () => {
+  test("a mirror tried whole, its imports and its completion all dry runs: the count is exact and nothing is applied; a real completion does not count what the dry runs sent", async () => {
     const env = await environment();
     await importAndWait(env.base, "subareas", env.key, subareas(1, 10));
     const sync = await openSync(env);
-    await join(env, sync, subareas(1, 10), "&dryRun=true");
+    // The source now has 1 to 9 (10 is gone) and a new 11, tried out.
+    const tried = await join(env, sync, subareas(1, 9, "Renamed").concat(subareas(11, 11)), "&dryRun=true");
+    expect(tried.output).toMatchObject({ created: 1, updated: 9 });
     expect((await syncOf(env, sync)).recordsSent).toBe(0);
-    const dryRun = await complete(env, sync, "?dryRun=true&maxDeletePercent=100");
-    expect(dryRun.output).toMatchObject({ total: 10, deleted: 10 });
+    const dryRun = await complete(env, sync, "?dryRun=true");
+    expect(dryRun.output).toMatchObject({ total: 1, deleted: 1, rejected: 0 });
+    expect(dryRun.output!.message).toContain("Would delete 1 of 1 sub area record. Considered: the 1 sub area record of 10 that no job of sync");
+    // Nothing applied: 10 is still there, 11 was not created, 1 not renamed.
+    expect(await ids(env, "subareas")).toEqual(subareas(1, 10).map((record) => record.id));
+    expect((await (await get(env, "subareas/s001")).json()).name).toBe("Area 1");
+    // A real completion takes only what real imports sent: here nothing, so all 10 would go (over the 10% allowed).
+    const real = await complete(env, sync);
+    expect(real.importJobStatus).toBe("Failed");
+    expect(real.output!.message).toStartWith("Nothing was deleted: the mirror would delete 10 of 10 sub area records (100%)");
+    // Sent for real, the same records: then the real completion deletes the one the source no longer has.
+    await join(env, sync, subareas(1, 9, "Renamed").concat(subareas(11, 11)));
+    expect((await syncOf(env, sync)).recordsSent).toBe(10);
+    const done = await complete(env, sync);
+    expect(done.output).toMatchObject({ total: 1, deleted: 1 });
+    expect(await ids(env, "subareas")).toEqual([...subareas(1, 9), ...subareas(11, 11)].map((record) => record.id));
   });
 });
 

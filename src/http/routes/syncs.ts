@@ -185,7 +185,9 @@ export const syncRoutes = (services: Services) =>
               name: "dryRun",
               in: "query",
               required: false,
-              description: "true: nothing is deleted, and the sync stays open; the job's output says what would be (deleted, rejected, total), as of its turn.",
+              description:
+                "true: nothing is deleted, and the sync stays open; the job's output says what would be (deleted, rejected, total), as of its turn. " +
+                "It counts what the sync's dry-run imports sent as sent too (a real completion does not), so that a mirror tried whole, its imports and its completion all dry runs, is exact.",
               schema: { type: "boolean", default: false },
             },
             {

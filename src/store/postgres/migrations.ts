@@ -9,6 +9,7 @@ import webhooks from "../../../drizzle-pg/0004_webhooks.sql" with { type: "text"
 import idsInByteOrder from "../../../drizzle-pg/0005_ids_in_byte_order.sql" with { type: "text" };
 import tombstones from "../../../drizzle-pg/0006_tombstones.sql" with { type: "text" };
 import syncs from "../../../drizzle-pg/0007_syncs.sql" with { type: "text" };
+import syncDryMarks from "../../../drizzle-pg/0008_sync_dry_marks.sql" with { type: "text" };
 import { embeddedMigrations as embed, type EmbeddedMigration } from "../embedded-migrations";
 
 const sqlByTag: Record<string, string> = {
@@ -20,6 +21,7 @@ const sqlByTag: Record<string, string> = {
   "0005_ids_in_byte_order": idsInByteOrder,
   "0006_tombstones": tombstones,
   "0007_syncs": syncs,
+  "0008_sync_dry_marks": syncDryMarks,
 };
 
 export const embeddedMigrations = (): EmbeddedMigration[] => embed(journal, sqlByTag, "src/store/postgres/migrations.ts");

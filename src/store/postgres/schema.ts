@@ -251,6 +251,9 @@ export const syncRecords = pgTable(
       .notNull()
       .references(() => syncs.id, { onDelete: "cascade" }),
     id: text("id").notNull(),
+    // Sent by a dry run of the sync (?dryRun=true): counted by a dry-run completion only, so that a mirror can be tried
+    // whole, its imports and its completion, with nothing applied. A real mark replaces a dry one, never the reverse.
+    dryRun: boolean("dry_run").notNull().default(false),
   },
   (table) => [primaryKey({ columns: [table.syncId, table.id] })],
 );

@@ -28,15 +28,17 @@ const byId = statement(`SELECT ${syncColumns} FROM syncs WHERE id = $1 AND envir
 const jobsOf = statement(
   `SELECT ${syncJobColumns} FROM jobs WHERE sync_id = $1 AND sequence < coalesce((SELECT sequence FROM jobs WHERE id = $2), 9223372036854775807) ORDER BY sequence`,
 );
-const marked = statement(`SELECT count(*)::integer AS count FROM sync_records WHERE sync_id = $1`, { bulk: true });
-// Nothing once the sync has ended (see sqlite/syncs.ts).
+const marked = statement(`SELECT count(*)::integer AS count FROM sync_records WHERE sync_id = $1 AND NOT dry_run`, { bulk: true });
+// Nothing once the sync has ended (see sqlite/syncs.ts). DISTINCT: a batch refused for a repeated id is marked too, and
+// an upsert may not touch a row twice in one statement.
 const markIds = statement(
-  `INSERT INTO sync_records (sync_id, id) SELECT $1, id FROM unnest($2::text[]) AS sent(id)
-   WHERE EXISTS (SELECT 1 FROM syncs WHERE id = $1 AND completed_at IS NULL) ON CONFLICT DO NOTHING`,
+  `INSERT INTO sync_records (sync_id, id, dry_run) SELECT $1, id, $3 FROM (SELECT DISTINCT id FROM unnest($2::text[]) AS ids(id)) AS sent
+   WHERE EXISTS (SELECT 1 FROM syncs WHERE id = $1 AND completed_at IS NULL)
+   ON CONFLICT (sync_id, id) DO UPDATE SET dry_run = false WHERE NOT excluded.dry_run AND sync_records.dry_run`,
   { bulk: true },
 );
 const completeSync = statement(
-  `UPDATE syncs SET completed_at = $3, completed_by_job_id = $2, records_sent = (SELECT count(*) FROM sync_records WHERE sync_id = $1) WHERE id = $1`,
+  `UPDATE syncs SET completed_at = $3, completed_by_job_id = $2, records_sent = (SELECT count(*) FROM sync_records WHERE sync_id = $1 AND NOT dry_run) WHERE id = $1`,
   { bulk: true },
 );
 const dropAll = statement(`DELETE FROM sync_records WHERE sync_id = $1`, { bulk: true });
@@ -75,7 +77,7 @@ export class PostgresSyncs implements SyncStore {
       statements = {
         ids: statement(
           `SELECT r.id FROM ${table} r WHERE r.environment_id = $1
-           AND NOT EXISTS (SELECT 1 FROM sync_records m WHERE m.sync_id = $2 AND m.id = r.id)
+           AND NOT EXISTS (SELECT 1 FROM sync_records m WHERE m.sync_id = $2 AND m.id = r.id AND (NOT m.dry_run OR $4))
            AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.last_job_id AND j.sequence > $3 AND j.sync_id IS DISTINCT FROM $2) ORDER BY r.id`,
           { bulk: true },
         ),
@@ -91,11 +93,11 @@ export class PostgresSyncs implements SyncStore {
     return {
       find: (syncId) => answer(async () => (await run.query<Sync>(byId(syncId, environmentId)))[0]),
       jobs: (syncId, beforeJobId) => answer(async () => (await run.query<SyncJobRow>(jobsOf(syncId, beforeJobId))).map(toSyncJob)),
-      mark: (syncId, ids) => answer(async () => void (ids.length > 0 && (await run.query(markIds(syncId, ids))))),
-      unsent: (resource, sync) =>
+      mark: (syncId, ids, { dryRun = false } = {}) => answer(async () => void (ids.length > 0 && (await run.query(markIds(syncId, ids, dryRun))))),
+      unsent: (resource, sync, { dryRun = false } = {}) =>
         answer(async () => {
           const { ids, count } = this.unsentOf(resource);
-          const unsent = (await run.query<{ id: string }>(ids(environmentId, sync.id, sync.openedAfterSequence))).map((row) => row.id);
+          const unsent = (await run.query<{ id: string }>(ids(environmentId, sync.id, sync.openedAfterSequence, dryRun))).map((row) => row.id);
           const [{ count: records }] = (await run.query<{ count: number }>(count(environmentId))) as [{ count: number }];
           return { ids: unsent, records };
         }),

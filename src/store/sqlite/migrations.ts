@@ -10,6 +10,7 @@ import dryRun from "../../../drizzle/0005_dry_run.sql" with { type: "text" };
 import webhooks from "../../../drizzle/0006_webhooks.sql" with { type: "text" };
 import tombstones from "../../../drizzle/0007_tombstones.sql" with { type: "text" };
 import syncs from "../../../drizzle/0008_syncs.sql" with { type: "text" };
+import syncDryMarks from "../../../drizzle/0009_sync_dry_marks.sql" with { type: "text" };
 import { embeddedMigrations as embed, type EmbeddedMigration } from "../embedded-migrations";
 
 const sqlByTag: Record<string, string> = {
@@ -22,6 +23,7 @@ const sqlByTag: Record<string, string> = {
   "0006_webhooks": webhooks,
   "0007_tombstones": tombstones,
   "0008_syncs": syncs,
+  "0009_sync_dry_marks": syncDryMarks,
 };
 
 export const embeddedMigrations = (): EmbeddedMigration[] => embed(journal, sqlByTag, "src/store/sqlite/migrations.ts");

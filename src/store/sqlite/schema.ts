@@ -267,6 +267,9 @@ export const syncRecords = sqliteTable(
       .notNull()
       .references(() => syncs.id, { onDelete: "cascade" }),
     id: text("id").notNull(),
+    // Sent by a dry run of the sync (?dryRun=true): counted by a dry-run completion only, so that a mirror can be tried
+    // whole, its imports and its completion, with nothing applied. A real mark replaces a dry one, never the reverse.
+    dryRun: integer("dry_run", { mode: "boolean" }).notNull().default(false),
   },
   (table) => [primaryKey({ columns: [table.syncId, table.id] })],
 );

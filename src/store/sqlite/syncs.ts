@@ -45,13 +45,15 @@ export class SqliteSyncs implements SyncStore {
     this.jobsOf = client.query<SyncJobRow, [number, number]>(
       `SELECT ${syncJobColumns} FROM jobs WHERE sync_id = ?1 AND sequence < coalesce((SELECT sequence FROM jobs WHERE id = ?2), 9e18) ORDER BY sequence`,
     );
-    this.marked = client.query<{ count: number }, [number]>("SELECT count(*) AS count FROM sync_records WHERE sync_id = ?1");
+    this.marked = client.query<{ count: number }, [number]>("SELECT count(*) AS count FROM sync_records WHERE sync_id = ?1 AND dry_run = 0");
     // Nothing once the sync has ended: an import that joined it before its completion was queued, and runs after it.
-    this.markIds = client.query<never, [number, string]>(
-      "INSERT OR IGNORE INTO sync_records (sync_id, id) SELECT ?1, value FROM json_each(?2) WHERE EXISTS (SELECT 1 FROM syncs WHERE id = ?1 AND completed_at IS NULL)",
+    // A real mark replaces a dry run's (schema.ts, sync_records); a dry run's never replaces a real one.
+    const sent = "SELECT ?1, value, ?3 FROM json_each(?2) WHERE EXISTS (SELECT 1 FROM syncs WHERE id = ?1 AND completed_at IS NULL)";
+    this.markIds = client.query<never, [number, string, number]>(
+      `INSERT INTO sync_records (sync_id, id, dry_run) ${sent} ON CONFLICT (sync_id, id) DO UPDATE SET dry_run = 0 WHERE excluded.dry_run = 0 AND dry_run = 1`,
     );
     this.completeSync = client.query<never, [number, number, string]>(
-      "UPDATE syncs SET completed_at = ?3, completed_by_job_id = ?2, records_sent = (SELECT count(*) FROM sync_records WHERE sync_id = ?1) WHERE id = ?1",
+      "UPDATE syncs SET completed_at = ?3, completed_by_job_id = ?2, records_sent = (SELECT count(*) FROM sync_records WHERE sync_id = ?1 AND dry_run = 0) WHERE id = ?1",
     );
     this.dropAll = client.query<never, [number]>("DELETE FROM sync_records WHERE sync_id = ?1");
     this.toldThrough = client.query<never, [number, number]>("UPDATE syncs SET failures_told_through = ?2 WHERE id = ?1");
@@ -88,7 +90,7 @@ export class SqliteSyncs implements SyncStore {
       statements = {
         ids: this.db.$client.prepare(
           `SELECT r.id AS id FROM ${table} r WHERE r.environment_id = ?1 ` +
-            "AND NOT EXISTS (SELECT 1 FROM sync_records m WHERE m.sync_id = ?2 AND m.id = r.id) " +
+            "AND NOT EXISTS (SELECT 1 FROM sync_records m WHERE m.sync_id = ?2 AND m.id = r.id AND (m.dry_run = 0 OR ?4)) " +
             "AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.last_job_id AND j.sequence > ?3 AND j.sync_id IS NOT ?2) ORDER BY r.id",
         ),
         count: this.db.$client.prepare(`SELECT count(*) AS count FROM ${table} WHERE environment_id = ?1`),
@@ -103,11 +105,11 @@ export class SqliteSyncs implements SyncStore {
     return {
       find: (syncId) => answer(() => this.byId.get(syncId, environmentId) ?? undefined),
       jobs: (syncId, beforeJobId) => answer(() => this.jobsOf.all(syncId, beforeJobId).map(toSyncJob)),
-      mark: (syncId, ids) => answer(() => void (ids.length > 0 && this.markIds.run(syncId, JSON.stringify(ids)))),
-      unsent: (resource, sync) =>
+      mark: (syncId, ids, { dryRun = false } = {}) => answer(() => void (ids.length > 0 && this.markIds.run(syncId, JSON.stringify(ids), dryRun ? 1 : 0))),
+      unsent: (resource, sync, { dryRun = false } = {}) =>
         answer(() => {
           const { ids, count } = this.unsentOf(resource);
-          const unsent = (ids.all(environmentId, sync.id, sync.openedAfterSequence) as Array<{ id: string }>).map((row) => row.id);
+          const unsent = (ids.all(environmentId, sync.id, sync.openedAfterSequence, dryRun ? 1 : 0) as Array<{ id: string }>).map((row) => row.id);
           return { ids: unsent, records: (count.get(environmentId) as { count: number }).count };
         }),
       complete: (syncId, jobId, completedAt) =>

@@ -1,0 +1,2 @@
+-- A sync's marks say whether a dry run sent them (DECISIONS 13: a mirror tried whole, nothing applied).
+ALTER TABLE "sync_records" ADD COLUMN "dry_run" boolean DEFAULT false NOT NULL;
