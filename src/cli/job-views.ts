@@ -20,8 +20,15 @@ const tableColumns: Column[] = [
 ];
 
 // What a job does, after its type: shown only when a delete job is listed, so that a list of imports keeps its 80
-// columns. "upsert" and "delete" as the API and --operation say them.
+// columns. The operations as the API and --operation say them.
 const operationColumn: Column = { header: "OP", cell: (job) => job.operation };
+
+/** What each operation does, for people: `jobs show` and `jobs --help`. */
+export const operationMeanings: Record<JobOperation, string> = {
+  [JobOperation.Upsert]: "an import",
+  [JobOperation.Delete]: "a delete job, which deletes the records of the ids it was sent",
+  [JobOperation.SyncCompletion]: "a mirror's completion, which deletes the records its sync's imports did not send",
+};
 
 export const dryRunLegend = "* a dry run: nothing was applied";
 
@@ -41,7 +48,7 @@ export function jobSummary(job: JobDocument): string[] {
   const lines = [
     `job ${job.id}: ${job.importJobStatus}${output?.canceled ? " (canceled on request before it started)" : ""}`,
     row("type", job.importJobType),
-    row("operation", job.operation === JobOperation.Delete ? "delete: deletes the records of the ids it was sent" : "upsert: an import"),
+    row("operation", `${job.operation}: ${operationMeanings[job.operation as JobOperation] ?? "unknown to this importd"}`),
     row("dry run", job.dryRun ? "yes: nothing was applied; the counts say what applying would have done" : "no"),
     row("records", count(job.recordCount)),
   ];
@@ -50,7 +57,9 @@ export function jobSummary(job: JobDocument): string[] {
     const split =
       job.operation === JobOperation.Delete
         ? ` (${count(output.deleted ?? 0)} deleted, ${count(output.notFound ?? 0)} not found)`
-        : output.created === undefined
+        : job.operation === JobOperation.SyncCompletion
+          ? ` (${count(output.deleted ?? 0)} deleted, of ${count(output.total)} the sync did not send)`
+          : output.created === undefined
           ? ""
           : ` (${count(output.created)} created, ${count(output.updated ?? 0)} updated, ${count(output.unchanged ?? 0)} unchanged)`;
     lines.push(row("applied", `${count(output.applied)}${split}`), row("rejected", count(output.rejected)));
@@ -63,7 +72,7 @@ export function jobSummary(job: JobDocument): string[] {
     row("completed at", job.completedAt ? `${job.completedAt}${job.startedAt ? ` (ran ${elapsed(job.startedAt, job.completedAt)})` : ""}` : "not yet"),
   );
   if (output) lines.push(row("message", output.message));
-  if (output && output.rejected > 0) lines.push("", `The rejected ${job.operation === JobOperation.Delete ? "ids" : "records, as sent"}, each with why: importd jobs rejected ${job.id}`);
+  if (output && output.rejected > 0) lines.push("", `The rejected ${job.operation === JobOperation.Upsert ? "records, as sent" : "ids"}, each with why: importd jobs rejected ${job.id}`);
   return lines;
 }
 

@@ -3,7 +3,7 @@ import { createClient, ImportdConnectionError, ImportdProblem, type ImportdClien
 import { isTerminal, jobOperations, jobStatuses } from "../domain/job";
 import { UsageError, type Output } from "./errors";
 import { RejectedColumns } from "../importer/rejected-csv";
-import { jobSummary, jobTable, rejectedJson } from "./job-views";
+import { jobSummary, jobTable, operationMeanings, rejectedJson } from "./job-views";
 import { connectionFlags, connectionUsage, keyRefused, serverConnection } from "./server-connection";
 
 const defaultListLimit = 20;
@@ -21,11 +21,11 @@ export const jobsUsage = (jobTypes: readonly string[]) => `importd jobs: the job
 
 jobs list           the environment's jobs, newest first, as a table: id, type, status, records, applied, rejected,
                     when created (UTC); when a delete job is listed, an OP column after the type says what each job
-                    does (upsert: an import; delete). The newest ${defaultListLimit} unless --limit or --all says otherwise;
+                    does (--operation below). The newest ${defaultListLimit} unless --limit or --all says otherwise;
                     when there are more, stderr says so.
   --status <status>   only jobs in this state: ${jobStatuses.join(", ")}
   --type <type>       only jobs of this type: ${jobTypes.join(", ")}
-  --operation <op>    only jobs that do this: ${jobOperations.join(" (imports), ")} (delete jobs)
+  --operation <op>    only jobs that do this: ${jobOperations.map((operation) => `${operation} (${operationMeanings[operation].replace(/,.*/, "")})`).join(",\n                      ")}
   --dry-run           only dry runs (marked * in the table); --no-dry-run: only real imports
   --limit <n>         the newest <n> jobs, 1 to ${maxListLimit} (default ${defaultListLimit})
   --all               every job, page after page (instead of --limit)

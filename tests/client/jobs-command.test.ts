@@ -144,7 +144,7 @@ describe("importd jobs show", () => {
     const deletion = await (await fetch(`${environment.base}/v2/deletions/assets`, { method: "POST", headers: { "api-key": environment.key, "content-type": "application/json" }, body: JSON.stringify([asset(1).id, "NEVER"]) })).json();
     const done = await importd(["jobs", "show", String(deletion.id), "--wait", "--base-url", environment.base], { IMPORTD_API_KEY: environment.key });
     expect(done.code).toBe(0);
-    expect(done.stdout).toContain("  operation    delete: deletes the records of the ids it was sent\n");
+    expect(done.stdout).toContain("  operation    delete: a delete job, which deletes the records of the ids it was sent\n");
     expect(done.stdout).toContain("  applied      2 (1 deleted, 1 not found)\n");
     expect(done.stdout).not.toMatch(/created,|updated|unchanged/);
 
@@ -165,7 +165,7 @@ describe("importd jobs show", () => {
 
     const wrong = await jobs(environment, "list", "--operation", "erase");
     expect(wrong.code).toBe(2);
-    expect(wrong.stderr).toContain("--operation: 'Operation' must be one of: upsert, delete.");
+    expect(wrong.stderr).toContain("--operation: 'Operation' must be one of: upsert, delete, syncCompletion.");
   }, 60_000);
 
   test("a finished job is shown at once; --json is its document; its rejected records are pointed to", async () => {
@@ -292,7 +292,9 @@ describe("help", () => {
     }
     expect(help.stdout).toContain(`--status <status>   only jobs in this state: ${jobStatuses.join(", ")}`);
     expect(help.stdout).toContain(`--type <type>       only jobs of this type: ${jobTypes.join(", ")}`);
-    expect(help.stdout).toContain("--operation <op>    only jobs that do this: upsert (imports), delete (delete jobs)");
+    expect(help.stdout).toContain(
+      "--operation <op>    only jobs that do this: upsert (an import),\n                      delete (a delete job),\n                      syncCompletion (a mirror's completion)",
+    );
     expect(listHelp.stdout).toBe(help.stdout);
     expect(showHelp.stdout).toBe(help.stdout);
   }, 60_000);
