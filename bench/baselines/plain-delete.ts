@@ -1,13 +1,14 @@
-// Baseline for rows d1 and d2: a plain script deleting records by id in one transaction, with nothing else (no job, no
+// Baseline for rows d1 and d2: a plain script deleting records in one transaction, with nothing else (no job, no
 // tombstones, no reference check): what the delete rows are measured against.
-// Usage: bun plain-delete.ts <assets.json> <ids.json> <dir>   Imports the assets untimed, then times reading the ids
-// and deleting them. Prints one JSON line.
+// Usage: bun plain-delete.ts <assets.json> <ids.json> <dir> [mirror]   Imports the assets untimed, then times reading
+// the ids and deleting them; with `mirror`, the ids are those a source still has, and the script deletes every other
+// asset (the mirror's deletes, the plain way: one statement against the ids). Prints one JSON line.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { referenceData } from "../lib/data";
 import { openPlainDatabase, plainImport, seedPlainReferences } from "../lib/plain";
 
-const [assetsFile, idsFile, dir] = process.argv.slice(2);
+const [assetsFile, idsFile, dir, kind] = process.argv.slice(2);
 const db = openPlainDatabase(join(dir!, "plain.sqlite"));
 seedPlainReferences(db, referenceData);
 plainImport(db, new Uint8Array(readFileSync(assetsFile!)));
@@ -15,11 +16,16 @@ plainImport(db, new Uint8Array(readFileSync(assetsFile!)));
 const start = performance.now();
 const ids = JSON.parse(readFileSync(idsFile!, "utf8")) as unknown[];
 if (!ids.every((id) => typeof id === "string" && id.length > 0 && id.length <= 64)) throw new Error("the ids file holds something other than ids");
-const remove = db.prepare("DELETE FROM assets WHERE environment_id = 1 AND id = ?");
 let deleted = 0;
-db.transaction(() => {
-  for (const id of ids as string[]) deleted += remove.run(id).changes;
-})();
+if (kind === "mirror") {
+  const others = db.prepare("DELETE FROM assets WHERE environment_id = 1 AND id NOT IN (SELECT value FROM json_each(?))");
+  db.transaction(() => void (deleted = others.run(JSON.stringify(ids)).changes))();
+} else {
+  const remove = db.prepare("DELETE FROM assets WHERE environment_id = 1 AND id = ?");
+  db.transaction(() => {
+    for (const id of ids as string[]) deleted += remove.run(id).changes;
+  })();
+}
 const ms = performance.now() - start;
 db.close();
 console.log(JSON.stringify({ ms, deleted }));
