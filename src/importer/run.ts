@@ -211,7 +211,8 @@ export async function runImport(run: ImportRun): Promise<number> {
     run.out(
       `The mirror is not completed, so nothing is deleted: ${plural(notSent, "record")} of the file ${notSent === 1 ? "was" : "were"} refused before any job took ${notSent === 1 ? "it" : "them"} ` +
         `(${rejectedFile && rejectedFile.rejected > 0 ? `in ${rejectedFile.path}` : "above"}), so importd does not know ${notSent === 1 ? "it is" : "they are"} in the file and completing sync ${sync.id} would delete ${notSent === 1 ? "it" : "them"}. ` +
-        "Fix them in the file and run the same command again: a new sync is opened and the whole file sent in it (this one expires unused).",
+        `Fix ${notSent === 1 ? "it" : "them"} in ${run.file} itself (a mirror of the rejected file alone would delete every other record) and run the same command again: ` +
+        "a new sync is opened and the whole file sent in it (this one expires unused).",
     );
     return 1;
   }
