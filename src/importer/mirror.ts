@@ -96,6 +96,24 @@ export async function completeMirror(
 }
 
 /**
+ * The records of the resource importd has (`total`) and the ids of those the file does not have (`missing`, in
+ * importd's order): what a mirror's completion would delete at most. Paged through GET /v2/<resource>.
+ */
+export async function reckonMirror(client: ImportdClient, resource: ResourceDefinition, fileIds: ReadonlySet<string>, onPage?: (seen: number) => void): Promise<{ missing: string[]; total: number }> {
+  const missing: string[] = [];
+  let total = 0;
+  let after: string | undefined;
+  do {
+    const page = await client.listRecords(resource.path as Resource, { limit: 1000, after });
+    total += page.items.length;
+    for (const record of page.items) if (!fileIds.has(record.id as string)) missing.push(record.id as string);
+    after = page.nextCursor ?? undefined;
+    onPage?.(total);
+  } while (after !== undefined);
+  return { missing, total };
+}
+
+/**
  * A mirror's dry run: what a completion would delete, reckoned here. A dry-run import marks nothing as sent in a
  * sync (it applies nothing), so the server has nothing to count from; the ids the file has are compared with the
  * records importd has of the resource instead. It cannot see what the server would keep besides (a record another
@@ -109,16 +127,7 @@ export async function dryRunMirror(
   out: (line: string) => void,
   progress: (text: string) => void,
 ): Promise<number> {
-  const missing: string[] = [];
-  let total = 0;
-  let after: string | undefined;
-  do {
-    const page = await client.listRecords(resource.path as Resource, { limit: 1000, after });
-    total += page.items.length;
-    for (const record of page.items) if (!fileIds.has(record.id as string)) missing.push(record.id as string);
-    after = page.nextCursor ?? undefined;
-    progress(`mirror, dry run: ${count(total)} ${resource.noun} records of importd compared with the file…`);
-  } while (after !== undefined);
+  const { missing, total } = await reckonMirror(client, resource, fileIds, (seen) => progress(`mirror, dry run: ${count(seen)} ${resource.noun} records of importd compared with the file…`));
 
   const share = total === 0 ? 0 : (missing.length * 100) / total;
   const shown = `${count(missing.length)} of ${count(total)} ${resource.noun} records${total === 0 ? "" : ` (${Math.ceil(share * 10) / 10}%)`}`;
