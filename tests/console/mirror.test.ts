@@ -6,6 +6,8 @@ import { createClient } from "../../src/client";
 import { testTls } from "../helpers/backend";
 import { requireChromium } from "../helpers/browser";
 import { consoleBrowser, screenshot, signIn } from "../helpers/console";
+import { heldRequests, type HeldRequests } from "../helpers/held-requests";
+import { until } from "../helpers/until";
 import { asset, seedReferenceData } from "../helpers/records";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server";
 
@@ -21,13 +23,17 @@ if (requireChromium("the console's mirror in headless Chromium")) {
   let server: TestServer;
   let browser: Browser;
   let context: BrowserContext;
+  let proxy: HeldRequests;
 
   beforeAll(async () => {
-    server = await startTestServer();
+    // At most 1 MB a request, as a proxy's limit would: the reloaded mirror's file is several requests.
+    server = await startTestServer({ maxBodyBytes: 1_000_000 });
+    proxy = heldRequests(server.url);
     await seedReferenceData(server.base, server.key);
     ({ browser, context } = await consoleBrowser());
   }, 60_000);
   afterAll(async () => {
+    proxy?.close();
     await browser?.close();
     await server?.close();
     rmSync(dir, { recursive: true, force: true });
@@ -73,4 +79,58 @@ if (requireChromium("the console's mirror in headless Chromium")) {
     await screenshot(page, "import-mirror-done");
     await page.close();
   }, 120_000);
+
+  test("a mirror reloaded in the middle of applying resumes in the same sync: the jobs before and after the reload are in it", async () => {
+    // About 3 MB of JSON: sent in requests under 1 MB, once the first, too big, was refused.
+    const rows = 10_000;
+    const file = join(dir, "mirror-resumed.csv");
+    // Assets the file does not have (and, after the first test, its 15).
+    await client().waitForJob((await client().importRecords("assets", Array.from({ length: 10 }, (_, i) => asset(90_000 + i)) as never)).id);
+    const long = (i: number) => `${asset(i).id},north,"Water main ${i}, between the mill and the station and a little further on",ACT,water,pipe,LineString`;
+    writeFileSync(file, [header, ...Array.from({ length: rows }, (_, i) => long(10_000 + i))].join("\n") + "\n");
+    const page = await context.newPage();
+    await signIn(page, proxy.url, server.key);
+    await page.getByRole("link", { name: "Import" }).click();
+    await page.getByLabel("Resource").selectOption("assets");
+    await page.getByLabel("Mirror: delete the records of assets that the file does not have").check();
+    await page.getByLabel("File", { exact: true }).setInputFiles(file);
+    await page.getByRole("button", { name: "Check with a dry run" }).click();
+    const apply = page.getByRole("button", { name: /^Apply: import the file and delete at most \d+ records?$/ });
+    await apply.waitFor({ timeout: 60_000 });
+    const wouldDelete = (await server.query<{ n: number }>("SELECT count(*) AS n FROM assets"))[0]!.n;
+    expect(await apply.textContent()).toBe(`Apply: import the file and delete at most ${wouldDelete} record${wouldDelete === 1 ? "" : "s"}`);
+
+    // The import's requests that the server takes (the first, too big, is refused: 413): the second is held.
+    proxy.holdAfter(1, (request) => request.method === "POST" && new URL(request.url).pathname.endsWith("/v2/assets") && Number(request.headers.get("content-length")) <= 1_000_000);
+    await apply.click();
+    type Saved = { mirror: boolean; run: { sync?: number; maxDelete?: number; entries: Array<{ jobId: number | null }> } };
+    const saved = () => page.evaluate(() => JSON.parse(sessionStorage.getItem("importd.import") ?? "null") as Saved | null);
+    await until(saved, { holds: (kept) => (kept?.run.entries.length ?? 0) > 0, deadlineMs: 30_000, what: "a request of the mirror queued" });
+    await until(async () => proxy.held(), { holds: (n) => n === 1, deadlineMs: 30_000, what: "the next request held" });
+    await page.reload();
+    proxy.release();
+    const before = (await saved())!;
+    const syncId = before.run.sync!;
+    expect(syncId).toBeGreaterThan(0);
+    expect(before).toMatchObject({ mirror: true, run: { maxDelete: wouldDelete } });
+
+    const note = page.getByRole("status", { name: "Interrupted import" });
+    expect(await note.textContent()).toContain("The mirror of mirror-resumed.csv (");
+    await page.getByLabel("Resource").selectOption("assets");
+    await page.getByLabel("File", { exact: true }).setInputFiles(file);
+    // Not a resume until the box is ticked again: a mirror's end deletes records.
+    expect(await page.getByRole("button", { name: "Resume the import" }).count()).toBe(0);
+    await page.getByLabel("Mirror: delete the records of assets that the file does not have").check();
+    await page.getByRole("button", { name: "Resume the import" }).click();
+    const outcome = page.getByRole("region", { name: "Mirror outcome" });
+    await outcome.waitFor({ timeout: 120_000 });
+    expect(await outcome.textContent()).toMatch(new RegExp(`^Mirror \\(sync ${syncId}, job \\d+ Succeeded\\): Deleted ${wouldDelete} of ${wouldDelete} asset records`));
+    const jobs = (await page.getByRole("region", { name: "Import result" }).getByRole("link", { name: /^Job \d+$/ }).allTextContents()).map((text) => Number(text.slice(4)));
+    expect(jobs.length).toBeGreaterThan(1);
+    const sync = await client().getSync(syncId);
+    expect(sync).toMatchObject({ state: "completed", recordsSent: rows });
+    expect(sync.jobs.filter((job) => job.operation === "upsert").map((job) => job.id)).toEqual(jobs);
+    expect(await storedIds()).toHaveLength(rows);
+    await page.close();
+  }, 180_000);
 }

@@ -60,9 +60,12 @@ export function recordsDone(counts: Counts | undefined): { done: number; percent
 
 const newRun = (): RunLedger => ({ runId: newRunId(), chunkBytes: defaultChunkBytes, entries: [] });
 
-/** The interrupted import that importing `file` into `resource` would resume: the same file into the same resource. */
-export function resumes(file: File | undefined, resource: string | undefined, interrupted: SavedImport | undefined): SavedImport | undefined {
-  return file && interrupted && isSameFile(interrupted, file) && interrupted.resource === resource ? interrupted : undefined;
+/**
+ * The interrupted import that importing `file` into `resource` would resume: the same file into the same resource, a
+ * mirror only as a mirror (a mirror's end deletes records: it is not resumed unless asked for again).
+ */
+export function resumes(file: File | undefined, resource: string | undefined, interrupted: SavedImport | undefined, mirror = false): SavedImport | undefined {
+  return file && interrupted && isSameFile(interrupted, file) && interrupted.resource === resource && Boolean(interrupted.mirror) === mirror ? interrupted : undefined;
 }
 
 /** A new choice of file or settings: whatever was shown of the last one goes. */
@@ -79,7 +82,7 @@ export function beginImport(session: Session, choice: ImportChoice, dryRun: bool
   if (state.stage.name === "running") return;
   update({ choice });
   const { file } = choice;
-  const resuming = dryRun ? undefined : resumes(file, choice.resource, state.interrupted);
+  const resuming = dryRun ? undefined : resumes(file, choice.resource, state.interrupted, choice.mirror);
   // Applying keeps its run in session storage from the start: a reload even before the first answer resumes it.
   let saved: SavedImport | undefined = dryRun
     ? undefined

@@ -43,7 +43,7 @@ export function ImportView({ session }: { session: Session }) {
   }, [file, resource, format, delimiter, ignoreUnknownColumns, mirror]);
 
   const running = stage.name === "running";
-  const resuming = resumes(file, resource, interrupted);
+  const resuming = resumes(file, resource, interrupted, mirror);
   return (
     <section aria-labelledby="import-title">
       <h1 id="import-title">Import a file</h1>
@@ -133,7 +133,7 @@ function InterruptedNote({ saved, matches, onForget }: { saved: SavedImport; mat
   return (
     <div class="note" role="status" aria-label="Interrupted import">
       <p>
-        The import of <strong>{saved.file.name}</strong> ({megabytes(saved.file.size)}{saved.records > 0 ? `, ${plural(saved.records, "record")}` : ""}) into{" "}
+        The {saved.mirror ? "mirror" : "import"} of <strong>{saved.file.name}</strong> ({megabytes(saved.file.size)}{saved.records > 0 ? `, ${plural(saved.records, "record")}` : ""}) into{" "}
         {saved.resource}, started {new Date(saved.startedAt).toLocaleTimeString("en-GB")}, was interrupted.{" "}
         {jobs.length === 0 ? (
           "None of its requests had been queued as a job."
@@ -150,7 +150,7 @@ function InterruptedNote({ saved, matches, onForget }: { saved: SavedImport; mat
       <p>
         {matches
           ? "This is its file: resume, and what was queued is not sent again."
-          : `To send the rest, choose ${saved.file.name} again (the same file, unchanged) with ${saved.resource}; what was queued is not sent again. Importing another file instead forgets it.`}{" "}
+          : `To send the rest, choose ${saved.file.name} again (the same file, unchanged) with ${saved.resource}${saved.mirror ? " and Mirror ticked" : ""}; what was queued is not sent again. Importing another file instead forgets it.`}{" "}
         <button type="button" class="quiet" onClick={onForget}>Forget it</button>
       </p>
     </div>
