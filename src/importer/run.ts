@@ -1,5 +1,5 @@
 import { createReadStream, statSync } from "node:fs";
-import { createClient, ImportdCertificateError, ImportdConnectionError, isTransient, type JobDocument } from "../client";
+import { createClient, ImportdCertificateError, ImportdConnectionError, ImportdProblem, isTransient, type JobDocument } from "../client";
 import { JobOperation } from "../domain/job";
 import type { ResourceDefinition } from "../resources/definition";
 import { ChunkedImport, type Rejection } from "./chunked-import";
@@ -162,6 +162,10 @@ export async function runImport(run: ImportRun): Promise<number> {
     if (!isTransient(error) || run.validateOnly) {
       // Nothing to resume: what stopped this run (the file, a refused key) stops the same command again.
       journal?.finish();
+      // A mirror's sync that ended while the file was sent (it expired): the server's words name its API, the command is simpler.
+      if (sync && error instanceof ImportdProblem && error.status === 409) {
+        throw new SourceError(`the mirror's sync ${sync.id} ended while the file was being sent (${error.detail ?? error.message}). Nothing was deleted. Run the same command again: it opens a new sync and sends the whole file in it.`);
+      }
       throw error;
     }
     // importd answered 5xx or 429 after the retries: the progress file is kept for the same command to resume.

@@ -186,6 +186,19 @@ describe("importd import --mirror", () => {
     expect(existsSync(`${file}.importd-progress`)).toBe(false);
   }, 120_000);
 
+  test("a sync that expires while the file is sent: nothing deleted, and the same command is what to run again", async () => {
+    // Syncs that expire as soon as they open: the mirror's first request finds its sync ended (409).
+    server = await startTestServer({ testHooks: { syncLifetimeMs: 1 } });
+    await seedReferenceData(server.base, server.key);
+    await seedTwenty();
+    const file = csv("expiring.csv", range(0, 19));
+    const ended = await run(file, ["--mirror"]);
+    expect(ended.code).toBe(2);
+    expect(ended.stderr).toMatch(/importd: the mirror's sync \d+ ended while the file was being sent \(.*expired.*\)\. Nothing was deleted\. Run the same command again: it opens a new sync and sends the whole file in it\./);
+    expect(await storedIds()).toHaveLength(20);
+    expect(existsSync(`${file}.importd-progress`)).toBe(false);
+  }, 120_000);
+
   test("usage: the limits go with --mirror, one at a time, in range; --mirror does not go with --validate-only", async () => {
     const file = csv("usage.csv", [1]);
     const base = ["import", file, "--resource", "assets", "--base-url", "http://127.0.0.1:9/default"];
