@@ -22,7 +22,8 @@
 //     rules and the OpenAPI properties (tests/openapi/properties) over HTTPS, where the wire's own tests run;
 //   - what the client does with a file before it sends it (tests/client/import-files, rejected-csv-injection, the
 //     large-file imports tests/client/import-large and tests/console/import-large): reading, chunking, memory,
-//     the rejected file; sending it is tests/client/import-command over HTTPS and tests/client/import-server-lost on
+//     the rejected file; sending it is tests/client/import-command (and import-mirror, its mirror: a sync's client
+//     side, whose server side tests/http/mirror checks on PostgreSQL) over HTTPS and tests/client/import-server-lost on
 //     both; the PostgreSQL backend's bulk path has its own tests (tests/store/postgres-copy, tests/postgres/*);
 //   - the browser (tests/console/*) on PostgreSQL: a thin reader of the API, whose answers the http and jobs files
 //     check there; over HTTPS the console's sign-in, live jobs and cancel run (tests/console/console);
@@ -64,7 +65,7 @@ const onPostgres = [
 const overTls = [
   ...files("http", ["edge", "half-close", "imports", "limits", "security-headers", "trusted-proxies", "uploads"]),
   ...files("jobs", ["long-poll"]),
-  ...files("client", ["client", "import-command", "delete-command", "import-server-lost"]),
+  ...files("client", ["client", "import-command", "import-mirror", "delete-command", "import-server-lost"]),
   ...files("webhooks", ["cli"]),
   ...files("console", ["console"]),
 ];

@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { ImportdConnectionError, ImportdProblem } from "../client";
 import { parseDelimiter } from "../importer/csv-dialect";
 import { defaultChunkBytes } from "../importer/chunked-import";
+import type { MirrorLimits } from "../importer/mirror";
 import { runImport, type ImportRun } from "../importer/run";
 import { formats, SourceError, type Format } from "../importer/source";
 import { resourceByPath, resources } from "../resources/registry";
@@ -9,6 +10,7 @@ import { UsageError, type Output } from "./errors";
 import { connectionFlags, connectionUsage, keyRefused, serverConnection } from "./server-connection";
 
 export const importUsage = `importd import <file> --resource <resource> --base-url <url> [--api-key <key>] [--ca-file <file>] [--validate-only | --dry-run] [--restart]
+              [--mirror [--max-delete-percent <n> | --max-delete <n>]]
 
   Imports a JSON array (.json), NDJSON (.ndjson, .jsonl) or CSV file with a header row (.csv, .tsv; dotted
   headers such as geolocation.locationStart are nested fields, empty cells are absent), streaming it in
@@ -38,10 +40,25 @@ ${connectionUsage}
   --dry-run               send the file as dry runs: importd checks it against the environment's data (references
                           included) and says what importing would create, update or leave unchanged, and writes
                           the records it would reject to <file>.rejected.<ext>; nothing is applied
+  --mirror                mirror the file: also delete the records of the resource that the file does not have.
+                          The file is sent in a sync (POST /v2/syncs), which is then completed: a job, in order after
+                          the file's, that deletes every record of the resource no job of the sync sent and no other job
+                          wrote since it opened (one that other records refer to stays, rejected). It prints what it
+                          deleted. Guarded: if it would delete more than 10% of the resource's records, it deletes
+                          nothing, says how many would go, and exits 1; the sync stays open, and the same command with a
+                          higher limit completes it without sending the file again. A record refused before any job took
+                          it (unreadable, or invalid) stops the mirror before it deletes anything: importd would not know
+                          the file has it. Interrupted, the same command resumes in the same sync (open for 24 hours).
+                          With --dry-run: nothing is applied, no sync is opened; the file's ids are compared with
+                          importd's records to say "would delete N of M records", and whether the limit would stop it
+  --max-delete-percent <n>
+                          with --mirror: the share of the resource's records it may delete, 0 to 100 (default 10)
+  --max-delete <n>        with --mirror: how many records it may delete (instead of a share)
   --restart               do not resume an interrupted import of this file: send everything again
   --chunk-bytes <n>       largest request body in bytes (default ${defaultChunkBytes})
 
-  Exit code: 0 every record applied (or valid), 1 some rejected, 2 a usage, file or connection problem,
+  Exit code: 0 every record applied (or valid), 1 some rejected (or a mirror that did not delete: stopped by its
+  limit, or some of its records still referred to), 2 a usage, file or connection problem,
   130 interrupted (Ctrl-C).`;
 
 /** `importd import`: its own flags, and exit codes 0 (all applied), 1 (some rejected) or 2. */
@@ -57,6 +74,9 @@ export async function importCommand(argv: string[], env: Record<string, string |
       "validate-only": { type: "boolean" },
       "dry-run": { type: "boolean" },
       restart: { type: "boolean" },
+      mirror: { type: "boolean" },
+      "max-delete-percent": { type: "string" },
+      "max-delete": { type: "string" },
       "chunk-bytes": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
@@ -77,6 +97,9 @@ export async function importCommand(argv: string[], env: Record<string, string |
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
+  const mirror = values.mirror ? mirrorLimitsOf(values["max-delete-percent"], values["max-delete"]) : undefined;
+  if (!mirror && (values["max-delete-percent"] !== undefined || values["max-delete"] !== undefined)) throw new UsageError("--max-delete-percent and --max-delete go with --mirror: they limit what the mirror deletes");
+  if (mirror && validateOnly) throw new UsageError("--mirror and --validate-only do not go together: --validate-only sends nothing, a mirror needs importd's records (use --mirror --dry-run to see what it would delete)");
   // --validate-only checks the file here: it needs no server.
   const connection = validateOnly ? { baseUrl: "", apiKey: "" } : serverConnection(values, env);
   const chunkBytes = chunkBytesOf(values["chunk-bytes"]);
@@ -93,11 +116,27 @@ export async function importCommand(argv: string[], env: Record<string, string |
       dryRun: values["dry-run"] ?? false,
       restart: values.restart ?? false,
       chunkBytes,
+      mirror,
     },
     "import",
     io,
     interactive,
   );
+}
+
+/** --max-delete-percent (0 to 100) or --max-delete (a count), not both; neither: importd's default share. */
+function mirrorLimitsOf(percent: string | undefined, count: string | undefined): MirrorLimits {
+  if (percent !== undefined && count !== undefined) throw new UsageError("give --max-delete-percent or --max-delete, not both: one limit says how much the mirror may delete");
+  const whole = /^(0|[1-9][0-9]{0,8})$/;
+  if (percent !== undefined) {
+    if (!whole.test(percent) || Number(percent) > 100) throw new UsageError(`--max-delete-percent must be a whole number from 0 to 100, not '${percent}'`);
+    return { maxDeletePercent: Number(percent) };
+  }
+  if (count !== undefined) {
+    if (!whole.test(count)) throw new UsageError(`--max-delete must be a whole number from 0, not '${count}'`);
+    return { maxDelete: Number(count) };
+  }
+  return {};
 }
 
 /** --chunk-bytes, checked. */

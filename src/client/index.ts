@@ -1,6 +1,6 @@
 import type { Static } from "@sinclair/typebox";
 import type { JobDocument } from "../jobs/document";
-import type { createdWebhookSchema, deliverySchema, pingResultSchema, tombstonePageSchema, webhookSchema } from "../http/schemas";
+import type { createdWebhookSchema, deliverySchema, pingResultSchema, syncSchema, tombstonePageSchema, webhookSchema } from "../http/schemas";
 import type { assetRecord } from "../resources/assets";
 import type { referenceRecord } from "../resources/reference-data";
 import { certificateProblem, isCertificateError } from "./tls";
@@ -30,6 +30,13 @@ export type WebhookPing = Static<typeof pingResultSchema>;
 /** A page of deleted records, in the order they were deleted; keep `resumeCursor` to ask later for the deletions since. */
 export type DeletionPage = Static<typeof tombstonePageSchema>;
 export type Tombstone = DeletionPage["items"][number];
+/** A sync (a mirror of a resource in the making, DECISIONS 13): its state, its jobs, its last completion. */
+export type Sync = Static<typeof syncSchema>;
+/**
+ * A sync's completion: a dry run (deletes nothing, leaves the sync open), and how much it may delete, as a share of
+ * the resource's records (0 to 100, importd's default 10) or a count; not both.
+ */
+export type CompleteSyncOptions = RequestOptions & { dryRun?: boolean; maxDeletePercent?: number; maxDelete?: number };
 
 /** An answer of importd that is an error: its Problem Details, `errors` included (`[index].field` → messages). */
 export class ImportdProblem extends Error {
@@ -103,7 +110,8 @@ export type ClientOptions = {
 };
 
 type RequestOptions = { signal?: AbortSignal };
-export type ImportOptions = RequestOptions & { idempotencyKey?: string; dryRun?: boolean };
+/** `sync`: the id of an open sync of the resource, which the import joins (?sync=); not for a deletion. */
+export type ImportOptions = RequestOptions & { idempotencyKey?: string; dryRun?: boolean; sync?: number };
 /** A queued job, and whether importd answered it from an earlier request with the same Idempotency-Key. */
 export type Queued = { job: JobDocument; replayed: boolean };
 export type WaitOptions = RequestOptions & { onProgress?: (job: JobDocument) => void; timeoutMs?: number };
@@ -176,7 +184,7 @@ export function createClient(options: ClientOptions) {
 
   /** POSTs a batch (records, or ids) with its Idempotency-Key; answers the 202's job. */
   async function queue(path: string, body: string | Uint8Array, options: ImportOptions): Promise<Queued> {
-    const response = await send(`${path}${options.dryRun ? "?dryRun=true" : ""}`, {
+    const response = await send(`${path}${query({ sync: options.sync, dryRun: options.dryRun || undefined })}`, {
       method: "POST",
       body: body as BodyInit,
       headers: { "content-type": "application/json", "idempotency-key": options.idempotencyKey ?? crypto.randomUUID() },
@@ -207,6 +215,23 @@ export function createClient(options: ClientOptions) {
     /** As deleteRecords, and says whether the job was queued by an earlier request with the same key. */
     async queueDeletion(resource: Resource, ids: readonly string[] | string | Uint8Array, options: ImportOptions = {}): Promise<Queued> {
       return queue(`/v2/deletions/${resource}`, typeof ids === "string" || ids instanceof Uint8Array ? ids : JSON.stringify(ids), options);
+    },
+
+    /** Opens a sync of the resource (a mirror): imports join it with the `sync` option, then completeSync ends it. */
+    openSync: async (resource: Resource, options: RequestOptions = {}) =>
+      (await (await send(`/v2/syncs`, { method: "POST", body: JSON.stringify({ resource }), headers: { "content-type": "application/json" }, signal: options.signal })).json()) as Sync,
+
+    getSync: (id: number, options?: RequestOptions) => getJson<Sync>(`/v2/syncs/${id}`, options),
+
+    /**
+     * Queues the sync's completion, in order after its imports; answers its job (operation "syncCompletion"), whose
+     * output, once it has finished, says how many records it considered (`total`), deleted and rejected (still
+     * referred to). A guard (too many to delete, a job of the sync that failed as a whole, the sync expired) fails it
+     * with nothing deleted and a message saying how to allow it. A dry run deletes nothing and leaves the sync open.
+     */
+    completeSync: async (id: number, options: CompleteSyncOptions = {}) => {
+      const params = query({ dryRun: options.dryRun || undefined, maxDeletePercent: options.maxDeletePercent, maxDelete: options.maxDelete });
+      return (await (await send(`/v2/syncs/${id}/complete${params}`, { method: "POST", signal: options.signal })).json()) as JobDocument;
     },
 
     /** A page of the resource's deleted records, in the order they were deleted (`after`: a nextCursor or resumeCursor). */

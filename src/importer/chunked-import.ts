@@ -38,6 +38,11 @@ export type ImportTotals = {
   /** Unreadable records, rejected without sending; part of `rejected`. */
   rejectedBeforeSending: number;
   /**
+   * Records the request refused (a 400 naming them), sent again without them: no job took them, so a sync does not
+   * know them as sent (a mirror's completion would delete them). Part of `rejected`.
+   */
+  refusedByRequest: number;
+  /**
    * Records put in a later request than an earlier record with the same id, which would have been in the same one.
    * An id repeated far apart needs nothing done (its records are in different requests anyway) and is not counted.
    */
@@ -70,6 +75,10 @@ export type ChunkedImportOptions = {
   mode: "import" | "dry-run" | "validate";
   /** Largest request body. */
   chunkBytes: number;
+  /** The open sync (a mirror) the import's jobs join (?sync=). */
+  sync?: number;
+  /** Each record's id as it is read (a mirror's dry run counts what the file does not have). */
+  onId?: (id: string) => void;
   ledger: Ledger;
   /** How many jobs are waited for at once; each holds its chunk's records. */
   jobsInFlight: number;
@@ -97,7 +106,7 @@ const position = (source: SourceRecord) => source.line ?? source.index ?? 0;
 const idOf = (record: Record<string, unknown> | undefined) => (typeof record?.id === "string" ? record.id.toWellFormed() : undefined);
 
 export class ChunkedImport {
-  readonly totals: ImportTotals = { read: 0, sent: 0, applied: 0, created: 0, updated: 0, unchanged: 0, deleted: 0, notFound: 0, rejected: 0, rejectedBeforeSending: 0, repeated: 0, jobsFromEarlier: 0, replayed: 0 };
+  readonly totals: ImportTotals = { read: 0, sent: 0, applied: 0, created: 0, updated: 0, unchanged: 0, deleted: 0, notFound: 0, rejected: 0, rejectedBeforeSending: 0, refusedByRequest: 0, repeated: 0, jobsFromEarlier: 0, replayed: 0 };
   /** The jobs this import queued (or found queued by its interrupted run), in order, and each one's last state. */
   readonly jobs: JobDocument[] = [];
   private readonly pending: Array<Promise<Rejection[]>> = [];
@@ -137,6 +146,7 @@ export class ChunkedImport {
       // A delete's request is an array of ids: each record stands for its id alone.
       const text = JSON.stringify(deleting ? source.record.id : source.record);
       const id = idOf(source.record);
+      if (id !== undefined) options.onId?.(id);
       // Once sent, a record is kept only as its text (and a CSV row as its cells, for the rejected file):
       // several chunks wait for their jobs at once, and the parsed objects would triple what they hold.
       if (!validating) delete source.record;
@@ -197,7 +207,7 @@ export class ChunkedImport {
       for (let sending = kept(); sending.length > 0; sending = kept()) {
         const body = `[${sending.map((at) => chunk.texts[at]).join(",")}]`;
         try {
-          const sendOptions = { idempotencyKey: this.idempotencyKey(chunk.number, body), dryRun: options.mode === "dry-run" };
+          const sendOptions = { idempotencyKey: this.idempotencyKey(chunk.number, body), dryRun: options.mode === "dry-run", sync: options.sync };
           const resource = options.resource.path as never;
           const queued = options.operation === JobOperation.Delete ? await client.queueDeletion(resource, body, sendOptions) : await client.queueImport(resource, body, sendOptions);
           job = queued.job;
@@ -218,6 +228,7 @@ export class ChunkedImport {
     const rejections = [...chunk.local];
     for (const [at, message] of dropped) rejections.push({ source: chunk.sources[at]!, reason: message, text: chunk.texts[at] });
     totals.rejected += dropped.size;
+    totals.refusedByRequest += dropped.size;
     if (!job) return { settling: Promise.resolve(rejections) };
     const place = this.jobs.push(job) - 1;
     const inJob = kept();

@@ -11,9 +11,10 @@ import { appendFileSync, existsSync, readFileSync, rmSync, statSync, writeFileSy
  * job too (within the server's 24 hours).
  */
 
-/** What must not change for a journal to be resumed. */
-export type RunIdentity = { resource: string; baseUrl: string; fileBytes: number; fileModifiedMs: number; operation?: "delete" };
-type Header = RunIdentity & { runId: string; startedAt: string; chunkBytes: number };
+/** What must not change for a journal to be resumed. `mirror`: the import is a mirror (`--mirror`), its jobs in a sync. */
+export type RunIdentity = { resource: string; baseUrl: string; fileBytes: number; fileModifiedMs: number; operation?: "delete"; mirror?: true };
+/** `sync`: a mirror's sync, once opened, so that the resumed run joins it instead of opening another. */
+type Header = RunIdentity & { runId: string; startedAt: string; chunkBytes: number; sync?: number };
 
 export const journalPath = (input: string) => `${input}.importd-progress`;
 
@@ -34,7 +35,23 @@ export class Journal {
     readonly startedAt: string,
     readonly chunkBytes: number,
     private readonly entries: Map<number, ChunkEntry>,
+    private header: Header,
   ) {}
+
+  /** The sync of a mirror, once opened (by this run, or by the interrupted run it resumes). */
+  get sync(): number | undefined {
+    return this.header.sync;
+  }
+
+  /**
+   * Notes the mirror's sync in the header, before any chunk is sent (so the header is the file's only line): the
+   * resumed run of an interrupted mirror joins it, and so keeps what the interrupted run sent in it.
+   */
+  setSync(sync: number): void {
+    this.header = { ...this.header, sync };
+    if (!this.writable) return;
+    writeFileSync(this.path, `${JSON.stringify(this.header)}\n`);
+  }
 
   /** Resumes the journal of `input` if it belongs to the same run (resource, base URL, unchanged file), else starts a new one. */
   static open(input: string, identity: RunIdentity, chunkBytes: number, restart: boolean): Opened {
@@ -48,19 +65,20 @@ export class Journal {
       const mismatch =
         // A journal without an operation is an import's (journals from before deletes have none).
         header.operation !== identity.operation ? `this is ${what === "delete" ? "a delete" : "an import"}` :
+        Boolean(header.mirror) !== Boolean(identity.mirror) ? (identity.mirror ? "it was not a mirror (--mirror)" : "it was a mirror (--mirror)") :
         header.resource !== identity.resource ? `it was for --resource ${header.resource}` :
         header.baseUrl !== identity.baseUrl ? `it was for ${header.baseUrl}` :
         header.fileBytes !== identity.fileBytes || header.fileModifiedMs !== identity.fileModifiedMs ? "the file has changed since" : undefined;
       if (restart) note = `--restart: the ${what} of this file interrupted on ${header.startedAt} is not resumed; sending everything again.`;
       else if (mismatch) note = `An interrupted ${header.operation === "delete" ? "delete" : "import"} of this file (started ${header.startedAt}) is not resumed, because ${mismatch}: starting a new ${what}.`;
       else {
-        const journal = new Journal(path, header.runId, header.startedAt, header.chunkBytes, entries);
+        const journal = new Journal(path, header.runId, header.startedAt, header.chunkBytes, entries, header);
         if (chunkBytes !== header.chunkBytes) note = `Resuming with the interrupted run's --chunk-bytes ${header.chunkBytes}, so that its chunks are the same.`;
         return { journal, resumed: { startedAt: header.startedAt, chunks: entries.size }, note };
       }
     }
     const header: Header = { ...identity, runId: newRunId(), startedAt: new Date().toISOString(), chunkBytes };
-    const journal = new Journal(path, header.runId, header.startedAt, chunkBytes, new Map());
+    const journal = new Journal(path, header.runId, header.startedAt, chunkBytes, new Map(), header);
     try {
       writeFileSync(path, `${JSON.stringify(header)}\n`);
     } catch (error) {

@@ -1,11 +1,12 @@
 import { createReadStream, statSync } from "node:fs";
-import { createClient, ImportdCertificateError, ImportdConnectionError, isTransient, type JobDocument } from "../client";
+import { createClient, ImportdCertificateError, ImportdConnectionError, ImportdProblem, isTransient, type JobDocument } from "../client";
 import { JobOperation } from "../domain/job";
 import type { ResourceDefinition } from "../resources/definition";
 import { ChunkedImport, type Rejection } from "./chunked-import";
 import { newRunId } from "./idempotency";
 import { shown } from "./fields";
 import { Journal } from "./journal";
+import { completeMirror, dryRunMirror, joinOrOpenSync, type MirrorLimits } from "./mirror";
 import { progressEntry, progressLine, type Progress } from "./progress";
 import { RejectedFile } from "./rejected-file";
 import { formatOf, where, type Format, type SourceRecord } from "./source";
@@ -32,6 +33,11 @@ export type ImportRun = {
   validateOnly: boolean;
   /** Send every chunk as a dry run (?dryRun=true): the server says what applying would do, applies nothing. */
   dryRun?: boolean;
+  /**
+   * Mirror the file (--mirror): send it in a sync, then complete the sync, which deletes the resource's records the
+   * file does not have, within these limits (the server's default when none). With dryRun, say what it would delete.
+   */
+  mirror?: MirrorLimits;
   /** Ignore the progress journal of an interrupted run: send everything again. */
   restart: boolean;
   /** Largest request body; under the 8 MB the service recommends. */
@@ -91,15 +97,18 @@ export async function runImport(run: ImportRun): Promise<number> {
   // A dry run keeps no journal: it changes nothing, so there is nothing to resume; running it again is the same.
   const opened = run.validateOnly || run.dryRun
     ? undefined
-    : Journal.open(run.file, { resource: run.resource.path, baseUrl: run.baseUrl.replace(/\/+$/, ""), fileBytes: file.size, fileModifiedMs: file.mtimeMs, ...(deleting ? { operation: JobOperation.Delete } : {}) }, run.chunkBytes, run.restart);
+    : Journal.open(run.file, { resource: run.resource.path, baseUrl: run.baseUrl.replace(/\/+$/, ""), fileBytes: file.size, fileModifiedMs: file.mtimeMs, ...(deleting ? { operation: JobOperation.Delete } : {}), ...(run.mirror ? { mirror: true as const } : {}) }, run.chunkBytes, run.restart);
   if (opened?.note) run.note(opened.note);
   if (opened?.resumed && opened.resumed.chunks > 0) {
     run.note(
-      `Resuming the ${deleting ? "delete" : "import"} of ${run.file} started ${opened.resumed.startedAt}, which was interrupted: its progress file records ${plural(opened.resumed.chunks, "request")} that ` +
+      `Resuming the ${deleting ? "delete" : run.mirror ? "mirror" : "import"} of ${run.file} started ${opened.resumed.startedAt}, which ${run.mirror ? "did not finish (interrupted, or stopped before deleting)" : "was interrupted"}: its progress file records ${plural(opened.resumed.chunks, "request")} that ` +
         `went through; ${opened.resumed.chunks === 1 ? "it is" : "they are"} not sent again (--restart sends everything again).`,
     );
   }
   const journal = opened?.journal;
+  // A mirror's chunks go in its sync: the interrupted run's, when this run resumes it.
+  const sync = run.mirror && journal ? await joinOrOpenSync(client, run.resource, journal, opened?.resumed?.chunks ?? 0, run.note) : undefined;
+  const fileIds = run.mirror && run.dryRun ? new Set<string>() : undefined;
   // A text file of ids gets a CSV rejected file (ids.txt → ids.rejected.csv): id, _error, _line, which importd delete reads again.
   const rejectedFile = run.validateOnly
     ? undefined
@@ -117,6 +126,8 @@ export async function runImport(run: ImportRun): Promise<number> {
     client,
     mode: run.validateOnly ? "validate" : run.dryRun ? "dry-run" : "import",
     chunkBytes: journal?.chunkBytes ?? run.chunkBytes,
+    sync: sync?.id,
+    onId: fileIds && ((id) => fileIds.add(id)),
     ledger: journal ?? { runId: newRunId(), entry: () => undefined, record: () => {} },
     jobsInFlight: maxJobsInFlight,
     onRejections: (rejections) => {
@@ -151,6 +162,10 @@ export async function runImport(run: ImportRun): Promise<number> {
     if (!isTransient(error) || run.validateOnly) {
       // Nothing to resume: what stopped this run (the file, a refused key) stops the same command again.
       journal?.finish();
+      // A mirror's sync that ended while the file was sent (it expired): the server's words name its API, the command is simpler.
+      if (sync && error instanceof ImportdProblem && error.status === 409) {
+        throw new SourceError(`the mirror's sync ${sync.id} ended while the file was being sent (${error.detail ?? error.message}). Nothing was deleted. Run the same command again: it opens a new sync and sends the whole file in it.`);
+      }
       throw error;
     }
     // importd answered 5xx or 429 after the retries: the progress file is kept for the same command to resume.
@@ -168,7 +183,7 @@ export async function runImport(run: ImportRun): Promise<number> {
     );
   }
   await rejectedFile?.close();
-  journal?.finish();
+  if (!sync) journal?.finish();
 
   run.out(
     (deleting ? deleteSummary : importSummary)({
@@ -189,5 +204,27 @@ export async function runImport(run: ImportRun): Promise<number> {
     run.out(`  ${where(source)}${id === undefined ? "" : ` ${shown(String(id))}`}: ${reason}`);
   }
   if (deleting && totals.rejected > told.length) run.out(`  and ${totals.rejected - told.length} more${rejectedFile && rejectedFile.rejected > 0 ? `, all in ${rejectedFile.path}` : ""}.`);
-  return totals.rejected + problemsOfFile === 0 ? 0 : 1;
+  const imported = totals.rejected + problemsOfFile === 0 ? 0 : 1;
+  if (fileIds) return Math.max(imported, await dryRunMirror(client, run.resource, fileIds, run.mirror!, run.out, run.progress));
+  if (!sync || !journal) return imported;
+
+  // A record no job took is not sent as far as the sync knows: completing would delete it, though the file has it.
+  const notSent = totals.rejectedBeforeSending + totals.refusedByRequest;
+  if (notSent > 0) {
+    journal.finish();
+    run.out(
+      `The mirror is not completed, so nothing is deleted: ${plural(notSent, "record")} of the file ${notSent === 1 ? "was" : "were"} refused before any job took ${notSent === 1 ? "it" : "them"} ` +
+        `(${rejectedFile && rejectedFile.rejected > 0 ? `in ${rejectedFile.path}` : "above"}), so importd does not know ${notSent === 1 ? "it is" : "they are"} in the file and completing sync ${sync.id} would delete ${notSent === 1 ? "it" : "them"}. ` +
+        `Fix ${notSent === 1 ? "it" : "them"} in ${run.file} itself (a mirror of the rejected file alone would delete every other record) and run the same command again: ` +
+        "a new sync is opened and the whole file sent in it (this one expires unused).",
+    );
+    return 1;
+  }
+  const { code, job } = await completeMirror(client, sync, run.mirror!, run.out, run.progress);
+  // A completion that ended the sync, or one after a job of the sync that failed as a whole (resuming would not send
+  // its chunk again), leaves nothing to resume; one stopped by a guard leaves the sync open for the same command to
+  // complete again with a higher limit, without sending the file again.
+  const failedAsAWhole = importing.jobs.some((one) => one.importJobStatus === "Failed" && one.output?.applied === 0 && (one.output?.errors.length ?? 0) === 0);
+  if (job.importJobStatus !== "Failed" || failedAsAWhole) journal.finish();
+  return Math.max(imported, code);
 }

@@ -84,6 +84,46 @@ describe("against a running importd", () => {
     expect((await client.listJobs({ operation: "delete", limit: 100 })).items.map((job) => job.id)).toEqual([second.id, dry.id, queued.job.id]);
   });
 
+  test("openSync, importRecords with sync, completeSync and getSync mirror a resource: a dry run deletes nothing, a guard stops the real one, a raised limit lets it through", async () => {
+    const kept = [asset(950), asset(951)];
+    const gone = asset(952);
+    await client.waitForJob((await client.importRecords("assets", [...kept, gone] as never)).id);
+    const sync = await client.openSync("assets");
+    expect(sync).toMatchObject({ resource: "assets", state: "open", jobs: [], lastCompletion: null, completedAt: null });
+    const imported = await client.waitForJob((await client.importRecords("assets", kept as never, { sync: sync.id })).id);
+    // A dry-run import joins the sync too, and marks nothing.
+    const dryImport = await client.waitForJob((await client.importRecords("assets", [gone] as never, { sync: sync.id, dryRun: true })).id);
+    expect(dryImport.dryRun).toBe(true);
+
+    // The file's other tests left assets of their own, which the sync did not send either: `unsent` of them go.
+    const dry = await client.waitForJob((await client.completeSync(sync.id, { dryRun: true, maxDeletePercent: 100 })).id);
+    const unsent = dry.output!.total;
+    expect(unsent).toBeGreaterThanOrEqual(1);
+    expect(dry).toMatchObject({ operation: "syncCompletion", dryRun: true, output: { deleted: unsent } });
+    expect(await client.getRecord("assets", gone.id as string)).toMatchObject({ id: gone.id });
+
+    const guarded = await client.waitForJob((await client.completeSync(sync.id, { maxDelete: 0 })).id);
+    expect(guarded).toMatchObject({ importJobStatus: "Failed", output: { deleted: 0 } });
+    expect(guarded.output!.message).toContain(`(or ?maxDelete=${unsent})`);
+
+    const completion = await client.waitForJob((await client.completeSync(sync.id, { maxDeletePercent: 100 })).id);
+    expect(completion).toMatchObject({ operation: "syncCompletion", importJobStatus: "Succeeded", output: { deleted: unsent, rejected: 0, total: unsent } });
+    expect(await client.getRecord("assets", gone.id as string).catch((e) => e)).toMatchObject({ status: 404 });
+    expect(await client.getRecord("assets", kept[0]!.id as string)).toMatchObject({ id: kept[0]!.id });
+    const ended = await client.getSync(sync.id);
+    expect(ended).toMatchObject({ state: "completed", completedByJobId: completion.id, lastCompletion: { id: completion.id } });
+    expect(ended.jobs.map((job) => [job.id, job.operation, job.dryRun])).toEqual([
+      [imported.id, "upsert", false],
+      [dryImport.id, "upsert", true],
+      [dry.id, "syncCompletion", true],
+      [guarded.id, "syncCompletion", false],
+      [completion.id, "syncCompletion", false],
+    ]);
+    // An ended sync takes no more imports: 409.
+    expect(await client.importRecords("assets", kept as never, { sync: sync.id }).catch((e) => e)).toMatchObject({ name: "ImportdProblem", status: 409 });
+    expect(await client.getSync(999_999).catch((e) => e)).toMatchObject({ status: 404 });
+  });
+
   test("waitForJob's polls are held by the server until the job ends (Prefer: wait), and it stops when its signal aborts", async () => {
     const parked = await server.parkJob("default", "until released");
     const polls: number[] = [];

@@ -209,6 +209,7 @@ describe("the summary", () => {
     notFound: 0,
     rejected: 0,
     rejectedBeforeSending: 0,
+    refusedByRequest: 0,
     repeated: 0,
     problemsOfFile: 0,
     jobsFromEarlier: 0,

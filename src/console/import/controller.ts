@@ -60,9 +60,12 @@ export function recordsDone(counts: Counts | undefined): { done: number; percent
 
 const newRun = (): RunLedger => ({ runId: newRunId(), chunkBytes: defaultChunkBytes, entries: [] });
 
-/** The interrupted import that importing `file` into `resource` would resume: the same file into the same resource. */
-export function resumes(file: File | undefined, resource: string | undefined, interrupted: SavedImport | undefined): SavedImport | undefined {
-  return file && interrupted && isSameFile(interrupted, file) && interrupted.resource === resource ? interrupted : undefined;
+/**
+ * The interrupted import that importing `file` into `resource` would resume: the same file into the same resource, a
+ * mirror only as a mirror (a mirror's end deletes records: it is not resumed unless asked for again).
+ */
+export function resumes(file: File | undefined, resource: string | undefined, interrupted: SavedImport | undefined, mirror = false): SavedImport | undefined {
+  return file && interrupted && isSameFile(interrupted, file) && interrupted.resource === resource && Boolean(interrupted.mirror) === mirror ? interrupted : undefined;
 }
 
 /** A new choice of file or settings: whatever was shown of the last one goes. */
@@ -71,12 +74,15 @@ export function choose(choice: ImportChoice | undefined): void {
   update({ choice, stage: { name: "choosing" }, warning: undefined });
 }
 
-/** A dry run, or applying (resuming the interrupted import of the same file, if any). */
-export function beginImport(session: Session, choice: ImportChoice, dryRun: boolean): void {
+/**
+ * A dry run, or applying (resuming the interrupted import of the same file, if any). `maxDelete`: a mirror's limit,
+ * the count its dry run showed, so that applying deletes no more than the person saw.
+ */
+export function beginImport(session: Session, choice: ImportChoice, dryRun: boolean, maxDelete?: number): void {
   if (state.stage.name === "running") return;
   update({ choice });
   const { file } = choice;
-  const resuming = dryRun ? undefined : resumes(file, choice.resource, state.interrupted);
+  const resuming = dryRun ? undefined : resumes(file, choice.resource, state.interrupted, choice.mirror);
   // Applying keeps its run in session storage from the start: a reload even before the first answer resumes it.
   let saved: SavedImport | undefined = dryRun
     ? undefined
@@ -86,7 +92,7 @@ export function beginImport(session: Session, choice: ImportChoice, dryRun: bool
         file: { name: file.name, size: file.size, lastModified: file.lastModified },
         startedAt: new Date().toISOString(),
         records: 0,
-        run: newRun(),
+        run: { ...newRun(), ...(choice.mirror && maxDelete !== undefined ? { maxDelete } : {}) },
       });
   update({
     stage: { name: "running", dryRun },
@@ -118,6 +124,9 @@ export function beginImport(session: Session, choice: ImportChoice, dryRun: bool
       } else if (message.type === "progress") running({ counts: message.counts });
       else if (message.type === "queued") {
         if (saved) keepImport((saved = withEntry(saved, message.chunkBytes, message.entry)));
+      } else if (message.type === "sync") {
+        // Kept before any chunk is sent in it: a reload resumes the mirror in the same sync.
+        if (saved) keepImport((saved = { ...saved, run: { ...saved.run, sync: message.sync } }));
       } else if (message.type === "done") end(dryRun ? { name: "checked", result: message } : { name: "applied", result: message, resumedFrom: resuming?.startedAt }, false);
       // The worker says whether there is something to resume (saved.ts keeps it until then, or until forgotten).
       else end({ name: "failed", message: message.message }, message.resumable);

@@ -15,16 +15,26 @@ export type ImportSettings = {
   /** Undefined: detected from the header. */
   delimiter?: string;
   ignoreUnknownColumns: boolean;
+  /** Mirror: the file is sent in a sync, whose completion deletes the records of the resource the file does not have. */
+  mirror: boolean;
 };
 
 /** Just the settings of something that has them (a choice, a saved import), to pass on. */
-export const settingsOf = ({ resource, format, delimiter, ignoreUnknownColumns }: ImportSettings): ImportSettings => ({ resource, format, delimiter, ignoreUnknownColumns });
+export const settingsOf = ({ resource, format, delimiter, ignoreUnknownColumns, mirror }: ImportSettings): ImportSettings => ({ resource, format, delimiter, ignoreUnknownColumns, mirror: mirror ?? false });
 
 /**
  * The run an import belongs to: its id (in its requests' Idempotency-Keys), its chunks' size, and the jobs its chunks
  * went to, none for a new run; a run interrupted by a reload (or a lost server) goes on from them.
  */
-export type RunLedger = { runId: string; chunkBytes: number; entries: ChunkEntry[] };
+export type RunLedger = {
+  runId: string;
+  chunkBytes: number;
+  entries: ChunkEntry[];
+  /** A mirror's sync, once opened: a resumed mirror joins it. */
+  sync?: number;
+  /** A mirror's limit: the records its dry run counted, which the person saw before applying. */
+  maxDelete?: number;
+};
 
 export type ImportOrder = ImportSettings & {
   file: File;
@@ -36,6 +46,15 @@ export type ImportOrder = ImportSettings & {
   run: RunLedger;
 };
 
+/**
+ * A mirror's end. A dry run: `wouldDelete` of `of` records importd has (the first ids in `first`), reckoned by the
+ * worker, since a dry-run import marks nothing in a sync. Applied: the completion job and its output, or `notCompleted`
+ * saying why it was not queued.
+ */
+export type MirrorEnd =
+  | { dryRun: true; wouldDelete: number; of: number; first: string[] }
+  | { dryRun: false; sync: number; job?: Pick<JobDocument, "id" | "importJobStatus">; deleted: number; rejected: number; message: string };
+
 /** A rejected record as the page lists it: where it stood, why, and the record as the file had it. */
 export type ShownRejection = { where: string; reason: string; record: string };
 
@@ -45,6 +64,7 @@ export type FromWorker =
   | { type: "surveyed"; records: number; ignored: string[] }
   | { type: "progress"; counts: Counts }
   | { type: "queued"; chunkBytes: number; entry: ChunkEntry }
+  | { type: "sync"; sync: number }
   | {
       type: "done";
       counts: Counts;
@@ -54,5 +74,7 @@ export type FromWorker =
       /** The first rejections, for the page to show; all of them are in `rejectedFile`. */
       rejections: ShownRejection[];
       rejectedFile?: { blob: Blob; name: string };
+      /** A mirror's: what its dry run reckons it would delete, or what its completion did (or why it did not). */
+      mirror?: MirrorEnd;
     }
   | { type: "failed"; message: string; /** What was queued is kept: the same file can resume. */ resumable: boolean };

@@ -1,5 +1,6 @@
-import { createClient, ImportdConnectionError, ImportdProblem, isTransient } from "../../client";
+import { createClient, ImportdConnectionError, ImportdProblem, isTransient, type ImportdClient, type Resource } from "../../client";
 import { ChunkedImport, type Rejection } from "../../importer/chunked-import";
+import { reckonMirror } from "../../importer/mirror";
 import { shown } from "../../importer/fields";
 import { rejectedFileName, RejectedRows } from "../../importer/rejected-rows";
 import { formatOf, SourceError, where } from "../../importer/source";
@@ -9,7 +10,7 @@ import { resourceByPath } from "../../resources/registry";
 import { problemText } from "../problems";
 import { shownReason } from "../reasons";
 import { inConsoleWords } from "./words";
-import type { Counts, FromWorker, ImportOrder, ShownRejection } from "./protocol";
+import type { Counts, FromWorker, ImportOrder, MirrorEnd, ShownRejection } from "./protocol";
 
 /**
  * The console's import, in a Web Worker so that the page stays responsive however big the file: the CLI's own survey,
@@ -51,6 +52,10 @@ async function runOrder(order: ImportOrder, post: (message: FromWorker) => void)
     const rejections: ShownRejection[] = [];
     const { runId } = order.run;
     const entries = new Map(order.run.entries.map((entry) => [entry.chunk, entry]));
+    const client = createClient({ baseUrl: order.baseUrl, apiKey: order.apiKey });
+    // A mirror being applied sends its chunks in a sync: the interrupted run's, if this resumes one and it is open.
+    const sync = order.mirror && !order.dryRun ? await mirrorSync(client, order, post) : undefined;
+    const fileIds = order.mirror && order.dryRun ? new Set<string>() : undefined;
     let lastProgress = 0;
     const progress = (force = false) => {
       if (!force && performance.now() - lastProgress < progressEveryMs) return;
@@ -64,9 +69,11 @@ async function runOrder(order: ImportOrder, post: (message: FromWorker) => void)
         format,
         resource,
         csv: survey.csv,
-        client: createClient({ baseUrl: order.baseUrl, apiKey: order.apiKey }),
+        client,
         mode: order.dryRun ? "dry-run" : "import",
         chunkBytes,
+        sync,
+        onId: fileIds && ((id) => fileIds.add(id)),
         ledger: {
           runId,
           entry: (chunk) => entries.get(chunk),
@@ -98,6 +105,11 @@ async function runOrder(order: ImportOrder, post: (message: FromWorker) => void)
       }
     }
     const name = rejectedFileName(order.file.name, { tag: order.dryRun ? ".dry-run" : "" });
+    let mirror: MirrorEnd | undefined;
+    if (fileIds) {
+      const { missing, total } = await reckonMirror(client, resource, fileIds);
+      mirror = { dryRun: true, wouldDelete: missing.length, of: total, first: missing.slice(0, 10) };
+    } else if (sync !== undefined) mirror = await completeMirror(client, sync, order, importing.totals.rejectedBeforeSending + importing.totals.refusedByRequest);
     post({
       type: "done",
       counts: counts(),
@@ -105,12 +117,13 @@ async function runOrder(order: ImportOrder, post: (message: FromWorker) => void)
       ignored,
       rejections,
       rejectedFile: rows.count > 0 ? { blob: rejected.end(rows.end(), format), name } : undefined,
+      mirror,
     });
   } catch (error) {
     // Kept to resume when the same request may succeed later, or when jobs were queued: forgetting them would send
     // their records again. A problem of the file stops the same import again: said, and then it can be forgotten.
     const queued = (importing?.jobIds.length ?? 0) + order.run.entries.length;
-    const resumable = !order.dryRun && !(error instanceof SourceError) && (isTransient(error) || queued > 0);
+    const resumable = !order.dryRun && !(error instanceof SourceError) && !(error instanceof SyncEnded) && (isTransient(error) || queued > 0);
     const said =
       error instanceof SourceError
         ? inConsoleWords(error)
@@ -121,11 +134,57 @@ async function runOrder(order: ImportOrder, post: (message: FromWorker) => void)
       type: "failed",
       message:
         said +
-        (order.dryRun ? "" : queued > 0 ? " Jobs of this import had been queued: importd applies them whatever happens here." : " Nothing of this import was queued.") +
+        (order.dryRun || error instanceof SyncEnded ? "" : queued > 0 ? " Jobs of this import had been queued: importd applies them whatever happens here." : " Nothing of this import was queued.") +
         (resumable ? ` ${isTransient(error) ? "Once importd answers" : "Once that is put right"}, press "Resume the import": what was queued is not sent again.` : ""),
       resumable,
     });
   }
+}
+
+/** The sync a mirror's chunks go in: the one the interrupted run opened, if still open, or a new one, said to the page. */
+async function mirrorSync(client: ImportdClient, order: ImportOrder, post: (message: FromWorker) => void): Promise<number> {
+  const earlier = order.run.sync;
+  if (earlier === undefined) {
+    const sync = await client.openSync(order.resource as Resource);
+    post({ type: "sync", sync: sync.id });
+    return sync.id;
+  }
+  const sync = await client.getSync(earlier).catch((error) => {
+    if (error instanceof ImportdProblem && error.status === 404) return undefined;
+    throw error;
+  });
+  if (sync?.state === "open") return sync.id;
+  // Not a SourceError, but nothing to resume either: said, and the import is then forgotten.
+  throw new SyncEnded(
+    `The interrupted mirror's sync ${earlier} ${!sync ? "no longer exists" : sync.state === "expired" ? `expired at ${new Date(sync.expiresAt).toLocaleString("en-GB")} (a sync must be completed within 24 hours), and nothing was deleted` : `was completed meanwhile, by job ${sync.completedByJobId}`}. ` +
+      "Check the file again with a dry run, then apply it: a new sync is opened and the whole file sent in it.",
+  );
+}
+
+/** A mirror's sync that ended while its import was interrupted: it cannot be resumed. */
+class SyncEnded extends Error {}
+
+/**
+ * Completes a mirror's sync, within the count its dry run showed (maxDelete), and waits for it; unless a record was
+ * refused before any job took it: the sync would not know the file has it, and the completion would delete it.
+ */
+async function completeMirror(client: ImportdClient, sync: number, order: ImportOrder, notSent: number): Promise<MirrorEnd> {
+  if (notSent > 0) {
+    return {
+      dryRun: false,
+      sync,
+      deleted: 0,
+      rejected: 0,
+      message:
+        `Nothing was deleted: ${notSent === 1 ? "1 record of the file was" : `${notSent} records of the file were`} refused before any job took ${notSent === 1 ? "it" : "them"}, ` +
+        `so importd does not know the file has ${notSent === 1 ? "it" : "them"} and completing the mirror would delete ${notSent === 1 ? "it" : "them"}. ` +
+        "Fix the file itself (a mirror of the rejected records alone would delete every other record), check it again and apply it: a new sync is opened.",
+    };
+  }
+  const pending = (await client.getSync(sync)).jobs.find((job) => job.operation === "syncCompletion" && !job.dryRun && (job.importJobStatus === "Pending" || job.importJobStatus === "Processing"));
+  const queued = pending ? await client.getJob(pending.id) : await client.completeSync(sync, order.run.maxDelete === undefined ? {} : { maxDelete: order.run.maxDelete });
+  const done = await client.waitForJob(queued.id);
+  return { dryRun: false, sync, job: { id: done.id, importJobStatus: done.importJobStatus }, deleted: done.output?.deleted ?? 0, rejected: done.output?.rejected ?? 0, message: done.output?.message ?? "" };
 }
 
 /** A File's stream as an async iterable of byte chunks: not every browser's ReadableStream is one (Safari's is not). */

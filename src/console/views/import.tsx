@@ -34,15 +34,16 @@ export function ImportView({ session }: { session: Session }) {
   const [format, setFormat] = useState<"" | Format>(choice?.format ?? "");
   const [delimiter, setDelimiter] = useState(choice?.delimiter ?? "");
   const [ignoreUnknownColumns, setIgnoreUnknownColumns] = useState(choice?.ignoreUnknownColumns ?? false);
+  const [mirror, setMirror] = useState(choice?.mirror ?? false);
   const [dragging, setDragging] = useState(false);
-  const chosen = file && { file, resource, format: format || undefined, delimiter: delimiter || undefined, ignoreUnknownColumns };
+  const chosen = file && { file, resource, format: format || undefined, delimiter: delimiter || undefined, ignoreUnknownColumns, mirror };
   // Each change of file or setting is a new choice: what was shown of the last one goes.
   useEffect(() => {
-    if (chosen && (file !== choice?.file || resource !== choice.resource || chosen.format !== choice.format || chosen.delimiter !== choice.delimiter || ignoreUnknownColumns !== choice.ignoreUnknownColumns)) choose(chosen);
-  }, [file, resource, format, delimiter, ignoreUnknownColumns]);
+    if (chosen && (file !== choice?.file || resource !== choice.resource || chosen.format !== choice.format || chosen.delimiter !== choice.delimiter || ignoreUnknownColumns !== choice.ignoreUnknownColumns || mirror !== choice.mirror)) choose(chosen);
+  }, [file, resource, format, delimiter, ignoreUnknownColumns, mirror]);
 
   const running = stage.name === "running";
-  const resuming = resumes(file, resource, interrupted);
+  const resuming = resumes(file, resource, interrupted, mirror);
   return (
     <section aria-labelledby="import-title">
       <h1 id="import-title">Import a file</h1>
@@ -84,6 +85,10 @@ export function ImportView({ session }: { session: Session }) {
             <input type="checkbox" checked={ignoreUnknownColumns} disabled={running} onChange={(event) => setIgnoreUnknownColumns(event.currentTarget.checked)} />
             Ignore unknown columns
           </label>
+          <label class="inline">
+            <input type="checkbox" checked={mirror} disabled={running} onChange={(event) => setMirror(event.currentTarget.checked)} />
+            Mirror: delete the records of {resource} that the file does not have
+          </label>
         </div>
         <div
           class={`drop${dragging ? " dragging" : ""}`}
@@ -117,7 +122,7 @@ export function ImportView({ session }: { session: Session }) {
       </form>
       {stage.name === "running" && <Running stage={stage} onStop={() => haltImport(session)} />}
       {stage.name === "failed" && <p class="problem" role="alert">{stage.message}</p>}
-      {stage.name === "checked" && <Checked result={stage.result} onApply={() => chosen && beginImport(session, chosen, false)} />}
+      {stage.name === "checked" && <Checked result={stage.result} resource={resource} onApply={() => chosen && beginImport(session, chosen, false, stage.result.mirror?.dryRun ? stage.result.mirror.wouldDelete : undefined)} />}
       {stage.name === "applied" && <Applied result={stage.result} resumedFrom={stage.resumedFrom} />}
     </section>
   );
@@ -128,7 +133,7 @@ function InterruptedNote({ saved, matches, onForget }: { saved: SavedImport; mat
   return (
     <div class="note" role="status" aria-label="Interrupted import">
       <p>
-        The import of <strong>{saved.file.name}</strong> ({megabytes(saved.file.size)}{saved.records > 0 ? `, ${plural(saved.records, "record")}` : ""}) into{" "}
+        The {saved.mirror ? "mirror" : "import"} of <strong>{saved.file.name}</strong> ({megabytes(saved.file.size)}{saved.records > 0 ? `, ${plural(saved.records, "record")}` : ""}) into{" "}
         {saved.resource}, started {new Date(saved.startedAt).toLocaleTimeString("en-GB")}, was interrupted.{" "}
         {jobs.length === 0 ? (
           "None of its requests had been queued as a job."
@@ -145,7 +150,7 @@ function InterruptedNote({ saved, matches, onForget }: { saved: SavedImport; mat
       <p>
         {matches
           ? "This is its file: resume, and what was queued is not sent again."
-          : `To send the rest, choose ${saved.file.name} again (the same file, unchanged) with ${saved.resource}; what was queued is not sent again. Importing another file instead forgets it.`}{" "}
+          : `To send the rest, choose ${saved.file.name} again (the same file, unchanged) with ${saved.resource}${saved.mirror ? " and Mirror ticked" : ""}; what was queued is not sent again. Importing another file instead forgets it.`}{" "}
         <button type="button" class="quiet" onClick={onForget}>Forget it</button>
       </p>
     </div>
@@ -178,8 +183,9 @@ function Running({ stage, onStop }: { stage: Extract<Stage, { name: "running" }>
   );
 }
 
-function Checked({ result, onApply }: { result: Ended; onApply: () => void }) {
+function Checked({ result, resource, onApply }: { result: Ended; resource: string; onApply: () => void }) {
   const { counts } = result;
+  const mirror = result.mirror?.dryRun ? result.mirror : undefined;
   return (
     <div aria-label="Dry run verdict" role="region">
       <h2>Dry run: nothing was applied</h2>
@@ -189,10 +195,49 @@ function Checked({ result, onApply }: { result: Ended; onApply: () => void }) {
         {result.jobs.length > 1 && ` Each of the ${result.jobs.length} requests was tried against the data as it is now, without the requests before it.`}
       </p>
       {result.ignored.length > 0 && <p class="quiet">Not imported, as asked: {result.ignored.join(", ")}.</p>}
+      {mirror && <MirrorForecast mirror={mirror} resource={resource} />}
       <Rejections result={result} would />
       <div class="actions">
-        <button type="button" onClick={onApply}>Apply: import the file</button>
+        <button type="button" onClick={onApply}>
+          {mirror && mirror.wouldDelete > 0 ? `Apply: import the file and delete at most ${plural(mirror.wouldDelete, "record")}` : "Apply: import the file"}
+        </button>
       </div>
+    </div>
+  );
+}
+
+/** A mirror's dry run: what applying would delete, as the worker reckoned it (a dry-run import marks nothing in a sync). */
+function MirrorForecast({ mirror, resource }: { mirror: Extract<NonNullable<Ended["mirror"]>, { dryRun: true }>; resource: string }) {
+  const { wouldDelete, of, first } = mirror;
+  const share = of === 0 ? 0 : Math.ceil(((wouldDelete * 100) / of) * 10) / 10;
+  return (
+    <div class="mirror" aria-label="Mirror forecast" role="region">
+      <p class="verdict">
+        Mirror: would delete {count(wouldDelete)} of the {plural(of, "record")} of {resource} ({share}%), those importd has that the file does not.
+        {first.length > 0 && ` ${wouldDelete > first.length ? `The first ${first.length}` : wouldDelete === 1 ? "It is" : "They are"}: ${first.join(", ")}${wouldDelete > first.length ? ", …" : ""}.`}
+      </p>
+      <p class="hint">
+        Applying sends the file in a sync, then deletes at most these {count(wouldDelete)}: if more turn out missing then, nothing is deleted. A record
+        another record refers to is kept, as is one another job writes meanwhile.
+        {share > 10 && ` That is more than the 10% importd deletes by default: applying allows these ${count(wouldDelete)}.`}
+      </p>
+    </div>
+  );
+}
+
+function MirrorOutcome({ mirror }: { mirror: Extract<NonNullable<Ended["mirror"]>, { dryRun: false }> }) {
+  const failed = !mirror.job || mirror.job.importJobStatus === "Failed";
+  return (
+    <div class="mirror" aria-label="Mirror outcome" role="region">
+      <p class={failed ? "problem" : "verdict"}>
+        Mirror (sync {mirror.sync}
+        {mirror.job && (
+          <>
+            , job <a href={jobHref(mirror.job.id)}>{mirror.job.id}</a> <StatusBadge status={mirror.job.importJobStatus} />
+          </>
+        )}
+        ): {mirror.message}
+      </p>
     </div>
   );
 }
@@ -215,6 +260,7 @@ function Applied({ result, resumedFrom }: { result: Ended; resumedFrom?: string 
           </li>
         ))}
       </ul>
+      {result.mirror && !result.mirror.dryRun && <MirrorOutcome mirror={result.mirror} />}
       <Rejections result={result} />
     </div>
   );

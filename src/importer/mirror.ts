@@ -1,0 +1,153 @@
+import { ImportdProblem, type ImportdClient, type JobDocument, type Resource, type Sync } from "../client";
+import type { ResourceDefinition } from "../resources/definition";
+import type { Journal } from "./journal";
+import { SourceError } from "./text";
+
+// `importd import --mirror` (DECISIONS 13): the file's chunks are sent in a sync, which is then completed, so that the
+// records of the resource the file does not have are deleted. The server decides what goes and guards it; this file
+// opens or rejoins the sync, queues the completion and says what came of it.
+
+/** How much the completion may delete (--max-delete-percent, --max-delete); the server's default when neither. */
+export type MirrorLimits = { maxDeletePercent?: number; maxDelete?: number };
+
+/** importd's default share, for a dry run's verdict (the server applies it to a real completion). */
+const defaultMaxDeletePercent = 10;
+
+const count = (value: number) => value.toLocaleString("en-US");
+
+/** The flags that raise the limit, for a message of the server that names its query parameters. */
+const flagsFor = (unsent: number, total: number) => `--max-delete-percent ${Math.ceil((unsent * 100) / total)} (or --max-delete ${unsent})`;
+
+/**
+ * The sync the mirror sends its chunks in: the interrupted run's, noted in the journal, if it is still open; else a
+ * new one, noted before any chunk is sent. A sync that ended meanwhile (expired, completed) cannot be joined: said,
+ * with what to do, and the journal is removed so that the same command starts again.
+ */
+export async function joinOrOpenSync(client: ImportdClient, resource: ResourceDefinition, journal: Journal, resumedChunks: number, note: (line: string) => void): Promise<Sync> {
+  const earlier = journal.sync;
+  if (earlier === undefined) {
+    if (resumedChunks > 0) {
+      journal.finish();
+      throw new SourceError("The interrupted mirror of this file noted no sync in its progress file, so what it sent belongs to none: run the same command again, which opens a new sync and sends everything.");
+    }
+    const sync = await client.openSync(resource.path as Resource);
+    journal.setSync(sync.id);
+    return sync;
+  }
+  let sync: Sync | undefined;
+  try {
+    sync = await client.getSync(earlier);
+  } catch (error) {
+    if (!(error instanceof ImportdProblem) || error.status !== 404) throw error;
+  }
+  if (sync?.state === "open") {
+    note(`The interrupted mirror's sync ${sync.id} (opened ${sync.createdAt}, open until ${sync.expiresAt}) is joined again: the records it sent stay sent.`);
+    return sync;
+  }
+  journal.finish();
+  const ended = !sync
+    ? `no longer exists (ended and purged)`
+    : sync.state === "expired"
+      ? `expired at ${sync.expiresAt} (a sync must be completed within 24 hours of opening), and nothing was deleted`
+      : `was completed meanwhile, by job ${sync.completedByJobId} at ${sync.completedAt}${sync.lastCompletion ? `: ${sync.lastCompletion.output?.message ?? ""}` : ""}`;
+  throw new SourceError(
+    `The interrupted mirror of this file cannot be resumed: its sync ${earlier} ${ended}. Its progress file is removed: ` +
+      (sync?.state === "completed"
+        ? "that mirror is done; running the same command again mirrors the file anew, in a new sync."
+        : "run the same command again, which opens a new sync and sends the whole file in it."),
+  );
+}
+
+/** The completion the interrupted run queued, if it has not ended: waited for rather than queued twice. */
+const pendingCompletion = (sync: Sync) =>
+  sync.jobs.find((job) => job.operation === "syncCompletion" && !job.dryRun && (job.importJobStatus === "Pending" || job.importJobStatus === "Processing"));
+
+/**
+ * Completes the mirror's sync once its chunks are in, and waits for the completion; answers the exit code's share:
+ * 0 deleted what it considered, 1 a guard stopped it (nothing deleted), or some records were rejected (still
+ * referred to). `keepJournal` says whether the sync stays open and the same command can complete it again without
+ * sending the file again (false once it is completed, or when it cannot be trusted).
+ */
+export async function completeMirror(
+  client: ImportdClient,
+  sync: Sync,
+  limits: MirrorLimits,
+  out: (line: string) => void,
+  progress: (text: string) => void,
+): Promise<{ code: number; job: JobDocument }> {
+  const current = await client.getSync(sync.id);
+  const queued = pendingCompletion(current);
+  const job = queued ? await client.getJob(queued.id) : await client.completeSync(sync.id, limits);
+  progress(`completing sync ${sync.id}: job ${job.id} deletes the records the file does not have…`);
+  const done = await client.waitForJob(job.id);
+  const output = done.output!;
+  if (done.importJobStatus === "Failed") {
+    out(`Mirror stopped (sync ${sync.id}, job ${done.id}): ${output.message}`);
+    // The server's message names its query parameters; the command's flags do the same.
+    const over = /would delete ([\d,]+) of ([\d,]+) /.exec(output.message);
+    if (over && /maxDelete/.test(output.message)) {
+      const [unsent, total] = [Number(over[1]!.replaceAll(",", "")), Number(over[2]!.replaceAll(",", ""))];
+      out(`If that is right, run the same command with ${flagsFor(unsent, total)}: the file is not sent again, the sync stays open until ${sync.expiresAt}.`);
+    }
+    return { code: 1, job: done };
+  }
+  out(`Mirror (sync ${sync.id}, job ${done.id}): ${output.message}`);
+  return { code: (output.rejected ?? 0) > 0 ? 1 : 0, job: done };
+}
+
+/**
+ * The records of the resource importd has (`total`) and the ids of those the file does not have (`missing`, in
+ * importd's order): what a mirror's completion would delete at most. Paged through GET /v2/<resource>.
+ */
+export async function reckonMirror(client: ImportdClient, resource: ResourceDefinition, fileIds: ReadonlySet<string>, onPage?: (seen: number) => void): Promise<{ missing: string[]; total: number }> {
+  const missing: string[] = [];
+  let total = 0;
+  let after: string | undefined;
+  do {
+    const page = await client.listRecords(resource.path as Resource, { limit: 1000, after });
+    total += page.items.length;
+    for (const record of page.items) if (!fileIds.has(record.id as string)) missing.push(record.id as string);
+    after = page.nextCursor ?? undefined;
+    onPage?.(total);
+  } while (after !== undefined);
+  return { missing, total };
+}
+
+/**
+ * A mirror's dry run: what a completion would delete, reckoned here. A dry-run import marks nothing as sent in a
+ * sync (it applies nothing), so the server has nothing to count from; the ids the file has are compared with the
+ * records importd has of the resource instead. It cannot see what the server would keep besides (a record another
+ * job writes meanwhile, one another record refers to), so it says "would delete", at most.
+ */
+export async function dryRunMirror(
+  client: ImportdClient,
+  resource: ResourceDefinition,
+  fileIds: ReadonlySet<string>,
+  limits: MirrorLimits,
+  out: (line: string) => void,
+  progress: (text: string) => void,
+): Promise<number> {
+  const { missing, total } = await reckonMirror(client, resource, fileIds, (seen) => progress(`mirror, dry run: ${count(seen)} ${resource.noun} records of importd compared with the file…`));
+
+  const share = total === 0 ? 0 : (missing.length * 100) / total;
+  const shown = `${count(missing.length)} of ${count(total)} ${resource.noun} records${total === 0 ? "" : ` (${Math.ceil(share * 10) / 10}%)`}`;
+  const allowed =
+    limits.maxDelete !== undefined
+      ? { ok: missing.length <= limits.maxDelete, limit: `the ${count(limits.maxDelete)} allowed (--max-delete)` }
+      : { ok: missing.length * 100 <= (limits.maxDeletePercent ?? defaultMaxDeletePercent) * total, limit: `the ${limits.maxDeletePercent ?? defaultMaxDeletePercent}% allowed` };
+  out(
+    `Mirror, dry run: would delete ${shown}, those importd has that the file does not. Nothing was deleted and no sync was opened. ` +
+      "(A record another record refers to would be kept, as would one another job writes while the mirror runs.)",
+  );
+  if (missing.length > 0) {
+    const named = missing.slice(0, 10).join(", ");
+    out(`  ${missing.length > 10 ? `The first 10: ${named}, and ${count(missing.length - 10)} more.` : `${missing.length === 1 ? "It is" : "They are"}: ${named}.`}`);
+  }
+  if (missing.length === 0) return 0;
+  if (allowed.ok) {
+    out(`That is within ${allowed.limit}: the same command without --dry-run would delete them.`);
+    return 0;
+  }
+  out(`That is more than ${allowed.limit}: the same command without --dry-run would stop with nothing deleted. If that is right, add ${flagsFor(missing.length, total)}.`);
+  return 1;
+}

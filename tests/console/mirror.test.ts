@@ -1,0 +1,136 @@
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Browser, BrowserContext } from "playwright-core";
+import { createClient } from "../../src/client";
+import { testTls } from "../helpers/backend";
+import { requireChromium } from "../helpers/browser";
+import { consoleBrowser, screenshot, signIn } from "../helpers/console";
+import { heldRequests, type HeldRequests } from "../helpers/held-requests";
+import { until } from "../helpers/until";
+import { asset, seedReferenceData } from "../helpers/records";
+import { startTestServer, tempDir, type TestServer } from "../helpers/server";
+
+// The console's mirror (DECISIONS 13): the import screen's "Mirror" box; its dry run says what applying would delete
+// before anything is applied (reckoned by the page: a dry-run import marks nothing in a sync); applying sends the file
+// in a sync and completes it, deleting at most what the dry run showed.
+
+const header = "id,subAreaId,name,status,assetCategoryId,assetTypeId,shapeType";
+const row = (i: number) => `${asset(i).id},north,Main ${i},ACT,water,pipe,Point`;
+
+if (requireChromium("the console's mirror in headless Chromium")) {
+  const dir = tempDir("importd-console-mirror-");
+  let server: TestServer;
+  let browser: Browser;
+  let context: BrowserContext;
+  let proxy: HeldRequests;
+
+  beforeAll(async () => {
+    // At most 1 MB a request, as a proxy's limit would: the reloaded mirror's file is several requests.
+    server = await startTestServer({ maxBodyBytes: 1_000_000 });
+    proxy = heldRequests(server.url);
+    await seedReferenceData(server.base, server.key);
+    ({ browser, context } = await consoleBrowser());
+  }, 60_000);
+  afterAll(async () => {
+    proxy?.close();
+    await browser?.close();
+    await server?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const client = () => createClient({ baseUrl: server.base, apiKey: server.key, ca: testTls ? readFileSync(testTls.cert, "utf8") : undefined });
+  const storedIds = async () => (await server.query<{ id: string }>("SELECT id FROM assets ORDER BY id")).map((r) => r.id);
+
+  test("the dry run of a mirror says it would delete 5 of 20 before anything is applied; applying deletes exactly those, in one sync", async () => {
+    await client().waitForJob((await client().importRecords("assets", Array.from({ length: 20 }, (_, i) => asset(i)) as never)).id);
+    const file = join(dir, "assets-today.csv");
+    writeFileSync(file, [header, ...Array.from({ length: 15 }, (_, i) => row(i + 5))].join("\n") + "\n");
+
+    const page = await context.newPage();
+    await signIn(page, server.url, server.key);
+    await page.getByRole("link", { name: "Import" }).click();
+    await page.getByRole("heading", { name: "Import a file" }).waitFor();
+    await page.getByLabel("Resource").selectOption("assets");
+    await page.getByLabel("Mirror: delete the records of assets that the file does not have").check();
+    await page.getByLabel("File", { exact: true }).setInputFiles(file);
+    await page.getByRole("button", { name: "Check with a dry run" }).click();
+    const forecast = page.getByRole("region", { name: "Mirror forecast" });
+    await forecast.waitFor({ timeout: 60_000 });
+    const said = await forecast.locator(".verdict").textContent();
+    expect(said).toStartWith("Mirror: would delete 5 of the 20 records of assets (25%), those importd has that the file does not.");
+    expect(said).toContain(`They are: ${Array.from({ length: 5 }, (_, i) => asset(i).id).join(", ")}.`);
+    expect(await forecast.locator(".hint").textContent()).toContain("more than the 10% importd deletes by default: applying allows these 5.");
+    await screenshot(page, "import-mirror-dry-run");
+    // The dry run applied nothing, deleted nothing, and opened no sync.
+    expect(await storedIds()).toHaveLength(20);
+    expect(await client().getSync(1).catch((e) => e)).toMatchObject({ status: 404 });
+
+    await page.getByRole("button", { name: "Apply: import the file and delete at most 5 records" }).click();
+    const outcome = page.getByRole("region", { name: "Mirror outcome" });
+    await outcome.waitFor({ timeout: 60_000 });
+    const told = (await outcome.textContent())!;
+    expect(told).toMatch(/^Mirror \(sync 1, job \d+ Succeeded\): Deleted 5 of 5 asset records\./);
+    expect(await storedIds()).toEqual(Array.from({ length: 15 }, (_, i) => asset(i + 5).id));
+    const sync = await client().getSync(1);
+    expect(sync).toMatchObject({ state: "completed", recordsSent: 15 });
+    expect(sync.jobs.map((job) => job.operation)).toEqual(["upsert", "syncCompletion"]);
+    // At most what the dry run showed: the completion was queued with maxDelete=5.
+    expect(sync.lastCompletion?.output?.deleted).toBe(5);
+    await screenshot(page, "import-mirror-done");
+    await page.close();
+  }, 120_000);
+
+  test("a mirror reloaded in the middle of applying resumes in the same sync: the jobs before and after the reload are in it", async () => {
+    // About 3 MB of JSON: sent in requests under 1 MB, once the first, too big, was refused.
+    const rows = 10_000;
+    const file = join(dir, "mirror-resumed.csv");
+    // Assets the file does not have (and, after the first test, its 15).
+    await client().waitForJob((await client().importRecords("assets", Array.from({ length: 10 }, (_, i) => asset(90_000 + i)) as never)).id);
+    const long = (i: number) => `${asset(i).id},north,"Water main ${i}, between the mill and the station and a little further on",ACT,water,pipe,LineString`;
+    writeFileSync(file, [header, ...Array.from({ length: rows }, (_, i) => long(10_000 + i))].join("\n") + "\n");
+    const page = await context.newPage();
+    await signIn(page, proxy.url, server.key);
+    await page.getByRole("link", { name: "Import" }).click();
+    await page.getByLabel("Resource").selectOption("assets");
+    await page.getByLabel("Mirror: delete the records of assets that the file does not have").check();
+    await page.getByLabel("File", { exact: true }).setInputFiles(file);
+    await page.getByRole("button", { name: "Check with a dry run" }).click();
+    const apply = page.getByRole("button", { name: /^Apply: import the file and delete at most \d+ records?$/ });
+    await apply.waitFor({ timeout: 60_000 });
+    const wouldDelete = (await server.query<{ n: number }>("SELECT count(*) AS n FROM assets"))[0]!.n;
+    expect(await apply.textContent()).toBe(`Apply: import the file and delete at most ${wouldDelete} record${wouldDelete === 1 ? "" : "s"}`);
+
+    // The import's requests that the server takes (the first, too big, is refused: 413): the second is held.
+    proxy.holdAfter(1, (request) => request.method === "POST" && new URL(request.url).pathname.endsWith("/v2/assets") && Number(request.headers.get("content-length")) <= 1_000_000);
+    await apply.click();
+    type Saved = { mirror: boolean; run: { sync?: number; maxDelete?: number; entries: Array<{ jobId: number | null }> } };
+    const saved = () => page.evaluate(() => JSON.parse(sessionStorage.getItem("importd.import") ?? "null") as Saved | null);
+    await until(saved, { holds: (kept) => (kept?.run.entries.length ?? 0) > 0, deadlineMs: 30_000, what: "a request of the mirror queued" });
+    await until(async () => proxy.held(), { holds: (n) => n === 1, deadlineMs: 30_000, what: "the next request held" });
+    await page.reload();
+    proxy.release();
+    const before = (await saved())!;
+    const syncId = before.run.sync!;
+    expect(syncId).toBeGreaterThan(0);
+    expect(before).toMatchObject({ mirror: true, run: { maxDelete: wouldDelete } });
+
+    const note = page.getByRole("status", { name: "Interrupted import" });
+    expect(await note.textContent()).toContain("The mirror of mirror-resumed.csv (");
+    await page.getByLabel("Resource").selectOption("assets");
+    await page.getByLabel("File", { exact: true }).setInputFiles(file);
+    // Not a resume until the box is ticked again: a mirror's end deletes records.
+    expect(await page.getByRole("button", { name: "Resume the import" }).count()).toBe(0);
+    await page.getByLabel("Mirror: delete the records of assets that the file does not have").check();
+    await page.getByRole("button", { name: "Resume the import" }).click();
+    const outcome = page.getByRole("region", { name: "Mirror outcome" });
+    await outcome.waitFor({ timeout: 120_000 });
+    expect(await outcome.textContent()).toMatch(new RegExp(`^Mirror \\(sync ${syncId}, job \\d+ Succeeded\\): Deleted ${wouldDelete} of ${wouldDelete} asset records`));
+    const jobs = (await page.getByRole("region", { name: "Import result" }).getByRole("link", { name: /^Job \d+$/ }).allTextContents()).map((text) => Number(text.slice(4)));
+    expect(jobs.length).toBeGreaterThan(1);
+    const sync = await client().getSync(syncId);
+    expect(sync).toMatchObject({ state: "completed", recordsSent: rows });
+    expect(sync.jobs.filter((job) => job.operation === "upsert").map((job) => job.id)).toEqual(jobs);
+    expect(await storedIds()).toHaveLength(rows);
+    await page.close();
+  }, 180_000);
+}
