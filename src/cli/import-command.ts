@@ -49,8 +49,8 @@ ${connectionUsage}
                           higher limit completes it without sending the file again. A record refused before any job took
                           it (unreadable, or invalid) stops the mirror before it deletes anything: importd would not know
                           the file has it. Interrupted, the same command resumes in the same sync (open for 24 hours).
-                          With --dry-run: nothing is applied, no sync is opened; the file's ids are compared with
-                          importd's records to say "would delete N of M records", and whether the limit would stop it
+                          With --dry-run: nothing is applied; the file goes as dry runs in a sync of its own, whose
+                          dry-run completion says exactly what would be deleted, and whether the limit would stop it
   --max-delete-percent <n>
                           with --mirror: the share of the resource's records it may delete, 0 to 100 (default 10)
   --max-delete <n>        with --mirror: how many records it may delete (instead of a share)

@@ -10,9 +10,6 @@ import { SourceError } from "./text";
 /** How much the completion may delete (--max-delete-percent, --max-delete); the server's default when neither. */
 export type MirrorLimits = { maxDeletePercent?: number; maxDelete?: number };
 
-/** importd's default share, for a dry run's verdict (the server applies it to a real completion). */
-const defaultMaxDeletePercent = 10;
-
 const count = (value: number) => value.toLocaleString("en-US");
 
 /** The flags that raise the limit, for a message of the server that names its query parameters. */
@@ -65,39 +62,49 @@ const pendingCompletion = (sync: Sync) =>
 /**
  * Completes the mirror's sync once its chunks are in, and waits for the completion; answers the exit code's share:
  * 0 deleted what it considered, 1 a guard stopped it (nothing deleted), or some records were rejected (still
- * referred to). `keepJournal` says whether the sync stays open and the same command can complete it again without
- * sending the file again (false once it is completed, or when it cannot be trusted).
+ * referred to). `dryRun`: the chunks were sent as dry runs, and so is the completion: the server counts what they sent
+ * as sent, and says exactly what the mirror would delete, with nothing applied (the sync, used for nothing else,
+ * expires).
  */
 export async function completeMirror(
   client: ImportdClient,
   sync: Sync,
-  limits: MirrorLimits,
+  limits: MirrorLimits & { dryRun?: boolean },
   out: (line: string) => void,
   progress: (text: string) => void,
 ): Promise<{ code: number; job: JobDocument }> {
   const current = await client.getSync(sync.id);
-  const queued = pendingCompletion(current);
+  const queued = limits.dryRun ? undefined : pendingCompletion(current);
   const job = queued ? await client.getJob(queued.id) : await client.completeSync(sync.id, limits);
-  progress(`completing sync ${sync.id}: job ${job.id} deletes the records the file does not have…`);
+  progress(`completing sync ${sync.id}: job ${job.id} ${limits.dryRun ? "counts" : "deletes"} the records the file does not have…`);
   const done = await client.waitForJob(job.id);
   const output = done.output!;
+  const what = limits.dryRun ? "Mirror, dry run" : "Mirror";
   if (done.importJobStatus === "Failed") {
-    out(`Mirror stopped (sync ${sync.id}, job ${done.id}): ${output.message}`);
+    out(`${what} stopped (sync ${sync.id}, job ${done.id}): ${output.message}`);
     // The server's message names its query parameters; the command's flags do the same.
     const over = /would delete ([\d,]+) of ([\d,]+) /.exec(output.message);
     if (over && /maxDelete/.test(output.message)) {
       const [unsent, total] = [Number(over[1]!.replaceAll(",", "")), Number(over[2]!.replaceAll(",", ""))];
-      out(`If that is right, run the same command with ${flagsFor(unsent, total)}: the file is not sent again, the sync stays open until ${sync.expiresAt}.`);
+      out(
+        limits.dryRun
+          ? `If that is right, run the same command without --dry-run and with ${flagsFor(unsent, total)}.`
+          : `If that is right, run the same command with ${flagsFor(unsent, total)}: the file is not sent again, the sync stays open until ${sync.expiresAt}.`,
+      );
     }
     return { code: 1, job: done };
   }
-  out(`Mirror (sync ${sync.id}, job ${done.id}): ${output.message}`);
+  // The server's last words are for its API; a dry run's next step here is the same command without --dry-run.
+  const message = limits.dryRun ? output.message.replace(/ The sync stays open: complete it without dryRun to delete them\.$/, " The same command without --dry-run would delete them.") : output.message;
+  out(`${what} (sync ${sync.id}, job ${done.id}): ${message}`);
   return { code: (output.rejected ?? 0) > 0 ? 1 : 0, job: done };
 }
 
 /**
  * The records of the resource importd has (`total`) and the ids of those the file does not have (`missing`, in
- * importd's order): what a mirror's completion would delete at most. Paged through GET /v2/<resource>.
+ * importd's order): what a mirror's completion would delete at most. Paged through GET /v2/<resource>. The
+ * console's dry run counts so (an exact count, as importd import --mirror --dry-run gets it, is the dry-run completion
+ * of a sync its chunks were sent in as dry runs).
  */
 export async function reckonMirror(client: ImportdClient, resource: ResourceDefinition, fileIds: ReadonlySet<string>, onPage?: (seen: number) => void): Promise<{ missing: string[]; total: number }> {
   const missing: string[] = [];
@@ -111,43 +118,4 @@ export async function reckonMirror(client: ImportdClient, resource: ResourceDefi
     onPage?.(total);
   } while (after !== undefined);
   return { missing, total };
-}
-
-/**
- * A mirror's dry run: what a completion would delete, reckoned here. A dry-run import marks nothing as sent in a
- * sync (it applies nothing), so the server has nothing to count from; the ids the file has are compared with the
- * records importd has of the resource instead. It cannot see what the server would keep besides (a record another
- * job writes meanwhile, one another record refers to), so it says "would delete", at most.
- */
-export async function dryRunMirror(
-  client: ImportdClient,
-  resource: ResourceDefinition,
-  fileIds: ReadonlySet<string>,
-  limits: MirrorLimits,
-  out: (line: string) => void,
-  progress: (text: string) => void,
-): Promise<number> {
-  const { missing, total } = await reckonMirror(client, resource, fileIds, (seen) => progress(`mirror, dry run: ${count(seen)} ${resource.noun} records of importd compared with the file…`));
-
-  const share = total === 0 ? 0 : (missing.length * 100) / total;
-  const shown = `${count(missing.length)} of ${count(total)} ${resource.noun} records${total === 0 ? "" : ` (${Math.ceil(share * 10) / 10}%)`}`;
-  const allowed =
-    limits.maxDelete !== undefined
-      ? { ok: missing.length <= limits.maxDelete, limit: `the ${count(limits.maxDelete)} allowed (--max-delete)` }
-      : { ok: missing.length * 100 <= (limits.maxDeletePercent ?? defaultMaxDeletePercent) * total, limit: `the ${limits.maxDeletePercent ?? defaultMaxDeletePercent}% allowed` };
-  out(
-    `Mirror, dry run: would delete ${shown}, those importd has that the file does not. Nothing was deleted and no sync was opened. ` +
-      "(A record another record refers to would be kept, as would one another job writes while the mirror runs.)",
-  );
-  if (missing.length > 0) {
-    const named = missing.slice(0, 10).join(", ");
-    out(`  ${missing.length > 10 ? `The first 10: ${named}, and ${count(missing.length - 10)} more.` : `${missing.length === 1 ? "It is" : "They are"}: ${named}.`}`);
-  }
-  if (missing.length === 0) return 0;
-  if (allowed.ok) {
-    out(`That is within ${allowed.limit}: the same command without --dry-run would delete them.`);
-    return 0;
-  }
-  out(`That is more than ${allowed.limit}: the same command without --dry-run would stop with nothing deleted. If that is right, add ${flagsFor(missing.length, total)}.`);
-  return 1;
 }

@@ -1,12 +1,12 @@
 import { createReadStream, statSync } from "node:fs";
-import { createClient, ImportdCertificateError, ImportdConnectionError, ImportdProblem, isTransient, type JobDocument } from "../client";
+import { createClient, ImportdCertificateError, ImportdConnectionError, ImportdProblem, isTransient, type JobDocument, type Resource } from "../client";
 import { JobOperation } from "../domain/job";
 import type { ResourceDefinition } from "../resources/definition";
 import { ChunkedImport, type Rejection } from "./chunked-import";
 import { newRunId } from "./idempotency";
 import { shown } from "./fields";
 import { Journal } from "./journal";
-import { completeMirror, dryRunMirror, joinOrOpenSync, type MirrorLimits } from "./mirror";
+import { completeMirror, joinOrOpenSync, type MirrorLimits } from "./mirror";
 import { progressEntry, progressLine, type Progress } from "./progress";
 import { RejectedFile } from "./rejected-file";
 import { formatOf, where, type Format, type SourceRecord } from "./source";
@@ -106,9 +106,15 @@ export async function runImport(run: ImportRun): Promise<number> {
     );
   }
   const journal = opened?.journal;
-  // A mirror's chunks go in its sync: the interrupted run's, when this run resumes it.
-  const sync = run.mirror && journal ? await joinOrOpenSync(client, run.resource, journal, opened?.resumed?.chunks ?? 0, run.note) : undefined;
-  const fileIds = run.mirror && run.dryRun ? new Set<string>() : undefined;
+  // A mirror's chunks go in its sync: the interrupted run's, when this run resumes it. A dry run's go, as dry runs, in a
+  // sync of their own, which its dry-run completion counts from (and which then expires unused).
+  const sync = !run.mirror
+    ? undefined
+    : journal
+      ? await joinOrOpenSync(client, run.resource, journal, opened?.resumed?.chunks ?? 0, run.note)
+      : run.dryRun
+        ? await client.openSync(run.resource.path as Resource)
+        : undefined;
   // A text file of ids gets a CSV rejected file (ids.txt → ids.rejected.csv): id, _error, _line, which importd delete reads again.
   const rejectedFile = run.validateOnly
     ? undefined
@@ -127,7 +133,6 @@ export async function runImport(run: ImportRun): Promise<number> {
     mode: run.validateOnly ? "validate" : run.dryRun ? "dry-run" : "import",
     chunkBytes: journal?.chunkBytes ?? run.chunkBytes,
     sync: sync?.id,
-    onId: fileIds && ((id) => fileIds.add(id)),
     ledger: journal ?? { runId: newRunId(), entry: () => undefined, record: () => {} },
     jobsInFlight: maxJobsInFlight,
     onRejections: (rejections) => {
@@ -205,13 +210,12 @@ export async function runImport(run: ImportRun): Promise<number> {
   }
   if (deleting && totals.rejected > told.length) run.out(`  and ${totals.rejected - told.length} more${rejectedFile && rejectedFile.rejected > 0 ? `, all in ${rejectedFile.path}` : ""}.`);
   const imported = totals.rejected + problemsOfFile === 0 ? 0 : 1;
-  if (fileIds) return Math.max(imported, await dryRunMirror(client, run.resource, fileIds, run.mirror!, run.out, run.progress));
-  if (!sync || !journal) return imported;
+  if (!sync || !(journal || run.dryRun)) return imported;
 
   // A record no job took is not sent as far as the sync knows: completing would delete it, though the file has it.
   const notSent = totals.rejectedBeforeSending + totals.refusedByRequest;
   if (notSent > 0) {
-    journal.finish();
+    journal?.finish();
     run.out(
       `The mirror is not completed, so nothing is deleted: ${plural(notSent, "record")} of the file ${notSent === 1 ? "was" : "were"} refused before any job took ${notSent === 1 ? "it" : "them"} ` +
         `(${rejectedFile && rejectedFile.rejected > 0 ? `in ${rejectedFile.path}` : "above"}), so importd does not know ${notSent === 1 ? "it is" : "they are"} in the file and completing sync ${sync.id} would delete ${notSent === 1 ? "it" : "them"}. ` +
@@ -220,7 +224,8 @@ export async function runImport(run: ImportRun): Promise<number> {
     );
     return 1;
   }
-  const { code, job } = await completeMirror(client, sync, run.mirror!, run.out, run.progress);
+  const { code, job } = await completeMirror(client, sync, { ...run.mirror!, dryRun: run.dryRun }, run.out, run.progress);
+  if (!journal) return Math.max(imported, code);
   // A completion that ended the sync, or one after a job of the sync that failed as a whole (resuming would not send
   // its chunk again), leaves nothing to resume; one stopped by a guard leaves the sync open for the same command to
   // complete again with a higher limit, without sending the file again.

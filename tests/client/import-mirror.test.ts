@@ -65,26 +65,27 @@ describe("importd import --mirror", () => {
     expect(await storedIds()).toHaveLength(18);
   }, 120_000);
 
-  test("--dry-run deletes nothing, opens no sync, and prints what it would delete; over the limit it says which flag lets it through", async () => {
+  test("--dry-run deletes nothing and prints exactly what it would delete, counted by the server from the file's dry runs; over the limit it says which flag lets it through", async () => {
     const { client } = await fresh();
     await seedTwenty();
     const jobs = await jobCount();
     const file = csv("dry.csv", range(5, 15));
     const dry = await run(file, ["--mirror", "--dry-run"]);
-    expect(dry.stdout).toContain("would delete 5 of 20 asset records (25%)");
-    expect(dry.stdout).toContain(`They are: ${range(0, 5).map((i) => asset(i).id).join(", ")}.`);
-    expect(dry.stdout).toContain("more than the 10% allowed: the same command without --dry-run would stop with nothing deleted. If that is right, add --max-delete-percent 25 (or --max-delete 5).");
+    expect(dry.stdout).toContain("Mirror, dry run stopped (sync 1, job ");
+    expect(dry.stdout).toContain("Dry run: nothing was applied. Applying it would fail: the mirror would delete 5 of 20 asset records (25%)");
+    expect(dry.stdout).toContain("If that is right, run the same command without --dry-run and with --max-delete-percent 25 (or --max-delete 5).");
     expect(dry.code).toBe(1);
     expect(await storedIds()).toHaveLength(20);
-    // Its chunks were dry runs, and no sync was opened.
+    // Its chunks and its completion were dry runs; its sync stays open, used for nothing else.
     expect((await client.listJobs({ dryRun: false, limit: 1000 })).items).toHaveLength(jobs);
-    expect(await client.getSync(1).catch((e) => e)).toMatchObject({ status: 404 });
+    expect(await client.getSync(1)).toMatchObject({ state: "open", recordsSent: 0 });
     expect(existsSync(`${file}.importd-progress`)).toBe(false);
 
     const allowed = await run(file, ["--mirror", "--dry-run", "--max-delete-percent", "25"]);
     expect(allowed.code).toBe(0);
-    expect(allowed.stdout).toContain("would delete 5 of 20 asset records (25%)");
-    expect(allowed.stdout).toContain("That is within the 25% allowed: the same command without --dry-run would delete them.");
+    expect(allowed.stdout).toContain("Mirror, dry run (sync 2, job ");
+    expect(allowed.stdout).toContain("Dry run: nothing was applied. Would delete 5 of 5 asset records. Considered: the 5 asset records of 20 that no job of sync 2 sent");
+    expect(allowed.stdout).toContain("(15 kept). The same command without --dry-run would delete them.\n");
     expect(await storedIds()).toHaveLength(20);
   }, 120_000);
 
