@@ -1,7 +1,7 @@
 // How `importd jobs` shows jobs and rejected records: for a person (a table, a summary) and for a script (CSV, NDJSON).
 // Pure functions from the API's documents to lines, so that the command itself is only about asking the server.
 import type { JobDocument, RejectedRecord } from "../client";
-import { JobOperation } from "../domain/job";
+import { JobOperation, operationMeanings } from "../domain/job";
 import { count, elapsed } from "../jobs/figures";
 
 type Column = { header: string; right?: boolean; cell: (job: JobDocument) => string };
@@ -22,13 +22,6 @@ const tableColumns: Column[] = [
 // What a job does, after its type: shown only when a delete job is listed, so that a list of imports keeps its 80
 // columns. The operations as the API and --operation say them.
 const operationColumn: Column = { header: "OP", cell: (job) => job.operation };
-
-/** What each operation does, for people: `jobs show` and `jobs --help`. */
-export const operationMeanings: Record<JobOperation, string> = {
-  [JobOperation.Upsert]: "an import",
-  [JobOperation.Delete]: "a delete job, which deletes the records of the ids it was sent",
-  [JobOperation.SyncCompletion]: "a mirror's completion, which deletes the records its sync's imports did not send",
-};
 
 export const dryRunLegend = "* a dry run: nothing was applied";
 

@@ -1,9 +1,9 @@
 import { parseArgs } from "node:util";
 import { createClient, ImportdConnectionError, ImportdProblem, type ImportdClient, type JobDocument, type RejectedRecord } from "../client";
-import { isTerminal, jobOperations, jobStatuses } from "../domain/job";
+import { isTerminal, jobOperations, jobStatuses, operationMeanings } from "../domain/job";
 import { UsageError, type Output } from "./errors";
 import { RejectedColumns } from "../importer/rejected-csv";
-import { jobSummary, jobTable, operationMeanings, rejectedJson } from "./job-views";
+import { jobSummary, jobTable, rejectedJson } from "./job-views";
 import { connectionFlags, connectionUsage, keyRefused, serverConnection } from "./server-connection";
 
 const defaultListLimit = 20;

@@ -32,6 +32,13 @@ export const JobOperation = {
 export type JobOperation = (typeof JobOperation)[keyof typeof JobOperation];
 export const jobOperations = Object.values(JobOperation);
 
+/** What each operation does, for people (the CLI's jobs show and --help, the console's job page). */
+export const operationMeanings: Record<JobOperation, string> = {
+  [JobOperation.Upsert]: "an import",
+  [JobOperation.Delete]: "a delete job, which deletes the records of the ids it was sent",
+  [JobOperation.SyncCompletion]: "a mirror's completion, which deletes the records its sync's imports did not send",
+};
+
 /**
  * What a finished job reports (worded by jobs/outcome.ts). `message` is for people: how many failed, which (index
  * and id) and why, grouped by reason, bounded in length. `errors` is for programs, capped at jobs/outcome.ts's `maxOutputErrors`.

@@ -62,7 +62,7 @@ if (requireChromium("delete jobs in the console, in headless Chromium")) {
     await signIn(page);
     await page.getByRole("link", { name: String(deletion), exact: true }).click();
     await page.getByRole("heading", { name: `Job ${deletion}` }).waitFor();
-    expect(await page.locator(".facts").textContent()).toContain("OperationDelete: deletes the records of the ids it was sent");
+    expect(await page.locator(".facts").textContent()).toContain("Operationdelete: a delete job, which deletes the records of the ids it was sent");
     const counts = await page.getByLabel("Counts").textContent();
     expect(counts).toBe("Deleted2Not found1Rejected0");
     await screenshot(page, "delete-job");

@@ -12,7 +12,7 @@ import { asset, seedReferenceData } from "../helpers/records";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server";
 
 // The console's mirror (DECISIONS 13): the import screen's "Mirror" box; its dry run says what applying would delete
-// before anything is applied (reckoned by the page: a dry-run import marks nothing in a sync); applying sends the file
+// before anything is applied (reckoned by the page from the file's ids and importd's records); applying sends the file
 // in a sync and completes it, deleting at most what the dry run showed.
 
 const header = "id,subAreaId,name,status,assetCategoryId,assetTypeId,shapeType";
@@ -77,6 +77,13 @@ if (requireChromium("the console's mirror in headless Chromium")) {
     // At most what the dry run showed: the completion was queued with maxDelete=5.
     expect(sync.lastCompletion?.output?.deleted).toBe(5);
     await screenshot(page, "import-mirror-done");
+
+    // The completion's own page says what it is, and counts what it deleted of what it considered.
+    const completion = sync.jobs.find((job) => job.operation === "syncCompletion")!;
+    await page.goto(`${server.url}/console/#/jobs/${completion.id}`);
+    await page.getByRole("heading", { name: `Job ${completion.id}` }).waitFor();
+    expect(await page.locator(".facts").textContent()).toContain("OperationsyncCompletion: a mirror's completion, which deletes the records its sync's imports did not send");
+    expect(await page.getByLabel("Counts").textContent()).toBe("Deleted5Considered5Rejected0");
     await page.close();
   }, 120_000);
 

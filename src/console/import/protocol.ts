@@ -48,7 +48,7 @@ export type ImportOrder = ImportSettings & {
 
 /**
  * A mirror's end. A dry run: `wouldDelete` of `of` records importd has (the first ids in `first`), reckoned by the
- * worker, since a dry-run import marks nothing in a sync. Applied: the completion job and its output, or `notCompleted`
+ * worker from the file's ids and importd's records (an upper bound: see importer/mirror.ts, reckonMirror). Applied: the completion job and its output, or `notCompleted`
  * saying why it was not queued.
  */
 export type MirrorEnd =

@@ -206,7 +206,7 @@ function Checked({ result, resource, onApply }: { result: Ended; resource: strin
   );
 }
 
-/** A mirror's dry run: what applying would delete, as the worker reckoned it (a dry-run import marks nothing in a sync). */
+/** A mirror's dry run: what applying would delete, as the worker reckoned it from the file's ids and importd's records (an upper bound). */
 function MirrorForecast({ mirror, resource }: { mirror: Extract<NonNullable<Ended["mirror"]>, { dryRun: true }>; resource: string }) {
   const { wouldDelete, of, first } = mirror;
   const share = of === 0 ? 0 : Math.ceil(((wouldDelete * 100) / of) * 10) / 10;

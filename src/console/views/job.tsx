@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { ImportdProblem, type ImportdClient, type JobDocument, type Page, type RejectedRecord } from "../../client";
-import { JobOperation, terminalStatuses } from "../../domain/job";
+import { JobOperation, operationMeanings, terminalStatuses } from "../../domain/job";
 import { downloadRejectedCsv } from "../downloads";
 import { count, duration, time } from "../format";
 import { PageButtons, useCursorPages } from "../pages";
@@ -66,7 +66,9 @@ export function JobView({ client, session, id }: { client: ImportdClient; sessio
     );
   }
   const output = job.output;
-  const deleting = job.operation === JobOperation.Delete;
+  // A delete job's and a mirror's completion's counts and rejected rows are of ids; a completion has no "not found".
+  const deleting = job.operation !== JobOperation.Upsert;
+  const meaning = operationMeanings[job.operation as JobOperation] ?? job.operation;
   return (
     <section aria-labelledby="job-title">
       <p><a href="#/jobs">← Jobs</a></p>
@@ -85,7 +87,7 @@ export function JobView({ client, session, id }: { client: ImportdClient; sessio
         <dt>Type</dt>
         <dd>{job.importJobType}</dd>
         <dt>Operation</dt>
-        <dd>{deleting ? "Delete: deletes the records of the ids it was sent" : "Upsert: an import"}</dd>
+        <dd>{`${job.operation}: ${meaning}`}</dd>
         <dt>{deleting ? "Ids" : "Records"}</dt>
         <dd>{count(job.recordCount)}</dd>
         <dt>Created</dt>
@@ -101,7 +103,11 @@ export function JobView({ client, session, id }: { client: ImportdClient; sessio
           {deleting ? (
             <dl class="counts" aria-label="Counts">
               <div><dt>{job.dryRun ? "Would delete" : "Deleted"}</dt><dd>{count(output.deleted)}</dd></div>
-              <div><dt>Not found</dt><dd>{count(output.notFound)}</dd></div>
+              {job.operation === JobOperation.Delete ? (
+                <div><dt>Not found</dt><dd>{count(output.notFound)}</dd></div>
+              ) : (
+                <div><dt>Considered</dt><dd>{count(output.total)}</dd></div>
+              )}
               <div><dt>{job.dryRun ? "Would reject" : "Rejected"}</dt><dd>{count(output.rejected)}</dd></div>
             </dl>
           ) : (

@@ -85,6 +85,7 @@ export function JobsView({ client, session, filters }: { client: ImportdClient; 
             <option value="">Any</option>
             <option value={JobOperation.Upsert}>Imports</option>
             <option value={JobOperation.Delete}>Deletes</option>
+            <option value={JobOperation.SyncCompletion}>Mirror completions</option>
           </select>
         </label>
         <label>
@@ -129,6 +130,7 @@ export function JobsView({ client, session, filters }: { client: ImportdClient; 
                   <td class="nowrap">
                     {job.importJobType}
                     {job.operation === JobOperation.Delete && <span class="tag delete" title="A delete job: it deletes the records of the ids it was sent">delete</span>}
+                    {job.operation === JobOperation.SyncCompletion && <span class="tag delete" title="A mirror's completion: it deletes the records its sync's imports did not send">mirror</span>}
                   </td>
                   <td><StatusBadge status={job.importJobStatus} /></td>
                   <td class="number">{count(job.recordCount)}</td>
@@ -151,7 +153,7 @@ export function JobsView({ client, session, filters }: { client: ImportdClient; 
 function appliedCell(job: JobDocument): string {
   const output = job.output;
   if (!output) return count(undefined);
-  if (job.operation === JobOperation.Delete) {
+  if (job.operation !== JobOperation.Upsert) {
     const deleted = `${job.dryRun ? "would delete" : "deleted"} ${count(output.deleted)}`;
     return output.notFound ? `${deleted}, ${count(output.notFound)} not found` : deleted;
   }

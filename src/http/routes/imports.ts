@@ -45,7 +45,7 @@ const syncParameter: OpenAPIV3.ParameterObject = {
   description:
     "The id of an open sync of this resource (POST /v2/syncs): the job joins it, and the sync's completion keeps every record it sent (rejected ones too). " +
     "Any number of imports may join a sync, in order. A malformed id, one that names no sync of this environment, or a sync of another resource is 400 " +
-    "(errors under `sync`); a sync that is completed or expired is 409 (open a new one). A dry run may join: it marks nothing as sent.",
+    "(errors under `sync`); a sync that is completed or expired is 409 (open a new one). A dry run may join: what it sends counts as sent for a dry-run completion only (a mirror tried whole, nothing applied).",
   schema: { type: "integer", minimum: 1, example: 1 },
 };
 
