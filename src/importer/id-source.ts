@@ -2,7 +2,7 @@ import { Type } from "@sinclair/typebox";
 import type { ResourceDefinition } from "../resources/definition";
 import { isMeta, isNote, shown } from "./fields";
 import { SourceProblemCode } from "./problems";
-import { formats, JsonArraySplitter, LineSplitter, readSource, type CsvDialect, type Format, type SourceRecord } from "./source";
+import { formats, JsonArraySplitter, numberedLines, readSource, type CsvDialect, type Format, type SourceRecord } from "./source";
 import { surveyFile, type Survey } from "./survey";
 import { SourceError, textOf, type InputFile } from "./text";
 import { sourceError } from "./words";
@@ -58,9 +58,7 @@ export async function surveyIds(file: InputFile, format: IdFormat, resource: Res
     return { records, csv, unknown: [] };
   }
   let records = 0;
-  const lines = new LineSplitter();
-  for await (const chunk of textOf(file)) for (const line of lines.push(chunk)) if (line.trim() !== "") records++;
-  if (lines.end().trim() !== "") records++;
+  for await (const { content } of numberedLines(textOf(file))) if (content.trim() !== "") records++;
   return { records, unknown: [] };
 }
 
@@ -81,18 +79,8 @@ function idOfRecord(source: SourceRecord, what: string): SourceRecord {
 }
 
 async function* readTextIds(text: AsyncIterable<string>): AsyncGenerator<SourceRecord> {
-  const lines = new LineSplitter();
-  let line = 0;
   // `cells`: the rejected file of a text file is a CSV of one column, id (see run.ts).
-  const one = (content: string): SourceRecord | undefined => (line++, content.trim() === "" ? undefined : { line, record: { id: content }, cells: [content] });
-  for await (const chunk of text) {
-    for (const content of lines.push(chunk)) {
-      const source = one(content);
-      if (source) yield source;
-    }
-  }
-  const last = one(lines.end());
-  if (last) yield last;
+  for await (const { line, content } of numberedLines(text)) if (content.trim() !== "") yield { line, record: { id: content }, cells: [content] };
 }
 
 async function* readJsonIds(text: AsyncIterable<string>, path: string): AsyncGenerator<SourceRecord> {

@@ -78,21 +78,19 @@ export class LineSplitter {
   }
 }
 
-export async function* readNdjson(text: AsyncIterable<string>): AsyncGenerator<SourceRecord> {
+/** Each line of `text`, numbered from 1, the one after the last line end included (empty when the text ends with one). */
+export async function* numberedLines(text: AsyncIterable<string>): AsyncGenerator<{ line: number; content: string }> {
   const lines = new LineSplitter();
   let line = 0;
-  const one = (content: string): SourceRecord | undefined => {
-    line++;
-    return content.trim() === "" ? undefined : readObject(content, "line", { line });
-  };
-  for await (const chunk of text) {
-    for (const content of lines.push(chunk)) {
-      const source = one(content);
-      if (source) yield source;
-    }
+  for await (const chunk of text) for (const content of lines.push(chunk)) yield { line: ++line, content };
+  yield { line: ++line, content: lines.end() };
+}
+
+export async function* readNdjson(text: AsyncIterable<string>): AsyncGenerator<SourceRecord> {
+  for await (const { line, content } of numberedLines(text)) {
+    const source = content.trim() === "" ? undefined : readObject(content, "line", { line });
+    if (source) yield source;
   }
-  const last = one(lines.end());
-  if (last) yield last;
 }
 
 /**
