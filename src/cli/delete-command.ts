@@ -1,11 +1,10 @@
 import { parseArgs } from "node:util";
 import { JobOperation } from "../domain/job";
-import { parseDelimiter } from "../importer/csv-dialect";
 import { defaultChunkBytes } from "../importer/chunked-import";
 import { idFormats, type IdFormat } from "../importer/id-source";
-import { resourceByPath, resources } from "../resources/registry";
+import { resources } from "../resources/registry";
 import { UsageError, type Output } from "./errors";
-import { chunkBytesOf, runFile } from "./import-command";
+import { chunkBytesOf, delimiterOf, resourceOf, runFile } from "./import-command";
 import { connectionFlags, connectionUsage, serverConnection } from "./server-connection";
 
 export const deleteUsage = `importd delete <file> --resource <resource> --base-url <url> [--api-key <key>] [--ca-file <file>] [--dry-run] [--restart]
@@ -60,15 +59,9 @@ export async function deleteCommand(argv: string[], env: Record<string, string |
   });
   if (values.help) return io.out(deleteUsage), 0;
   if (positionals.length !== 1) throw new UsageError(`delete takes one file of ids, got ${positionals.length === 0 ? "none" : `'${positionals.join(" ")}'`}`);
-  const resource = resourceByPath(values.resource ?? "");
-  if (!resource) throw new UsageError(`--resource must be one of ${resources.map((r) => r.path).join(", ")}${values.resource ? `, not '${values.resource}'` : ""}`);
+  const resource = resourceOf(values.resource);
   if (values.format !== undefined && !idFormats.includes(values.format as IdFormat)) throw new UsageError(`--format must be one of ${idFormats.join(", ")}, not '${values.format}'`);
-  let delimiter: string | undefined;
-  try {
-    delimiter = values.delimiter === undefined ? undefined : parseDelimiter(values.delimiter);
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
+  const delimiter = delimiterOf(values.delimiter);
   const file = positionals[0]!;
   return runFile(
     {

@@ -6,6 +6,7 @@ import type { MirrorLimits } from "../importer/mirror";
 import { runImport, type ImportRun } from "../importer/run";
 import { formats, SourceError, type Format } from "../importer/source";
 import { resourceByPath, resources } from "../resources/registry";
+import type { ResourceDefinition } from "../resources/definition";
 import { UsageError, type Output } from "./errors";
 import { connectionFlags, connectionUsage, keyRefused, serverConnection } from "./server-connection";
 
@@ -85,18 +86,12 @@ export async function importCommand(argv: string[], env: Record<string, string |
   });
   if (values.help) return io.out(importUsage), 0;
   if (positionals.length !== 1) throw new UsageError(`import takes one file, got ${positionals.length === 0 ? "none" : `'${positionals.join(" ")}'`}`);
-  const resource = resourceByPath(values.resource ?? "");
-  if (!resource) throw new UsageError(`--resource must be one of ${resources.map((r) => r.path).join(", ")}${values.resource ? `, not '${values.resource}'` : ""}`);
+  const resource = resourceOf(values.resource);
   const validateOnly = values["validate-only"] ?? false;
   if (validateOnly && values["dry-run"]) throw new UsageError("--validate-only and --dry-run do not go together: --validate-only checks the file here and sends nothing, --dry-run has importd check it against the environment's data");
   if (values.format !== undefined && !formats.includes(values.format as Format)) throw new UsageError(`--format must be one of ${formats.join(", ")}, not '${values.format}'`);
   const format = values.format as Format | undefined;
-  let delimiter: string | undefined;
-  try {
-    delimiter = values.delimiter === undefined ? undefined : parseDelimiter(values.delimiter);
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
+  const delimiter = delimiterOf(values.delimiter);
   const mirror = values.mirror ? mirrorLimitsOf(values["max-delete-percent"], values["max-delete"]) : undefined;
   if (!mirror && (values["max-delete-percent"] !== undefined || values["max-delete"] !== undefined)) throw new UsageError("--max-delete-percent and --max-delete go with --mirror: they limit what the mirror deletes");
   if (mirror && validateOnly) throw new UsageError("--mirror and --validate-only do not go together: --validate-only sends nothing, a mirror needs importd's records (use --mirror --dry-run to see what it would delete)");
@@ -137,6 +132,22 @@ function mirrorLimitsOf(percent: string | undefined, count: string | undefined):
     return { maxDelete: Number(count) };
   }
   return {};
+}
+
+/** --resource, checked: one of importd's resources. */
+export function resourceOf(text: string | undefined): ResourceDefinition {
+  const resource = resourceByPath(text ?? "");
+  if (!resource) throw new UsageError(`--resource must be one of ${resources.map((r) => r.path).join(", ")}${text ? `, not '${text}'` : ""}`);
+  return resource;
+}
+
+/** --delimiter, checked; undefined when not given. */
+export function delimiterOf(text: string | undefined): string | undefined {
+  try {
+    return text === undefined ? undefined : parseDelimiter(text);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
 }
 
 /** --chunk-bytes, checked. */
