@@ -10,6 +10,8 @@ export type Answers = {
   accepted: number[];
   /** The longest any request waited for its answer. */
   slowestMs: number;
+  /** The longest any request waited for each status. */
+  slowestBy: Map<number | string, number>;
 };
 
 /**
@@ -19,14 +21,16 @@ export type Answers = {
  * after `answerWithinMs` counts as "no answer".
  */
 export async function underLoad(base: string, key: string, disrupt: (answers: Answers) => Promise<void>, { answerWithinMs, round = 0 }: { answerWithinMs: number; round?: number }): Promise<Answers> {
-  const answers: Answers = { statuses: new Map(), accepted: [], slowestMs: 0 };
+  const answers: Answers = { statuses: new Map(), accepted: [], slowestMs: 0, slowestBy: new Map() };
   let disrupting = true;
   const disrupted = disrupt(answers).finally(() => (disrupting = false));
   const ask = async (url: string, init: RequestInit = {}) => {
     const sentAt = performance.now();
     const response = await fetch(url, { ...init, headers: { "api-key": key, ...init.headers }, signal: AbortSignal.timeout(answerWithinMs) }).catch(() => undefined);
-    answers.slowestMs = Math.max(answers.slowestMs, performance.now() - sentAt);
+    const waitedMs = performance.now() - sentAt;
     const status = response?.status ?? "no answer";
+    answers.slowestMs = Math.max(answers.slowestMs, waitedMs);
+    answers.slowestBy.set(status, Math.max(answers.slowestBy.get(status) ?? 0, waitedMs));
     answers.statuses.set(status, (answers.statuses.get(status) ?? 0) + 1);
     if (response?.status === 503) expect(Number(response.headers.get("retry-after"))).toBeGreaterThan(0);
     else if (response && response.status !== 202 && response.status !== 200) throw new Error(`${init.method ?? "GET"} ${url}: ${response.status} ${await response.text()}`);
