@@ -146,7 +146,8 @@ function survey(resource: ResourceDefinition, records: Records, operation: JobOp
     for (const record of records) if (typeof record[reference.field] === "string") ids.add(record[reference.field] as string);
     referred.set(reference, ids);
   }
-  return { duplicates: findDuplicateIds(records), referred };
+  // A delete job's repeated id is not found the second time (deletes.ts): nothing to look for.
+  return { duplicates: operation === JobOperation.Delete ? new Map() : findDuplicateIds(records), referred };
 }
 
 /** The ids each resource is referred to by in the run's batches, by resource. */

@@ -516,6 +516,22 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
         expect(await store.records.tombstone(subareas, e1, "a")).toBeUndefined();
         expect(await store.records.tombstones(subareas, e1, 10)).toEqual([]);
       });
+
+      test("purge keeps the tombstones of deletions since the cut-off, and of a resource deleted from again before it", async () => {
+        const { queue, e1 } = await setUp();
+        await enqueue(e1, subAreas("A", "B", "C"));
+        await runNext(queue, e1, { token: token() });
+        await enqueueDelete(e1, "SubArea", ["a"]);
+        await runNext(queue, e1, { token: token() });
+        await Bun.sleep(5);
+        const cutOff = new Date().toISOString();
+        await Bun.sleep(5);
+        await enqueueDelete(e1, "SubArea", ["b", "c"]);
+        await runNext(queue, e1, { token: token() });
+        await queue.purge(cutOff);
+        expect(await store.records.tombstone(subareas, e1, "a")).toBeUndefined();
+        expect((await store.records.tombstones(subareas, e1, 10)).map((tombstone) => tombstone.id)).toEqual(["b", "c"]);
+      });
     });
 
     describe("syncs (DECISIONS 13's mirror)", () => {
@@ -579,12 +595,12 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
         expect((await store.records.tombstone(subareas, e1, "s018"))!.deletedByJobId).toBe(completion.id);
         expect(await ids(e2)).toHaveLength(20);
         const ended = (await store.syncs.view(e1, sync.id))!;
-        expect(ended).toMatchObject({ completedByJobId: completion.id, recordsSent: 17, recordsMarked: 0 });
+        expect(ended).toMatchObject({ completedByJobId: completion.id, recordsSent: 17 });
         expect(ended.completedAt).not.toBeNull();
         // A later import that joined before the completion ran marks nothing in the ended sync.
-        await join(e1, sync.id, named(1, 1));
+        await join(e1, sync.id, [{ id: "late", name: "late" }]);
         await runAll(e1);
-        expect((await store.syncs.view(e1, sync.id))!.recordsMarked).toBe(0);
+        expect((await store.syncs.view(e1, sync.id))!.recordsMarked).toBe(ended.recordsMarked);
       });
 
       test("guards: too many to delete, a job of the sync failed as a whole, an ended or expired sync; each fails the completion with nothing deleted", async () => {
@@ -628,16 +644,20 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
         expect(await ids(e1)).toHaveLength(8);
       });
 
-      test("purge drops the marks of expired syncs, and the syncs that ended before the cut-off", async () => {
+      test("purge drops the marks of expired and completed syncs, and the syncs that ended before the cut-off", async () => {
         const { e1 } = await setUp();
         const expiring = await store.syncs.open(e1, "subareas", 300);
         const open = await store.syncs.open(e1, "subareas", anHour);
+        const completed = await store.syncs.open(e1, "subareas", anHour);
         await join(e1, expiring.id, named(1, 2));
         await join(e1, open.id, named(1, 3));
+        await join(e1, completed.id, named(1, 3));
+        await complete(e1, completed.id, { maxDeletePercent: 100 });
         await runAll(e1);
         await Bun.sleep(Math.max(0, Date.parse(expiring.expiresAt) - Date.now()) + 20);
         await store.queue.purge("2000-01-01T00:00:00.000Z");
         expect((await store.syncs.view(e1, expiring.id))!.recordsMarked).toBe(0);
+        expect((await store.syncs.view(e1, completed.id))!).toMatchObject({ recordsMarked: 0, recordsSent: 3 });
         expect((await store.syncs.view(e1, open.id))!.recordsMarked).toBe(3);
         await store.queue.purge(new Date(Date.now() + 60_000).toISOString());
         expect(await store.syncs.find(e1, expiring.id)).toBeUndefined();

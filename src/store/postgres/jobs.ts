@@ -92,8 +92,9 @@ const cancelPending = statement(
 const purgeIdempotencyKeys = statement(`DELETE FROM idempotency_keys WHERE created_at < $1`, { bulk: true });
 // Kept as long as the jobs that deleted them (DECISIONS 13); by any instance: deleting the same rows twice is harmless.
 const purgeTombstones = statement(`DELETE FROM tombstones WHERE deleted_at < $1`, { bulk: true });
-// A sync that expired keeps no marks, and one that ended goes with the jobs of its time (its marks with it).
-const purgeExpiredMarks = statement(`DELETE FROM sync_records WHERE sync_id IN (SELECT id FROM syncs WHERE completed_at IS NULL AND expires_at < $1)`, { bulk: true });
+// A sync that ended (completed, or expired) keeps no marks: nothing reads them again. The sync itself goes with the
+// jobs of its time.
+const purgeEndedMarks = statement(`DELETE FROM sync_records WHERE sync_id IN (SELECT id FROM syncs WHERE completed_at IS NOT NULL OR expires_at < $1)`, { bulk: true });
 const purgeSyncs = statement(`DELETE FROM syncs WHERE coalesce(completed_at, expires_at) < $1`, { bulk: true });
 const tryPurgeLock = statement(`SELECT pg_try_advisory_xact_lock(hashtext($1)) AS got`);
 const notify = statement(`SELECT pg_notify($1, $2)`);
@@ -318,7 +319,7 @@ export class PostgresJobQueue implements JobQueue {
     return answer(async () => {
       await this.any.query(purgeIdempotencyKeys(idempotencyWindowStart()));
       await this.any.query(purgeTombstones(before));
-      await this.any.query(purgeExpiredMarks(now()));
+      await this.any.query(purgeEndedMarks(now()));
       await this.any.query(purgeSyncs(before));
       let deleted = 0;
       for (;;) {

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gt, inArray, isNull, lt, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, isNotNull, isNull, lt, or, sql } from "drizzle-orm";
 import { JobOperation, JobStatus, type JobOutput } from "../../domain/job";
 import { StaleClaim } from "../errors";
 import { idempotencyWindowStart } from "../idempotency";
@@ -301,10 +301,13 @@ export class SqliteJobQueue implements JobQueue {
     return answer(() =>
       writeTransaction(this.db, (tx) => {
         tx.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, idempotencyWindowStart())).run();
-        // Kept as long as the jobs that deleted them (DECISIONS 13).
-        tx.delete(tombstones).where(lt(tombstones.deletedAt, before)).run();
-        // A sync that expired keeps no marks (nothing will complete it), and one that ended goes with the jobs of its time.
-        tx.delete(syncRecords).where(inArray(syncRecords.syncId, tx.select({ id: syncs.id }).from(syncs).where(and(isNull(syncs.completedAt), lt(syncs.expiresAt, now()))))).run();
+        // Kept as long as the jobs that deleted them (DECISIONS 13). Positions follow deletedAt (schema.ts): the purge
+        // takes every position before the first one deleted since `before`, walking only the ones it purges.
+        const kept = sql`(SELECT ${tombstones.position} FROM ${tombstones} WHERE ${tombstones.deletedAt} >= ${before} ORDER BY ${tombstones.position} LIMIT 1)`;
+        tx.delete(tombstones).where(lt(tombstones.position, sql`coalesce(${kept}, (SELECT max(${tombstones.position}) + 1 FROM ${tombstones}))`)).run();
+        // A sync that ended (completed, or expired) keeps no marks: nothing reads them again. The sync itself goes with
+        // the jobs of its time.
+        tx.delete(syncRecords).where(inArray(syncRecords.syncId, tx.select({ id: syncs.id }).from(syncs).where(or(isNotNull(syncs.completedAt), lt(syncs.expiresAt, now()))))).run();
         tx.delete(syncs).where(lt(sql`coalesce(${syncs.completedAt}, ${syncs.expiresAt})`, before)).run();
         return tx.delete(jobs).where(lt(jobs.completedAt, before)).returning({ id: jobs.id }).all().length;
       }),

@@ -20,10 +20,7 @@ export class SqliteTombstones {
     this.endOf = client.query<never, [number, string, string]>(
       "DELETE FROM tombstones WHERE environment_id = ?1 AND resource = ?2 AND id IN (SELECT value FROM json_each(?3))",
     );
-    // json_each's key is the index in the array: the tombstones take their positions in the order of the ids.
-    this.insert = client.query<never, [number, string, number, string, string]>(
-      "INSERT INTO tombstones (environment_id, resource, id, job_id, deleted_at) SELECT ?1, ?2, value, ?3, ?4 FROM json_each(?5) ORDER BY key",
-    );
+    this.insert = client.query<never, [number, string, string, number, string]>("INSERT INTO tombstones (environment_id, resource, id, job_id, deleted_at) VALUES (?1, ?2, ?3, ?4, ?5)");
     this.byId = client.query<Tombstone, [number, string, string]>(`SELECT ${columns} FROM tombstones WHERE environment_id = ?1 AND resource = ?2 AND id = ?3`);
     this.after = client.query<Tombstone, [number, string, number, number]>(
       `SELECT ${columns} FROM tombstones WHERE environment_id = ?1 AND resource = ?2 AND position > ?3 ORDER BY position LIMIT ?4`,
@@ -38,8 +35,10 @@ export class SqliteTombstones {
     if (this.anyOf.get(environmentId, resource)!.found) this.endOf.run(environmentId, resource, JSON.stringify(ids()));
   }
 
-  write(environmentId: number, resource: string, jobId: number, ids: readonly string[]): void {
-    if (ids.length > 0) this.insert.run(environmentId, resource, jobId, new Date().toISOString(), JSON.stringify(ids));
+  /** Leaves the tombstone of each record `jobId` deletes, as it deletes it: their positions follow the calls. */
+  writer(environmentId: number, resource: string, jobId: number): (id: string) => void {
+    const deletedAt = new Date().toISOString();
+    return (id) => void this.insert.run(environmentId, resource, id, jobId, deletedAt);
   }
 
   find(environmentId: number, resource: string, id: string): Tombstone | undefined {

@@ -1,0 +1,1 @@
+DROP INDEX `tombstones_deleted_idx`;
