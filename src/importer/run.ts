@@ -158,6 +158,7 @@ export async function runImport(run: ImportRun): Promise<number> {
     elapsedMs: performance.now() - started,
     job,
     deletes: deleting ? { deleted: totals.deleted, notFound: totals.notFound } : undefined,
+    dryRun: run.dryRun,
   });
   const report = (job?: JobDocument) => run.progress(run.interactive ? progressLine(snapshot(job), run.columns()) : progressEntry(snapshot(job)));
 
