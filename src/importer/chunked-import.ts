@@ -77,8 +77,6 @@ export type ChunkedImportOptions = {
   chunkBytes: number;
   /** The open sync (a mirror) the import's jobs join (?sync=). */
   sync?: number;
-  /** Each record's id as it is read (a mirror's dry run counts what the file does not have). */
-  onId?: (id: string) => void;
   ledger: Ledger;
   /** How many jobs are waited for at once; each holds its chunk's records. */
   jobsInFlight: number;
@@ -146,7 +144,6 @@ export class ChunkedImport {
       // A delete's request is an array of ids: each record stands for its id alone.
       const text = JSON.stringify(deleting ? source.record.id : source.record);
       const id = idOf(source.record);
-      if (id !== undefined) options.onId?.(id);
       // Once sent, a record is kept only as its text (and a CSV row as its cells, for the rejected file):
       // several chunks wait for their jobs at once, and the parsed objects would triple what they hold.
       if (!validating) delete source.record;

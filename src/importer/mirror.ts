@@ -1,11 +1,13 @@
 import { ImportdProblem, type ImportdClient, type JobDocument, type Resource, type Sync } from "../client";
 import type { ResourceDefinition } from "../resources/definition";
+import type { ImportTotals } from "./chunked-import";
 import type { Journal } from "./journal";
 import { SourceError } from "./text";
 
 // `importd import --mirror` (DECISIONS 13): the file's chunks are sent in a sync, which is then completed, so that the
 // records of the resource the file does not have are deleted. The server decides what goes and guards it; this file
-// opens or rejoins the sync, queues the completion and says what came of it.
+// opens or rejoins the sync, queues the completion and says what came of it. The console's mirror completes with the
+// same functions.
 
 /** How much the completion may delete (--max-delete-percent, --max-delete); the server's default when neither. */
 export type MirrorLimits = { maxDeletePercent?: number; maxDelete?: number };
@@ -60,6 +62,35 @@ const pendingCompletion = (sync: Sync) =>
   sync.jobs.find((job) => job.operation === "syncCompletion" && !job.dryRun && (job.importJobStatus === "Pending" || job.importJobStatus === "Processing"));
 
 /**
+ * Queues the sync's completion within `limits` (a dry run, if asked) and waits for it to end; the job is handed to
+ * `onQueued` first. A real completion an interrupted run queued and that has not ended is waited for instead of
+ * queued twice. `importd import --mirror` and the console's mirror both complete so.
+ */
+export async function runCompletion(client: ImportdClient, syncId: number, limits: MirrorLimits & { dryRun?: boolean }, onQueued?: (job: JobDocument) => void): Promise<JobDocument> {
+  const queued = limits.dryRun ? undefined : pendingCompletion(await client.getSync(syncId));
+  const job = queued ? await client.getJob(queued.id) : await client.completeSync(syncId, limits);
+  onQueued?.(job);
+  return client.waitForJob(job.id);
+}
+
+/**
+ * What a completion stopped by the limit (maxDeletePercent, maxDelete) would have deleted: the records of the
+ * resource its sync did not send (`unsent`, before the reference rule keeps some), of the resource's (`total`), as
+ * the server's message says them. Undefined for any other end.
+ */
+export function stoppedByLimit(job: JobDocument): { unsent: number; total: number } | undefined {
+  if (job.importJobStatus !== "Failed" || !job.output) return undefined;
+  const over = /would delete ([\d,]+) of ([\d,]+) .*, more than the .* allowed/.exec(job.output.message);
+  return over ? { unsent: Number(over[1]!.replaceAll(",", "")), total: Number(over[2]!.replaceAll(",", "")) } : undefined;
+}
+
+/**
+ * The file's records that no job took (unreadable, or refused with their request): the sync does not know the file has
+ * them, so its completion would delete them. A mirror with any is not completed.
+ */
+export const unknownToSync = (totals: Pick<ImportTotals, "rejectedBeforeSending" | "refusedByRequest">) => totals.rejectedBeforeSending + totals.refusedByRequest;
+
+/**
  * Completes the mirror's sync once its chunks are in, and waits for the completion; answers the exit code's share:
  * 0 deleted what it considered, 1 a guard stopped it (nothing deleted), or some records were rejected (still
  * referred to). `dryRun`: the chunks were sent as dry runs, and so is the completion: the server counts what they sent
@@ -73,23 +104,18 @@ export async function completeMirror(
   out: (line: string) => void,
   progress: (text: string) => void,
 ): Promise<{ code: number; job: JobDocument }> {
-  const current = await client.getSync(sync.id);
-  const queued = limits.dryRun ? undefined : pendingCompletion(current);
-  const job = queued ? await client.getJob(queued.id) : await client.completeSync(sync.id, limits);
-  progress(`completing sync ${sync.id}: job ${job.id} ${limits.dryRun ? "counts" : "deletes"} the records the file does not have…`);
-  const done = await client.waitForJob(job.id);
+  const done = await runCompletion(client, sync.id, limits, (job) => progress(`completing sync ${sync.id}: job ${job.id} ${limits.dryRun ? "counts" : "deletes"} the records the file does not have…`));
   const output = done.output!;
   const what = limits.dryRun ? "Mirror, dry run" : "Mirror";
   if (done.importJobStatus === "Failed") {
     out(`${what} stopped (sync ${sync.id}, job ${done.id}): ${output.message}`);
     // The server's message names its query parameters; the command's flags do the same.
-    const over = /would delete ([\d,]+) of ([\d,]+) /.exec(output.message);
-    if (over && /maxDelete/.test(output.message)) {
-      const [unsent, total] = [Number(over[1]!.replaceAll(",", "")), Number(over[2]!.replaceAll(",", ""))];
+    const over = stoppedByLimit(done);
+    if (over) {
       out(
         limits.dryRun
-          ? `If that is right, run the same command without --dry-run and with ${flagsFor(unsent, total)}.`
-          : `If that is right, run the same command with ${flagsFor(unsent, total)}: the file is not sent again, the sync stays open until ${sync.expiresAt}.`,
+          ? `If that is right, run the same command without --dry-run and with ${flagsFor(over.unsent, over.total)}.`
+          : `If that is right, run the same command with ${flagsFor(over.unsent, over.total)}: the file is not sent again, the sync stays open until ${sync.expiresAt}.`,
       );
     }
     return { code: 1, job: done };
@@ -98,24 +124,4 @@ export async function completeMirror(
   const message = limits.dryRun ? output.message.replace(/ The sync stays open: complete it without dryRun to delete them\.$/, " The same command without --dry-run would delete them.") : output.message;
   out(`${what} (sync ${sync.id}, job ${done.id}): ${message}`);
   return { code: (output.rejected ?? 0) > 0 ? 1 : 0, job: done };
-}
-
-/**
- * The records of the resource importd has (`total`) and the ids of those the file does not have (`missing`, in
- * importd's order): what a mirror's completion would delete at most. Paged through GET /v2/<resource>. The
- * console's dry run counts so (an exact count, as importd import --mirror --dry-run gets it, is the dry-run completion
- * of a sync its chunks were sent in as dry runs).
- */
-export async function reckonMirror(client: ImportdClient, resource: ResourceDefinition, fileIds: ReadonlySet<string>, onPage?: (seen: number) => void): Promise<{ missing: string[]; total: number }> {
-  const missing: string[] = [];
-  let total = 0;
-  let after: string | undefined;
-  do {
-    const page = await client.listRecords(resource.path as Resource, { limit: 1000, after });
-    total += page.items.length;
-    for (const record of page.items) if (!fileIds.has(record.id as string)) missing.push(record.id as string);
-    after = page.nextCursor ?? undefined;
-    onPage?.(total);
-  } while (after !== undefined);
-  return { missing, total };
 }

@@ -18,6 +18,8 @@ export type Progress = {
   job?: { id: number; importJobStatus: string };
   /** A delete's (importd delete): its records are ids, and what was applied is told as deleted and not found. */
   deletes?: { deleted: number; notFound: number };
+  /** Sent as dry runs: the counts are what applying would do, and are said so. */
+  dryRun?: boolean;
 };
 
 const count = (n: number) => Math.round(n).toLocaleString("en-US");
@@ -30,6 +32,16 @@ export function duration(seconds: number): string {
 }
 
 const done = (p: Progress) => p.applied + p.rejected;
+
+/** What was applied (deleted and not found, for a delete) and rejected, in a dry run's words when it is one. */
+function outcomes(p: Progress, n: (value: number) => string): { applied: string[]; rejected: string } {
+  if (p.dryRun) {
+    const applied = p.deletes ? [`would delete ${n(p.deletes.deleted)}`, `would not find ${n(p.deletes.notFound)}`] : [`would apply ${n(p.applied)}`];
+    return { applied, rejected: `would reject ${n(p.rejected)}` };
+  }
+  const applied = p.deletes ? [`${n(p.deletes.deleted)} deleted`, `${n(p.deletes.notFound)} not found`] : [`${n(p.applied)} applied`];
+  return { applied, rejected: `${n(p.rejected)} rejected` };
+}
 
 /** The share of the records done; never 100% before the end, since the total may still be an estimate. */
 function fraction(p: Progress): number {
@@ -57,9 +69,10 @@ export function progressLine(p: Progress, columns: number): string {
   const width = Math.max(10, columns - 1);
   const percent = `${Math.floor(fraction(p) * 100)}%`.padStart(4);
   const left = secondsLeft(p);
+  const { applied, rejected } = outcomes(p, count);
   const parts = [
-    { text: p.deletes ? `${count(p.deletes.deleted)} deleted` : `${count(p.applied)} applied`, drop: 5 },
-    { text: `${count(p.rejected)} rejected`, drop: p.rejected === 0 ? 2 : 4 },
+    { text: applied[0]!, drop: 5 },
+    { text: rejected, drop: p.rejected === 0 ? 2 : 4 },
     { text: `of ${p.totalKnown ? "" : "~"}${count(p.total)}`, drop: 1 },
     { text: `${count(done(p) / Math.max(p.elapsedMs / 1000, 0.001))}/s`, drop: 0 },
     ...(left === undefined ? [] : [{ text: `${duration(left)} left`, drop: 3 }]),
@@ -82,9 +95,9 @@ export function progressLine(p: Progress, columns: number): string {
 export function progressEntry(p: Progress): string {
   const seconds = Math.max(p.elapsedMs / 1000, 0.001);
   const thing = p.deletes ? "id" : "record";
-  const applied = p.deletes ? `${p.deletes.deleted} deleted, ${p.deletes.notFound} not found` : `${p.applied} applied`;
+  const { applied, rejected } = outcomes(p, String);
   return (
-    `${p.read} ${thing}${p.read === 1 ? "" : "s"} read, ${p.sent} ${thing}${p.sent === 1 ? "" : "s"} sent, ${applied}, ${p.rejected} rejected` +
+    `${p.read} ${thing}${p.read === 1 ? "" : "s"} read, ${p.sent} ${thing}${p.sent === 1 ? "" : "s"} sent, ${[...applied, rejected].join(", ")}` +
     (p.rejectedBeforeSending > 0 ? ` (${p.rejectedBeforeSending} before sending)` : "") +
     `; ${Math.round(done(p) / seconds)} ${thing}s/s` +
     (p.job ? ` (job ${p.job.id}: ${p.job.importJobStatus})` : "")

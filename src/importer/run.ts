@@ -6,7 +6,7 @@ import { ChunkedImport, type Rejection } from "./chunked-import";
 import { newRunId } from "./idempotency";
 import { shown } from "./fields";
 import { Journal } from "./journal";
-import { completeMirror, joinOrOpenSync, type MirrorLimits } from "./mirror";
+import { completeMirror, joinOrOpenSync, unknownToSync, type MirrorLimits } from "./mirror";
 import { progressEntry, progressLine, type Progress } from "./progress";
 import { RejectedFile } from "./rejected-file";
 import { formatOf, where, type Format, type SourceRecord } from "./source";
@@ -158,6 +158,7 @@ export async function runImport(run: ImportRun): Promise<number> {
     elapsedMs: performance.now() - started,
     job,
     deletes: deleting ? { deleted: totals.deleted, notFound: totals.notFound } : undefined,
+    dryRun: run.dryRun,
   });
   const report = (job?: JobDocument) => run.progress(run.interactive ? progressLine(snapshot(job), run.columns()) : progressEntry(snapshot(job)));
 
@@ -213,7 +214,7 @@ export async function runImport(run: ImportRun): Promise<number> {
   if (!sync || !(journal || run.dryRun)) return imported;
 
   // A record no job took is not sent as far as the sync knows: completing would delete it, though the file has it.
-  const notSent = totals.rejectedBeforeSending + totals.refusedByRequest;
+  const notSent = unknownToSync(totals);
   if (notSent > 0) {
     journal?.finish();
     run.out(

@@ -90,7 +90,8 @@ export function deleteSummary(s: Summary): string {
   const unread = s.rejectedBeforeSending > 0 ? `${s.rejectedBeforeSending} could not be read and ${wasWere(s.rejectedBeforeSending)} not sent` : "";
   if (s.mode === "dry-run") {
     return (
-      `${s.file}: dry run, nothing was deleted. ${plural(s.read, "id")}: ${s.deleted} would be deleted, ${s.notFound} not found, ${s.rejected} rejected, ${jobs}${parenthesis(jobList(s.jobIds), unread)}.` +
+      `${s.file}: dry run, nothing was deleted. ${plural(s.read, "id")}: would delete ${s.deleted}, would not find ${s.notFound}, would reject ${s.rejected}, ${jobs}${parenthesis(jobList(s.jobIds), unread)}.` +
+      (s.notFound > 0 ? ` Not found: no such record (never imported, or deleted already); not an error.` : "") +
       (rejectedFile ? ` The ids that would be rejected, each with its reason, are in ${rejectedFile}.` : "") +
       keptNote(s.rejectedFile)
     );

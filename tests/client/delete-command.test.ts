@@ -93,7 +93,7 @@ describe("importd delete", () => {
     const ndjson = write("records.ndjson", `${JSON.stringify(asset(30))}\n${JSON.stringify({ name: "no id here" })}\n`);
     const dry = await remove(ndjson, ["--dry-run"]);
     expect(dry.code).toBe(1);
-    expect(dry.stdout).toContain(`${ndjson}: dry run, nothing was deleted. 2 ids: 1 would be deleted, 0 not found, 1 rejected`);
+    expect(dry.stdout).toContain(`${ndjson}: dry run, nothing was deleted. 2 ids: would delete 1, would not find 0, would reject 1`);
     expect(dry.stdout).toContain("line 2: this line has no id");
     expect(await stored(asset(30).id)).toBe(true);
     expect((await lastJobs(1))[0]).toMatchObject({ operation: "delete" });
@@ -104,6 +104,25 @@ describe("importd delete", () => {
     expect(real.code).toBe(0);
     expect(real.stdout).toContain("2 ids, 2 deleted");
     expect(await stored(asset(31).id)).toBe(false);
+  }, 60_000);
+
+  test("--dry-run says what would be, in its progress lines and its summary: would delete, would not find, would reject; never that it deleted", async () => {
+    await seed(40);
+    await client.waitForJob((await client.importRecords("subareas", [{ id: "east-dry", name: "East" }] as never)).id);
+    const file = write("dry-areas.txt", "north\nnowhere\neast-dry\n");
+    const dry = await remove(file, ["--dry-run"], "subareas");
+    expect(dry.code).toBe(1);
+    const [job] = await lastJobs(1);
+    expect(dry.stderr).toContain(`3 ids read, 3 ids sent, would delete 1, would not find 1, would reject 1; `);
+    expect(dry.stderr).toContain(`(job ${job!.id}: PartiallySucceeded)`);
+    expect(dry.stdout).toContain(
+      `${file}: dry run, nothing was deleted. 3 ids: would delete 1, would not find 1, would reject 1, in 1 job and`,
+    );
+    expect(dry.stdout).toContain(`(job ${job!.id}). Not found: no such record (never imported, or deleted already); not an error. The ids that would be rejected, each with its reason, are in ${join(dir, "dry-areas.rejected.csv")}.`);
+    expect(dry.stdout).toContain("  line 1 'north': ");
+    // No count is said as done: not "1 deleted", "1 not found" or "1 rejected".
+    expect(`${dry.stdout}\n${dry.stderr}`).not.toMatch(/\d (deleted|not found|rejected)\b/);
+    expect((await server.query("SELECT id FROM sub_areas WHERE id = 'east-dry'")).length).toBe(1);
   }, 60_000);
 
   test("ids are sent in chunks, in order, each with an Idempotency-Key of its own (--chunk-bytes)", async () => {

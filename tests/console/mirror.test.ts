@@ -11,9 +11,10 @@ import { until } from "../helpers/until";
 import { asset, seedReferenceData } from "../helpers/records";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server";
 
-// The console's mirror (DECISIONS 13): the import screen's "Mirror" box; its dry run says what applying would delete
-// before anything is applied (reckoned by the page from the file's ids and importd's records); applying sends the file
-// in a sync and completes it, deleting at most what the dry run showed.
+// The console's mirror (DECISIONS 13): the import screen's "Mirror" box; its dry run says exactly what applying would
+// delete before anything is applied (the file's dry runs in a sync of their own, counted by a dry-run completion, as
+// importd import --mirror --dry-run does); applying sends the file in a sync and completes it, deleting at most what the
+// dry run showed.
 
 const header = "id,subAreaId,name,status,assetCategoryId,assetTypeId,shapeType";
 const row = (i: number) => `${asset(i).id},north,Main ${i},ACT,water,pipe,Point`;
@@ -41,7 +42,7 @@ if (requireChromium("the console's mirror in headless Chromium")) {
   const client = () => createClient({ baseUrl: server.base, apiKey: server.key, ca: testTls ? readFileSync(testTls.cert, "utf8") : undefined });
   const storedIds = async () => (await server.query<{ id: string }>("SELECT id FROM assets ORDER BY id")).map((r) => r.id);
 
-  test("the dry run of a mirror says it would delete 5 of 20 before anything is applied; applying deletes exactly those, in one sync", async () => {
+  test("the dry run of a mirror says it would delete 5 of 20, and that importd's limit stops that many, before anything is applied; applying deletes exactly those, in one sync", async () => {
     await client().waitForJob((await client().importRecords("assets", Array.from({ length: 20 }, (_, i) => asset(i)) as never)).id);
     const file = join(dir, "assets-today.csv");
     writeFileSync(file, [header, ...Array.from({ length: 15 }, (_, i) => row(i + 5))].join("\n") + "\n");
@@ -56,22 +57,32 @@ if (requireChromium("the console's mirror in headless Chromium")) {
     await page.getByRole("button", { name: "Check with a dry run" }).click();
     const forecast = page.getByRole("region", { name: "Mirror forecast" });
     await forecast.waitFor({ timeout: 60_000 });
-    const said = await forecast.locator(".verdict").textContent();
-    expect(said).toStartWith("Mirror: would delete 5 of the 20 records of assets (25%), those importd has that the file does not.");
-    expect(said).toContain(`They are: ${Array.from({ length: 5 }, (_, i) => asset(i).id).join(", ")}.`);
-    expect(await forecast.locator(".hint").textContent()).toContain("more than the 10% importd deletes by default: applying allows these 5.");
+    expect(await forecast.locator(".verdict").textContent()).toBe("Mirror: would delete 5 records of assets, those importd has that the file does not.");
+    const told = (await forecast.locator(".quiet").textContent())!;
+    expect(told).toMatch(/^importd's dry run of the mirror's end \(job \d+\): Would delete 5 of 5 asset records\. Considered: the 5 asset records of 20 that no job of sync 1 sent and no other job wrote since it opened \(15 kept\)\.$/);
+    expect(await forecast.textContent()).toContain("importd's limit: the mirror would delete 5 of 20 asset records (25%), more than the 10% allowed. Applying lets them through.");
     await screenshot(page, "import-mirror-dry-run");
-    // The dry run applied nothing, deleted nothing, and opened no sync.
+    // The server said so: the file went as dry runs in sync 1, whose dry-run completions (the first stopped by the
+    // limit, the second allowing the 5) said what the page shows. Nothing applied, nothing deleted, the sync open.
     expect(await storedIds()).toHaveLength(20);
-    expect(await client().getSync(1).catch((e) => e)).toMatchObject({ status: 404 });
+    const tried = await client().getSync(1);
+    expect(tried).toMatchObject({ state: "open", recordsSent: 0 });
+    expect(tried.jobs.map((job) => [job.operation, job.dryRun, job.importJobStatus])).toEqual([
+      ["upsert", true, "Succeeded"],
+      ["syncCompletion", true, "Failed"],
+      ["syncCompletion", true, "Succeeded"],
+    ]);
+    const counted = tried.lastCompletion!;
+    expect(told).toStartWith(`importd's dry run of the mirror's end (job ${counted.id}): `);
+    expect(counted.output).toMatchObject({ deleted: 5, total: 5, rejected: 0 });
+    expect(counted.output!.message).toContain(told.slice(told.indexOf("): ") + 3));
 
-    await page.getByRole("button", { name: "Apply: import the file and delete at most 5 records" }).click();
+    await page.getByRole("button", { name: "Apply: import the file and delete 5 records" }).click();
     const outcome = page.getByRole("region", { name: "Mirror outcome" });
     await outcome.waitFor({ timeout: 60_000 });
-    const told = (await outcome.textContent())!;
-    expect(told).toMatch(/^Mirror \(sync 1, job \d+ Succeeded\): Deleted 5 of 5 asset records\./);
+    expect(await outcome.textContent()).toMatch(/^Mirror \(sync 2, job \d+ Succeeded\): Deleted 5 of 5 asset records\./);
     expect(await storedIds()).toEqual(Array.from({ length: 15 }, (_, i) => asset(i + 5).id));
-    const sync = await client().getSync(1);
+    const sync = await client().getSync(2);
     expect(sync).toMatchObject({ state: "completed", recordsSent: 15 });
     expect(sync.jobs.map((job) => job.operation)).toEqual(["upsert", "syncCompletion"]);
     // At most what the dry run showed: the completion was queued with maxDelete=5.
@@ -102,10 +113,10 @@ if (requireChromium("the console's mirror in headless Chromium")) {
     await page.getByLabel("Mirror: delete the records of assets that the file does not have").check();
     await page.getByLabel("File", { exact: true }).setInputFiles(file);
     await page.getByRole("button", { name: "Check with a dry run" }).click();
-    const apply = page.getByRole("button", { name: /^Apply: import the file and delete at most \d+ records?$/ });
+    const apply = page.getByRole("button", { name: /^Apply: import the file and delete \d+ records?$/ });
     await apply.waitFor({ timeout: 60_000 });
     const wouldDelete = (await server.query<{ n: number }>("SELECT count(*) AS n FROM assets"))[0]!.n;
-    expect(await apply.textContent()).toBe(`Apply: import the file and delete at most ${wouldDelete} record${wouldDelete === 1 ? "" : "s"}`);
+    expect(await apply.textContent()).toBe(`Apply: import the file and delete ${wouldDelete} record${wouldDelete === 1 ? "" : "s"}`);
 
     // The import's requests that the server takes (the first, too big, is refused: 413): the second is held.
     proxy.holdAfter(1, (request) => request.method === "POST" && new URL(request.url).pathname.endsWith("/v2/assets") && Number(request.headers.get("content-length")) <= 1_000_000);
@@ -140,4 +151,42 @@ if (requireChromium("the console's mirror in headless Chromium")) {
     expect(await storedIds()).toHaveLength(rows);
     await page.close();
   }, 180_000);
+
+  test("the dry run counts exactly: a sub area an asset refers to is kept, not counted as deleted as paging the records would; the page says what the server's completion says", async () => {
+    // Five sub areas; the file has two, and an asset refers to one of the three it lacks. The ids the file lacks (an
+    // upper bound) are 3; the mirror would delete 2.
+    await client().waitForJob((await client().importRecords("subareas", [{ id: "east", name: "East" }, { id: "west", name: "West" }, { id: "centre", name: "Centre" }] as never)).id);
+    await client().waitForJob((await client().importRecords("assets", [asset(95_000, { subAreaId: "east" })] as never)).id);
+    const file = join(dir, "subareas-today.csv");
+    writeFileSync(file, "id,name\nnorth,North district\nsouth,South district\n");
+
+    const page = await context.newPage();
+    await signIn(page, server.url, server.key);
+    await page.getByRole("link", { name: "Import" }).click();
+    await page.getByLabel("Resource").selectOption("subareas");
+    await page.getByLabel("Mirror: delete the records of subareas that the file does not have").check();
+    await page.getByLabel("File", { exact: true }).setInputFiles(file);
+    await page.getByRole("button", { name: "Check with a dry run" }).click();
+    const forecast = page.getByRole("region", { name: "Mirror forecast" });
+    await forecast.waitFor({ timeout: 60_000 });
+    expect(await forecast.locator(".verdict").textContent()).toBe("Mirror: would delete 2 records of subareas, those importd has that the file does not; 1 more is kept, as other records refer to it.");
+    expect(await forecast.textContent()).toContain("importd's limit: the mirror would delete 3 of 5 sub area records (60%), more than the 10% allowed. Applying lets them through.");
+    await screenshot(page, "import-mirror-dry-run-references");
+    // The page's words are the server's completion's: its job, linked, counted 2 deleted of the 3 considered.
+    const told = (await forecast.locator(".quiet").textContent())!;
+    const counted = await client().getJob(Number(/\(job (\d+)\)/.exec(told)![1]));
+    expect(counted).toMatchObject({ operation: "syncCompletion", dryRun: true, importJobStatus: "PartiallySucceeded", output: { deleted: 2, total: 3, rejected: 1 } });
+    expect(counted.output!.message).toStartWith("Dry run: nothing was applied. Would delete 2 of 3 sub area records; 1 would be rejected: ");
+    expect(counted.output!.message).toContain(told.slice(told.indexOf("): ") + 3));
+    expect(told).toContain("Would delete 2 of 3 sub area records; 1 would be rejected: [");
+    expect((await server.query<{ id: string }>("SELECT id FROM sub_areas ORDER BY id")).map((r) => r.id)).toEqual(["centre", "east", "north", "south", "west"]);
+
+    // Applying allows the 3 considered (maxDelete), and deletes the 2 it said.
+    await page.getByRole("button", { name: "Apply: import the file and delete 2 records" }).click();
+    const outcome = page.getByRole("region", { name: "Mirror outcome" });
+    await outcome.waitFor({ timeout: 60_000 });
+    expect(await outcome.textContent()).toMatch(/^Mirror \(sync \d+, job \d+ PartiallySucceeded\): Deleted 2 of 3 sub area records; 1 was rejected: /);
+    expect((await server.query<{ id: string }>("SELECT id FROM sub_areas ORDER BY id")).map((r) => r.id)).toEqual(["east", "north", "south"]);
+    await page.close();
+  }, 120_000);
 }

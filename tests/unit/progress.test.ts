@@ -62,3 +62,11 @@ test("the plain line (stderr not a terminal) has every count", () => {
 test("durations read as people say them", () => {
   expect([duration(0.2), duration(42), duration(200), duration(3 * 3600 + 600)]).toEqual(["1 s", "42 s", "3 min", "3 h 10 min"]);
 });
+
+test("a dry run's counts are what applying would do, and say so: never applied or deleted", () => {
+  expect(progressEntry({ ...midway, dryRun: true })).toBe("200000 records read, 199990 records sent, would apply 49980, would reject 12 (2 before sending); 8332 records/s");
+  expect(progressEntry({ ...midway, dryRun: true, deletes: { deleted: 49_000, notFound: 980 } })).toBe(
+    "200000 ids read, 199990 ids sent, would delete 49000, would not find 980, would reject 12 (2 before sending); 8332 ids/s",
+  );
+  expect(progressLine({ ...midway, dryRun: true, deletes: { deleted: 49_000, notFound: 980 } }, 60)).toBe(" 24%  would delete 49,000  would reject 12  19 s left");
+});

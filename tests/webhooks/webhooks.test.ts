@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { createClient } from "../../src/client";
 import { parseWebhookAllow } from "../../src/net/allow-list";
 import { importAndWait, waitForJob } from "../helpers/api";
 import { Receiver } from "../helpers/receiver";
@@ -27,8 +28,8 @@ afterEach(async () => {
 
 const send = (path: string, init: RequestInit = {}, base = server.base, key = server.key) =>
   fetch(`${base}${path}`, { ...init, headers: { "api-key": key, "content-type": "application/json", ...(init.headers as Record<string, string>) } });
-const subscribe = async (url: string, events?: string[]) => {
-  const response = await send("/v2/webhooks", { method: "POST", body: JSON.stringify({ url, events }) });
+const subscribe = async (url: string, events?: string[], environment?: { base: string; key: string }) => {
+  const response = await send("/v2/webhooks", { method: "POST", body: JSON.stringify({ url, events }) }, environment?.base, environment?.key);
   return { status: response.status, location: response.headers.get("location"), body: (await response.json()) as Record<string, unknown> & { id: number; secret: string } };
 };
 const subscribed = async (events?: string[], path = "/hook") => {
@@ -138,6 +139,35 @@ describe("deliveries", () => {
     expect(ping).toMatchObject({ delivered: true, status: 200 });
     const [pinged] = await receiver.waitFor(1, (message) => message.id === ping.messageId);
     expect(pinged).toMatchObject({ verified: true, body: { type: "ping", data: { webhookId: hook.id, url: `${receiver.url}/hook` } } });
+  }, 60_000);
+
+  test("a delete job's end and a mirror's completion's arrive as an import's do, the job document saying which operation: job.succeeded, and job.failed for a completion its limit stopped", async () => {
+    // An environment of its own: the mirror deletes the assets its sync does not send, and the other tests' stay.
+    const mirrored = await server.addEnvironment("webhooks-mirror");
+    await seedReferenceData(mirrored.base, mirrored.key);
+    const client = createClient({ baseUrl: mirrored.base, apiKey: mirrored.key });
+    const { status: code, body: hook } = await subscribe(`${receiver.url}/mirror`, undefined, mirrored);
+    expect(code).toBe(201);
+    receiver.secret = hook.secret;
+    await client.waitForJob((await client.importRecords("assets", Array.from({ length: 10 }, (_, i) => asset(500 + i)) as never)).id);
+
+    const deleted = await client.waitForJob((await client.deleteRecords("assets", [asset(509).id])).id);
+    const sync = await client.openSync("assets");
+    await client.waitForJob((await client.importRecords("assets", Array.from({ length: 5 }, (_, i) => asset(500 + i)) as never, { sync: sync.id })).id);
+    // 4 of the 9 assets left are not in the sync: more than the 10% a completion deletes by default.
+    const stopped = await client.waitForJob((await client.completeSync(sync.id)).id);
+    expect(stopped).toMatchObject({ operation: "syncCompletion", importJobStatus: "Failed", output: { deleted: 0 } });
+    const completed = await client.waitForJob((await client.completeSync(sync.id, { maxDeletePercent: 50 })).id);
+    expect(completed).toMatchObject({ operation: "syncCompletion", importJobStatus: "Succeeded", output: { deleted: 4 } });
+
+    for (const [job, type, operation] of [[deleted, "job.succeeded", "delete"], [stopped, "job.failed", "syncCompletion"], [completed, "job.succeeded", "syncCompletion"]] as const) {
+      const [message] = await receiver.waitFor(1, (one) => one.path === "/mirror" && one.body.data.id === job.id);
+      expect(message!.verified).toBe(true);
+      expect({ job: job.id, type: message!.body.type, operation: message!.body.data.operation }).toEqual({ job: job.id, type, operation });
+      expect(message!.body.data).toEqual(await client.getJob(job.id));
+      expect(await client.jobDeliveries(job.id)).toEqual([expect.objectContaining({ messageId: message!.id, event: type, status: "delivered" })]);
+    }
+    await client.removeWebhook(hook.id);
   }, 60_000);
 
   test("only the events a subscription asked for", async () => {

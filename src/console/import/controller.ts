@@ -76,7 +76,7 @@ export function choose(choice: ImportChoice | undefined): void {
 
 /**
  * A dry run, or applying (resuming the interrupted import of the same file, if any). `maxDelete`: a mirror's limit,
- * the count its dry run showed, so that applying deletes no more than the person saw.
+ * the records its dry run considered, so that applying deletes no more than the person saw.
  */
 export function beginImport(session: Session, choice: ImportChoice, dryRun: boolean, maxDelete?: number): void {
   if (state.stage.name === "running") return;

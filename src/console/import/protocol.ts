@@ -32,7 +32,7 @@ export type RunLedger = {
   entries: ChunkEntry[];
   /** A mirror's sync, once opened: a resumed mirror joins it. */
   sync?: number;
-  /** A mirror's limit: the records its dry run counted, which the person saw before applying. */
+  /** A mirror's limit: the records its dry run considered, which the person saw before applying. */
   maxDelete?: number;
 };
 
@@ -47,13 +47,18 @@ export type ImportOrder = ImportSettings & {
 };
 
 /**
- * A mirror's end. A dry run: `wouldDelete` of `of` records importd has (the first ids in `first`), reckoned by the
- * worker from the file's ids and importd's records (an upper bound: see importer/mirror.ts, reckonMirror). Applied: the completion job and its output, or `notCompleted`
- * saying why it was not queued.
+ * A mirror's end. A dry run: the file went as dry runs in a sync of its own, which a dry-run completion (`job`) then
+ * counted from, as importd import --mirror --dry-run does: `wouldDelete` of the `considered` records importd has that
+ * no job of the sync sent and no other job wrote (the rest of those `rejected`: other records refer to them), exactly;
+ * undefined when it could not be counted (a record refused before any job took it), `message` saying why. `overLimit`:
+ * the server's words when its default limit stops that many (a second dry-run completion, allowing them, counted).
+ * Applied: the completion job and its output, or no job and a message saying why it was not queued.
  */
 export type MirrorEnd =
-  | { dryRun: true; wouldDelete: number; of: number; first: string[] }
-  | { dryRun: false; sync: number; job?: Pick<JobDocument, "id" | "importJobStatus">; deleted: number; rejected: number; message: string };
+  | { dryRun: true; sync: number; job?: JobRef; wouldDelete?: number; considered: number; rejected: number; message: string; overLimit?: string }
+  | { dryRun: false; sync: number; job?: JobRef; deleted: number; rejected: number; message: string };
+
+type JobRef = Pick<JobDocument, "id" | "importJobStatus">;
 
 /** A rejected record as the page lists it: where it stood, why, and the record as the file had it. */
 export type ShownRejection = { where: string; reason: string; record: string };
@@ -74,7 +79,7 @@ export type FromWorker =
       /** The first rejections, for the page to show; all of them are in `rejectedFile`. */
       rejections: ShownRejection[];
       rejectedFile?: { blob: Blob; name: string };
-      /** A mirror's: what its dry run reckons it would delete, or what its completion did (or why it did not). */
+      /** A mirror's: what its dry-run completion says it would delete, or what its completion did (or why it did not). */
       mirror?: MirrorEnd;
     }
   | { type: "failed"; message: string; /** What was queued is kept: the same file can resume. */ resumable: boolean };

@@ -1,6 +1,6 @@
-import { createClient, ImportdConnectionError, ImportdProblem, isTransient, type ImportdClient, type Resource } from "../../client";
+import { createClient, ImportdConnectionError, ImportdProblem, isTransient, type ImportdClient, type JobDocument, type Resource } from "../../client";
 import { ChunkedImport, type Rejection } from "../../importer/chunked-import";
-import { reckonMirror } from "../../importer/mirror";
+import { runCompletion, stoppedByLimit, unknownToSync } from "../../importer/mirror";
 import { shown } from "../../importer/fields";
 import { rejectedFileName, RejectedRows } from "../../importer/rejected-rows";
 import { formatOf, SourceError, where } from "../../importer/source";
@@ -53,9 +53,9 @@ async function runOrder(order: ImportOrder, post: (message: FromWorker) => void)
     const { runId } = order.run;
     const entries = new Map(order.run.entries.map((entry) => [entry.chunk, entry]));
     const client = createClient({ baseUrl: order.baseUrl, apiKey: order.apiKey });
-    // A mirror being applied sends its chunks in a sync: the interrupted run's, if this resumes one and it is open.
-    const sync = order.mirror && !order.dryRun ? await mirrorSync(client, order, post) : undefined;
-    const fileIds = order.mirror && order.dryRun ? new Set<string>() : undefined;
+    // A mirror sends its chunks in a sync: being applied, the interrupted run's, if this resumes one and it is open; a
+    // dry run's go, as dry runs, in a sync of their own, which its dry-run completion counts from (it then expires unused).
+    const sync = !order.mirror ? undefined : order.dryRun ? (await client.openSync(order.resource as Resource)).id : await mirrorSync(client, order, post);
     let lastProgress = 0;
     const progress = (force = false) => {
       if (!force && performance.now() - lastProgress < progressEveryMs) return;
@@ -73,7 +73,6 @@ async function runOrder(order: ImportOrder, post: (message: FromWorker) => void)
         mode: order.dryRun ? "dry-run" : "import",
         chunkBytes,
         sync,
-        onId: fileIds && ((id) => fileIds.add(id)),
         ledger: {
           runId,
           entry: (chunk) => entries.get(chunk),
@@ -105,11 +104,8 @@ async function runOrder(order: ImportOrder, post: (message: FromWorker) => void)
       }
     }
     const name = rejectedFileName(order.file.name, { tag: order.dryRun ? ".dry-run" : "" });
-    let mirror: MirrorEnd | undefined;
-    if (fileIds) {
-      const { missing, total } = await reckonMirror(client, resource, fileIds);
-      mirror = { dryRun: true, wouldDelete: missing.length, of: total, first: missing.slice(0, 10) };
-    } else if (sync !== undefined) mirror = await completeMirror(client, sync, order, importing.totals.rejectedBeforeSending + importing.totals.refusedByRequest);
+    const notSent = unknownToSync(importing.totals);
+    const mirror = sync === undefined ? undefined : order.dryRun ? await forecastMirror(client, sync, notSent) : await completeMirror(client, sync, order, notSent);
     post({
       type: "done",
       counts: counts(),
@@ -164,28 +160,56 @@ async function mirrorSync(client: ImportdClient, order: ImportOrder, post: (mess
 /** A mirror's sync that ended while its import was interrupted: it cannot be resumed. */
 class SyncEnded extends Error {}
 
+/** Why a mirror is not completed: a record no job took is one the sync does not know the file has. */
+const notSentWords = (notSent: number) =>
+  `${notSent === 1 ? "1 record of the file was" : `${notSent} records of the file were`} refused before any job took ${notSent === 1 ? "it" : "them"}, ` +
+  `so importd does not know the file has ${notSent === 1 ? "it" : "them"} and completing the mirror would delete ${notSent === 1 ? "it" : "them"}. ` +
+  "Fix the file itself (a mirror of the rejected records alone would delete every other record), check it again and apply it";
+
 /**
  * Completes a mirror's sync, within the count its dry run showed (maxDelete), and waits for it; unless a record was
  * refused before any job took it: the sync would not know the file has it, and the completion would delete it.
  */
 async function completeMirror(client: ImportdClient, sync: number, order: ImportOrder, notSent: number): Promise<MirrorEnd> {
-  if (notSent > 0) {
-    return {
-      dryRun: false,
-      sync,
-      deleted: 0,
-      rejected: 0,
-      message:
-        `Nothing was deleted: ${notSent === 1 ? "1 record of the file was" : `${notSent} records of the file were`} refused before any job took ${notSent === 1 ? "it" : "them"}, ` +
-        `so importd does not know the file has ${notSent === 1 ? "it" : "them"} and completing the mirror would delete ${notSent === 1 ? "it" : "them"}. ` +
-        "Fix the file itself (a mirror of the rejected records alone would delete every other record), check it again and apply it: a new sync is opened.",
-    };
-  }
-  const pending = (await client.getSync(sync)).jobs.find((job) => job.operation === "syncCompletion" && !job.dryRun && (job.importJobStatus === "Pending" || job.importJobStatus === "Processing"));
-  const queued = pending ? await client.getJob(pending.id) : await client.completeSync(sync, order.run.maxDelete === undefined ? {} : { maxDelete: order.run.maxDelete });
-  const done = await client.waitForJob(queued.id);
-  return { dryRun: false, sync, job: { id: done.id, importJobStatus: done.importJobStatus }, deleted: done.output?.deleted ?? 0, rejected: done.output?.rejected ?? 0, message: done.output?.message ?? "" };
+  if (notSent > 0) return { dryRun: false, sync, deleted: 0, rejected: 0, message: `Nothing was deleted: ${notSentWords(notSent)}: a new sync is opened.` };
+  const done = await runCompletion(client, sync, order.run.maxDelete === undefined ? {} : { maxDelete: order.run.maxDelete });
+  return { dryRun: false, sync, job: jobRef(done), deleted: done.output?.deleted ?? 0, rejected: done.output?.rejected ?? 0, message: done.output?.message ?? "" };
 }
+
+/**
+ * A mirror's dry run: its sync completed as a dry run, as importd import --mirror --dry-run does, so that the server
+ * counts exactly what applying would delete (references and other jobs' writes included). Within importd's default
+ * limit, or stopped by it: then its words are kept and a second dry run, allowing what it would have deleted, counts,
+ * since applying allows what the person saw.
+ */
+async function forecastMirror(client: ImportdClient, sync: number, notSent: number): Promise<MirrorEnd> {
+  if (notSent > 0) return { dryRun: true, sync, considered: 0, rejected: 0, message: `The mirror cannot be applied as it is: ${notSentWords(notSent)}.` };
+  const first = await runCompletion(client, sync, { dryRun: true });
+  const over = stoppedByLimit(first);
+  const done = over ? await runCompletion(client, sync, { dryRun: true, maxDelete: over.unsent }) : first;
+  const output = done.output!;
+  // A completion that rejected every record it considered (all referred to) counted too: it would delete none.
+  const counted = done.importJobStatus !== "Failed" || (output.rejected > 0 && output.rejected === output.total);
+  return {
+    dryRun: true,
+    sync,
+    job: jobRef(done),
+    wouldDelete: counted ? (output.deleted ?? 0) : undefined,
+    considered: output.total,
+    rejected: output.rejected,
+    message: serverWords(output.message),
+    overLimit: over && serverWords(first.output!.message),
+  };
+}
+
+/**
+ * The server's words on a dry-run completion without what the page says its own way: that nothing was applied (the
+ * dry run's heading), and the next step in the API's terms (query parameters).
+ */
+const serverWords = (message: string) =>
+  message.replace(/^Dry run: nothing was applied\. (Applying it would fail: )?/, "").replace(/ (The sync stays open: complete it without dryRun to delete them|If that is right, complete the sync again with .*)\.$/, "");
+
+const jobRef = ({ id, importJobStatus }: JobDocument) => ({ id, importJobStatus });
 
 /** A File's stream as an async iterable of byte chunks: not every browser's ReadableStream is one (Safari's is not). */
 async function* chunksOf(stream: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {

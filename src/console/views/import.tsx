@@ -122,7 +122,7 @@ export function ImportView({ session }: { session: Session }) {
       </form>
       {stage.name === "running" && <Running stage={stage} onStop={() => haltImport(session)} />}
       {stage.name === "failed" && <p class="problem" role="alert">{stage.message}</p>}
-      {stage.name === "checked" && <Checked result={stage.result} resource={resource} onApply={() => chosen && beginImport(session, chosen, false, stage.result.mirror?.dryRun ? stage.result.mirror.wouldDelete : undefined)} />}
+      {stage.name === "checked" && <Checked result={stage.result} resource={resource} onApply={() => chosen && beginImport(session, chosen, false, allowedBy(stage.result.mirror))} />}
       {stage.name === "applied" && <Applied result={stage.result} resumedFrom={stage.resumedFrom} />}
     </section>
   );
@@ -199,27 +199,51 @@ function Checked({ result, resource, onApply }: { result: Ended; resource: strin
       <Rejections result={result} would />
       <div class="actions">
         <button type="button" onClick={onApply}>
-          {mirror && mirror.wouldDelete > 0 ? `Apply: import the file and delete at most ${plural(mirror.wouldDelete, "record")}` : "Apply: import the file"}
+          {mirror?.wouldDelete ? `Apply: import the file and delete ${plural(mirror.wouldDelete, "record")}` : "Apply: import the file"}
         </button>
       </div>
     </div>
   );
 }
 
-/** A mirror's dry run: what applying would delete, as the worker reckoned it from the file's ids and importd's records (an upper bound). */
-function MirrorForecast({ mirror, resource }: { mirror: Extract<NonNullable<Ended["mirror"]>, { dryRun: true }>; resource: string }) {
-  const { wouldDelete, of, first } = mirror;
-  const share = of === 0 ? 0 : Math.ceil(((wouldDelete * 100) / of) * 10) / 10;
+type Forecast = Extract<NonNullable<Ended["mirror"]>, { dryRun: true }>;
+
+/**
+ * What applying a mirror allows its completion to delete (maxDelete): the records its dry run considered, which the
+ * person saw; none when it could not count them (importd's default limit then).
+ */
+const allowedBy = (mirror: Ended["mirror"]) => (mirror?.dryRun && mirror.wouldDelete !== undefined ? mirror.considered : undefined);
+
+/** A mirror's dry run: what applying would delete, as importd's dry-run completion of the file's dry runs counted it. */
+function MirrorForecast({ mirror, resource }: { mirror: Forecast; resource: string }) {
+  const { wouldDelete, considered, rejected, job, message, overLimit } = mirror;
+  const told = job && (
+    <>
+      importd's dry run of the mirror's end (job <a href={jobHref(job.id)}>{job.id}</a>): {message}
+    </>
+  );
+  if (wouldDelete === undefined) {
+    return (
+      <div class="mirror" aria-label="Mirror forecast" role="region">
+        <p class="problem">Mirror: {told ?? message}</p>
+      </div>
+    );
+  }
   return (
     <div class="mirror" aria-label="Mirror forecast" role="region">
       <p class="verdict">
-        Mirror: would delete {count(wouldDelete)} of the {plural(of, "record")} of {resource} ({share}%), those importd has that the file does not.
-        {first.length > 0 && ` ${wouldDelete > first.length ? `The first ${first.length}` : wouldDelete === 1 ? "It is" : "They are"}: ${first.join(", ")}${wouldDelete > first.length ? ", …" : ""}.`}
+        Mirror: would delete {plural(wouldDelete, "record")} of {resource}, those importd has that the file does not
+        {rejected > 0 ? `; ${count(rejected)} more ${rejected === 1 ? "is" : "are"} kept, as other records refer to ${rejected === 1 ? "it" : "them"}` : ""}.
       </p>
+      <p class="quiet">{told}</p>
+      {overLimit && (
+        <p>
+          importd's limit: {overLimit} Applying lets {considered === 1 ? "it" : "them"} through.
+        </p>
+      )}
       <p class="hint">
-        Applying sends the file in a sync, then deletes at most these {count(wouldDelete)}: if more turn out missing then, nothing is deleted. A record
-        another record refers to is kept, as is one another job writes meanwhile.
-        {share > 10 && ` That is more than the 10% importd deletes by default: applying allows these ${count(wouldDelete)}.`}
+        Applying sends the file in a new sync, then completes it allowing the {plural(considered, "record")} considered here: if there are more to delete by then,
+        nothing is deleted. A record another job writes meanwhile is kept.
       </p>
     </div>
   );
