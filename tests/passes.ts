@@ -24,7 +24,7 @@
 //     large-file imports tests/client/import-large and tests/console/import-large): reading, chunking, memory,
 //     the rejected file; sending it is tests/client/import-command (and import-mirror, its mirror: a sync's client
 //     side, whose server side tests/http/mirror checks on PostgreSQL) over HTTPS and tests/client/import-server-lost on
-//     both; the PostgreSQL backend's bulk path has its own tests (tests/store/postgres-copy, tests/postgres/*);
+//     both, as is tests/client/mirror-large, the mirror of 100k rows as a user runs it (its deletes are the store's); the PostgreSQL backend's bulk path has its own tests (tests/store/postgres-copy, tests/postgres/*);
 //   - the browser (tests/console/*) on PostgreSQL: a thin reader of the API, whose answers the http and jobs files
 //     check there; over HTTPS the console's sign-in, live jobs and cancel run (tests/console/console);
 //   - on HTTPS, job semantics (tests/jobs/* but long-poll, whose held answers are the transport's business), the
@@ -53,9 +53,9 @@ const file = (path: string) => `./tests/${path}.test.ts`;
 const files = (dir: string, names: string[]) => names.map((name) => file(`${dir}/${name}`));
 
 const onPostgres = [
-  ...files("http", ["auth", "deletions", "idempotency", "imports", "mirror", "mirror-large", "no-key-answers", "observability", "rate-limit", "reads", "rejected", "status"]),
+  ...files("http", ["auth", "deletions", "idempotency", "imports", "mirror", "no-key-answers", "observability", "rate-limit", "reads", "rejected", "status"]),
   ...files("jobs", ["cancel", "counts", "dry-run", "fresh-reads", "long-poll", "processing", "recovery"]),
-  ...files("client", ["client", "import-server-lost", "jobs-command"]),
+  ...files("client", ["client", "import-server-lost", "jobs-command", "mirror-large"]),
   ...files("openapi", ["properties"]),
   ...files("webhooks", ["cli", "kill", "webhooks", "isolation", "ping"]),
   file("cli/cli"),
