@@ -131,9 +131,10 @@ export const longSettings: Record<string, string> = {
   CONSOLE_IMPORT_MB: "20",
   PG_FAILOVER_ROUNDS: "2",
   FUZZ_SCALE: "1",
+  CONTENTION_CLI_ROUNDS: "8",
 };
 export const longFiles: Record<string, string[]> = {
-  sqlite: [file("durability/crash"), file("postgres/kill-instances"), file("postgres/database-faults"), file("client/import-large"), file("console/import-large"), "./tests/fuzz/http.fuzz.test.ts"],
-  postgres: [file("client/import-large"), file("console/import-large")],
+  sqlite: [file("durability/crash"), file("postgres/kill-instances"), file("postgres/database-faults"), file("client/import-large"), file("console/import-large"), "./tests/fuzz/http.fuzz.test.ts", file("durability/contention")],
+  postgres: [file("client/import-large"), file("console/import-large"), file("durability/contention")],
   tls: [file("client/import-large"), file("console/import-large")],
 };

@@ -145,7 +145,7 @@ describe("importd key", () => {
 describe("importd serve", () => {
   test("on an empty data directory prints a key for default once; a second start prints none", async () => {
     const dir = dataDir();
-    const first = await spawnServer(dir, ["--workers", "2"]);
+    const first = await spawnServer(dir, ["--workers", "1"]);
     try {
       expect(first.firstRunKey).toMatch(keyPattern);
       const printed = first.stdout.join("\n");
@@ -161,7 +161,7 @@ describe("importd serve", () => {
       await first.proc.exited;
     }
 
-    const second = await spawnServer(dir, ["--workers", "2"]);
+    const second = await spawnServer(dir, ["--workers", "1"]);
     try {
       expect(second.firstRunKey).toBeUndefined();
       expect(second.stdout.join("\n")).not.toMatch(/[0-9a-f]{64}_\d+/);
@@ -179,7 +179,7 @@ describe("importd serve", () => {
     const dir = dataDir();
     const squatter = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("busy") });
     try {
-      const run = await importd(["serve", "--port", String(squatter.port), "--host", "127.0.0.1", "--data-dir", dir, "--workers", "2"]);
+      const run = await importd(["serve", "--port", String(squatter.port), "--host", "127.0.0.1", "--data-dir", dir, "--workers", "1"]);
       expect(run.code).toBe(1);
       expect(run.stderr.trim().split("\n")).toEqual([
         `importd: cannot listen on 127.0.0.1:${squatter.port}: the port is already in use. Stop the other process or choose another with --port (IMPORTD_PORT).`,
@@ -190,7 +190,7 @@ describe("importd serve", () => {
     }
     // The key of `default` is created only once the server listens, so the next good start shows it.
     expect(environmentsIn(await ok(["env", "list", "--data-dir", dir]))).toEqual([]);
-    const server = await spawnServer(dir, ["--workers", "2"]);
+    const server = await spawnServer(dir, ["--workers", "1"]);
     try {
       expect(server.firstRunKey).toMatch(keyPattern);
     } finally {
@@ -202,7 +202,7 @@ describe("importd serve", () => {
   test("does not create default when the data directory already has an environment", async () => {
     const dir = dataDir();
     await ok(["env", "create", "acme-prod", "--data-dir", dir]);
-    const server = await spawnServer(dir, ["--workers", "2"]);
+    const server = await spawnServer(dir, ["--workers", "1"]);
     try {
       expect(server.firstRunKey).toBeUndefined();
     } finally {

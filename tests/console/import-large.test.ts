@@ -9,9 +9,9 @@ import { startTestServer, tempDir, type TestServer } from "../helpers/server";
 
 // A big generated CSV (never committed) imported from the browser, a dry run and then applied, with the browser's
 // memory sampled while it runs: the page reads the file a few megabytes at a time, so its memory must not grow with
-// the file. 8 MB on every landing (20 MB in `npm run test:long`); `npm run console:import:long` does 1 GB (CONSOLE_IMPORT_MB=1024). One row in 10,000 refers
+// the file. 4 MB on every landing (20 MB in `npm run test:long`); `npm run console:import:long` does 1 GB (CONSOLE_IMPORT_MB=1024). One row in 10,000 refers
 // to a sub area that does not exist.
-const megabytes = Number(process.env.CONSOLE_IMPORT_MB ?? 8);
+const megabytes = Number(process.env.CONSOLE_IMPORT_MB ?? 4);
 const header =
   "id,subAreaId,name,description,status,assetCategoryId,assetTypeId,shapeType,startPoint,endPoint,geolocation.linearReferenceStart,geolocation.linearReferenceEnd,geolocation.locationStart,geolocation.locationEnd,geolocation.locationUnit\n";
 

@@ -62,7 +62,10 @@ export async function startTestServer(overrides: Partial<Config> = {}): Promise<
   const database = testBackend === "postgres" && !overrides.databaseUrl ? await freshPostgresDatabase() : undefined;
   const databaseUrl = overrides.databaseUrl ?? database?.url;
   // No limit on wrong keys unless a test asks for one: many tests send wrong keys on purpose, all from 127.0.0.1.
-  const config = { ...loadConfig({}, {}), port: 0, host: "127.0.0.1", workers: 2, authFailuresPerMinute: 0, ...testTlsConfig(), ...overrides, dataDir, databaseUrl } as Config;
+  // One worker thread unless a test asks for more: each thread loads the job pipeline (a server starts in 450 ms of
+  // CPU with one, 630 ms with two), and only a test about jobs running side by side (tests/jobs/processing's order,
+  // tests/durability/contention, the large imports) needs a second one; those ask for it.
+  const config = { ...loadConfig({}, {}), port: 0, host: "127.0.0.1", workers: 1, authFailuresPerMinute: 0, ...testTlsConfig(), ...overrides, dataDir, databaseUrl } as Config;
   const logs: Array<Record<string, unknown>> = [];
   const server = await startServer(Object.freeze(config), (entry) => logs.push(entry));
   // Whatever a test asks this server, the answer is checked against the server's OpenAPI document.

@@ -5,7 +5,8 @@ import { startTestServer, type TestServer } from "../helpers/server";
 
 let server: TestServer;
 beforeAll(async () => {
-  server = await startTestServer();
+  // Two worker threads, so that the order of one environment's jobs is the scheduler's doing, not a lone thread's.
+  server = await startTestServer({ workers: 2 });
   await seedReferenceData(server.base, server.key);
 });
 afterAll(() => server.close());
