@@ -40,6 +40,23 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  private readonly backups = new Counter({
+    name: "importd_backups_total",
+    help: "Scheduled backups (--backup-dir) this process has taken, by outcome: succeeded or failed (a failed one is tried again).",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
+  private readonly lastBackup = new Gauge({
+    name: "importd_backup_last_success_timestamp_seconds",
+    help: "When the last scheduled backup that succeeded ended, in seconds since the Unix epoch (0: none yet since the start).",
+    registers: [this.registry],
+  });
+  private readonly backupDuration = new Gauge({
+    name: "importd_backup_last_duration_seconds",
+    help: "How long the last scheduled backup that succeeded took.",
+    registers: [this.registry],
+  });
+
   constructor(jobs: Pick<JobReads, "countByStatus" | "queueDepth">, heldPolls: () => number = () => 0, { environmentLabels = false } = {}) {
     new Gauge({
       name: "importd_held_polls",
@@ -94,6 +111,16 @@ export class Metrics {
     this.recordsApplied.inc({ type: job.type }, job.applied);
     this.recordsRejected.inc({ type: job.type }, job.rejected);
     this.jobDuration.observe({ type: job.type, status: job.status }, seconds);
+  }
+
+  backupSucceeded(endedAt: Date, seconds: number): void {
+    this.backups.inc({ outcome: "succeeded" });
+    this.lastBackup.set(endedAt.getTime() / 1000);
+    this.backupDuration.set(seconds);
+  }
+
+  backupFailed(): void {
+    this.backups.inc({ outcome: "failed" });
   }
 
   text(): Promise<string> {

@@ -1,0 +1,87 @@
+import { join } from "node:path";
+import { privateDirectory } from "../data-directory";
+import type { BackupReport } from "./backup";
+import { pruneBackups, removeLeftovers, scheduledBackupName } from "./backup";
+import type { BackupAnswer, BackupAsk } from "./backup-thread";
+
+/** What the schedule tells the server: each backup's end, for the log and /metrics. */
+export type BackupEvents = {
+  succeeded(file: string, report: BackupReport, removed: string[]): void;
+  failed(file: string, message: string, retryInSeconds: number): void;
+};
+
+// A failed backup (a full or read-only backup disk, say) is tried again this soon, or at the next interval if sooner.
+const retryAfterMs = 5 * 60 * 1000;
+
+/**
+ * `importd serve --backup-dir --backup-every --backup-keep`: a backup of the appliance's database every interval, each
+ * in a thread of its own (backup-thread.ts) so that the server's threads keep answering, then the oldest of importd's
+ * own backups beyond `keep` removed. A failure is reported and tried again; it never stops the server.
+ */
+export class BackupSchedule {
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private running: { worker: Worker; done: Promise<void> } | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly options: { dataDir: string; backupDir: string; everyMs: number; keep: number; threadEntry: URL; events: BackupEvents },
+  ) {}
+
+  start(): void {
+    privateDirectory(this.options.backupDir);
+    this.schedule(this.options.everyMs);
+  }
+
+  /** Stops the schedule; a backup under way is abandoned (its thread ended, its partial file removed). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    const running = this.running;
+    if (!running) return;
+    running.worker.terminate();
+    await running.done;
+    removeLeftovers(this.options.backupDir);
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.runOnce(), delayMs);
+  }
+
+  private async runOnce(): Promise<void> {
+    const { backupDir, dataDir, keep, events } = this.options;
+    const file = join(backupDir, scheduledBackupName(new Date()));
+    const answer = await this.inThread({ dataDir, target: file });
+    if (this.stopped) return;
+    if (answer.type === "done") {
+      let removed: string[] = [];
+      try {
+        removed = pruneBackups(backupDir, keep);
+      } catch (error) {
+        events.failed(file, `the backup was taken, but older ones could not be removed: ${(error as Error).message}`, this.options.everyMs / 1000);
+      }
+      events.succeeded(file, answer.report, removed);
+      this.schedule(this.options.everyMs);
+    } else {
+      const retryMs = Math.min(retryAfterMs, this.options.everyMs);
+      events.failed(file, answer.message, retryMs / 1000);
+      this.schedule(retryMs);
+    }
+  }
+
+  private inThread(ask: BackupAsk): Promise<BackupAnswer> {
+    const worker = new Worker(this.options.threadEntry);
+    let settle!: (answer: BackupAnswer) => void;
+    const answer = new Promise<BackupAnswer>((resolve) => (settle = resolve));
+    worker.onmessage = (event: MessageEvent<BackupAnswer>) => settle(event.data);
+    worker.onerror = (event) => settle({ type: "failed", message: `the backup thread crashed: ${event.message}` });
+    worker.addEventListener("close", () => settle({ type: "failed", message: "the backup thread ended before it answered" }));
+    const done = answer.then(() => undefined);
+    this.running = { worker, done };
+    worker.postMessage(ask);
+    return answer.finally(() => {
+      this.running = undefined;
+      worker.terminate();
+    });
+  }
+}
