@@ -20,7 +20,8 @@ import { lockDataDirectory } from "./server-lock";
 
 /** What a kill in the middle leaves beside the target: named for importd and the process, removed by the next backup. */
 const partialMark = ".importd-partial-";
-const partialName = /\.importd-partial-(\d+)$/;
+// VACUUM INTO writes the file through a rollback journal of its own, <partial>-journal: a kill leaves that too.
+const partialName = /\.importd-partial-(\d+)(-journal)?$/;
 
 // A backup waits this long for a lock: in WAL mode only a moment's (a WAL reset, a recovery), never a writer's.
 const busyTimeoutMs = 60_000;
@@ -65,6 +66,7 @@ export function backupDatabase(dataDir: string, target: string): BackupReport {
     return { bytes: statSync(to).size, seconds: (performance.now() - started) / 1000, migrations };
   } catch (error) {
     rmSync(partial, { force: true });
+    rmSync(`${partial}-journal`, { force: true });
     if (error instanceof DatabaseError) throw error;
     throw new DatabaseError(`the backup to ${target} failed, nothing was written there: ${describe(error)}`);
   }
