@@ -1,6 +1,6 @@
 import { Database } from "bun:sqlite";
 import { afterAll, expect, test } from "bun:test";
-import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { databaseFile } from "../../src/store/sqlite/database";
 import { getJob, postJson, waitForJob } from "../helpers/api";
@@ -174,4 +174,18 @@ test("backup refuses a directory without a database and an existing target, and 
   expect(refused.code).toBe(1);
   expect(refused.stderr).toContain(`${existing} exists already: a backup never replaces a file`);
   expect(readFileSync(existing, "utf8")).toBe("keep me");
+}, 60_000);
+
+test("restored by root into the directory of the service's user, the database is that user's, so that the service can open it", async () => {
+  if (process.getuid?.() !== 0) return;
+  const source = newDir();
+  await ok(["env", "create", "acme", "--data-dir", source]);
+  const backupFile = join(root, "for-the-service.sqlite");
+  await ok(["storage", "backup", "--data-dir", source, "--to", backupFile]);
+  const target = newDir();
+  mkdirSync(target, { mode: 0o700 });
+  chownSync(target, 65534, 65534);
+  await ok(["storage", "restore", "--from", backupFile, "--data-dir", target]);
+  expect(statSync(databaseFile(target))).toMatchObject({ uid: 65534, gid: 65534 });
+  expect(statSync(databaseFile(target)).mode & 0o777).toBe(0o600);
 }, 60_000);

@@ -1,7 +1,7 @@
 // Backup and restore of the appliance's SQLite database (DECISIONS 14): `importd storage backup` / `restore`, and the
 // server's scheduled backups (backup-thread.ts).
 import { Database } from "bun:sqlite";
-import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { chmodSync, chownSync, closeSync, copyFileSync, existsSync, fsyncSync, openSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileMode, privateDirectory } from "../data-directory";
 import { DatabaseError } from "../errors";
@@ -131,6 +131,12 @@ export function restoreDatabase(from: string, dataDir: string, { force = false }
     try {
       copyFileSync(from, restoring);
       chmodSync(restoring, fileMode);
+      // Restored by root (without sudo -u), the file is given to the data directory's owner, as SQLite does with its
+      // -wal and -shm files: else the service's user could not open it, and would not start.
+      if (process.getuid?.() === 0) {
+        const owner = statSync(dataDir);
+        chownSync(restoring, owner.uid, owner.gid);
+      }
       syncFile(restoring);
       // In this order: the old WAL beside the new file would be replayed onto it.
       rmSync(`${file}-wal`, { force: true });
