@@ -276,7 +276,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
       (stopping ??= (async () => {
         unwatch();
         clearInterval(purgeTimer);
-        await backups?.stop();
+        backups?.stop();
         // Held long polls are answered now, with the job as it is.
         jobWaits.stop();
         const deadline = Date.now() + config.shutdownTimeout * 1000;

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { privateDirectory } from "../data-directory";
 import type { BackupReport } from "./backup";
-import { pruneBackups, removeLeftovers, scheduledBackupName } from "./backup";
+import { pruneBackups, scheduledBackupName } from "./backup";
 import type { BackupAnswer, BackupAsk } from "./backup-thread";
 
 /** What the schedule tells the server: each backup's end, for the log and /metrics. */
@@ -20,7 +20,7 @@ const retryAfterMs = 5 * 60 * 1000;
  */
 export class BackupSchedule {
   private timer: ReturnType<typeof setTimeout> | undefined;
-  private running: { worker: Worker; done: Promise<void> } | undefined;
+  private running: Worker | undefined;
   private stopped = false;
 
   constructor(
@@ -32,15 +32,15 @@ export class BackupSchedule {
     this.schedule(this.options.everyMs);
   }
 
-  /** Stops the schedule; a backup under way is abandoned (its thread ended, its partial file removed). */
-  async stop(): Promise<void> {
+  /**
+   * Stops the schedule. A backup under way is abandoned, not waited for: VACUUM INTO of a large database takes most of
+   * a minute and cannot be interrupted from here, and a stop must keep its deadline. Its thread ends with the process;
+   * what it wrote is under its temporary name, which the next backup into the directory removes.
+   */
+  stop(): void {
     this.stopped = true;
     clearTimeout(this.timer);
-    const running = this.running;
-    if (!running) return;
-    running.worker.terminate();
-    await running.done;
-    removeLeftovers(this.options.backupDir);
+    this.running?.terminate();
   }
 
   private schedule(delayMs: number): void {
@@ -76,8 +76,7 @@ export class BackupSchedule {
     worker.onmessage = (event: MessageEvent<BackupAnswer>) => settle(event.data);
     worker.onerror = (event) => settle({ type: "failed", message: `the backup thread crashed: ${event.message}` });
     worker.addEventListener("close", () => settle({ type: "failed", message: "the backup thread ended before it answered" }));
-    const done = answer.then(() => undefined);
-    this.running = { worker, done };
+    this.running = worker;
     worker.postMessage(ask);
     return answer.finally(() => {
       this.running = undefined;
