@@ -175,7 +175,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   const jobWaits = new JobWaits();
   // Webhook deliveries go out from here, beside the queue, never from a run's transaction.
   const deliveries = new WebhookDispatcher({ store: store.webhooks, allow: config.webhookAllow, log, retryScale: config.testHooks?.webhookRetryScale });
-  const metrics = new Metrics(store.jobs, () => jobWaits.size, { environmentLabels: config.metricsEnvironmentLabels });
+  const metrics = new Metrics(store.jobs, () => jobWaits.size, { environmentLabels: config.metricsEnvironmentLabels, backups: config.backupDir !== undefined });
   const scheduler = new JobScheduler(store.queue, pool, {
     maxConcurrentRuns: Math.max(1, config.workers - 1),
     retryDelayMs: 500,

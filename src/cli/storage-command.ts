@@ -70,7 +70,7 @@ export async function storageCommand(argv: string[], env: Record<string, string 
   if (action === "restore") {
     if (values.to !== undefined) throw new UsageError("storage restore takes --from <file> (the backup) and --data-dir <dir>, not --to");
     if (!values.from) throw new UsageError("missing --from <file>: the backup file to restore");
-    const { dataDir } = loadConfig({ "data-dir": values["data-dir"] }, env);
+    const { dataDir } = sqliteAppliance(action, env, values["data-dir"]);
     const { restoreDatabase } = await import("../store/sqlite/backup");
     const report = restoreDatabase(values.from, dataDir, { force: values.force === true });
     io.out(`restored ${values.from} into ${dataDir} (${megabytes(report.bytes)}, ${report.migrations} migrations)`);
@@ -79,7 +79,7 @@ export async function storageCommand(argv: string[], env: Record<string, string 
   }
   if (action === "backup") {
     if (!values.to) throw new UsageError("missing --to <file>: the backup file to write");
-    const { dataDir } = loadConfig({ "data-dir": values["data-dir"] }, env);
+    const { dataDir } = sqliteAppliance(action, env, values["data-dir"]);
     const { backupDatabase } = await import("../store/sqlite/backup");
     const report = backupDatabase(dataDir, values.to);
     io.out(`backed up ${dataDir} to ${values.to} in ${report.seconds.toFixed(1)} s (${megabytes(report.bytes)}, integrity checked)`);
@@ -97,6 +97,17 @@ export async function storageCommand(argv: string[], env: Record<string, string 
   io.out(`copied ${dataDir} into ${redactedUrl(databaseUrl)} in ${seconds} s: ${summary(report)}`);
   io.err(`Next: start the instances with --database-url on that database (IMPORTD_DATABASE_URL); they finish the pending jobs.`);
   return 0;
+}
+
+/** The configuration of an appliance on SQLite: one set up for PostgreSQL (IMPORTD_DATABASE_URL) is backed up otherwise. */
+function sqliteAppliance(action: string, env: Record<string, string | undefined>, dataDir: string | undefined) {
+  const config = loadConfig({ "data-dir": dataDir }, env);
+  if (config.databaseUrl !== undefined) {
+    throw new ConfigError(
+      `storage ${action} is for the appliance's SQLite database, and IMPORTD_DATABASE_URL says this importd uses PostgreSQL: back that up with pg_dump, or base backups and WAL archiving (docs/operations/backup.md)`,
+    );
+  }
+  return config;
 }
 
 const megabytes = (bytes: number) => `${(bytes / (1024 * 1024)).toFixed(1)} MB`;

@@ -63,6 +63,15 @@ describe("usage errors", () => {
     expect(existsSync(dir)).toBe(false);
   }, timeoutMs);
 
+  test("storage backup and restore on a configuration for PostgreSQL exit 2 and point to PostgreSQL's own tools", async () => {
+    for (const args of [["storage", "backup", "--to", join(dataDir(), "b.sqlite")], ["storage", "restore", "--from", join(dataDir(), "b.sqlite")]]) {
+      const run = await importd([...args, "--data-dir", dataDir()], { IMPORTD_DATABASE_URL: "postgres://importd:hidden@db.example/importd" });
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain(`${args.slice(0, 2).join(" ")} is for the appliance's SQLite database, and IMPORTD_DATABASE_URL says this importd uses PostgreSQL: back that up with pg_dump`);
+      expect(run.stderr).not.toContain("hidden");
+    }
+  }, timeoutMs);
+
   test("scheduled backups' flags without --backup-dir exit 2 and say what is missing", async () => {
     const run = await importd(["serve", "--port", "0", "--backup-every", "6", "--data-dir", dataDir()]);
     expect(run.code).toBe(2);

@@ -43,6 +43,8 @@ test("scheduled backups: taken while imports get their 202 and /readyz stays rea
   const base = `${server.url}/default`;
   await seedReferenceData(base, key);
 
+  // Both outcomes counted from the start, at 0, so that an alert on failures sees the first one.
+  expect(await metric('importd_backups_total\\{outcome="failed"\\}')).toBe(0);
   const answers: number[] = [];
   const ready: number[] = [];
   let stop = false;
