@@ -276,7 +276,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
       (stopping ??= (async () => {
         unwatch();
         clearInterval(purgeTimer);
-        backups?.stop();
+        if (backups?.stop().abandoned) log({ msg: "abandoned the backup under way; the next one removes its partial file" });
         // Held long polls are answered now, with the job as it is.
         jobWaits.stop();
         const deadline = Date.now() + config.shutdownTimeout * 1000;

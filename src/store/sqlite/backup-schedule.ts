@@ -37,10 +37,11 @@ export class BackupSchedule {
    * a minute and cannot be interrupted from here, and a stop must keep its deadline. Its thread ends with the process;
    * what it wrote is under its temporary name, which the next backup into the directory removes.
    */
-  stop(): void {
+  stop(): { abandoned: boolean } {
     this.stopped = true;
     clearTimeout(this.timer);
     this.running?.terminate();
+    return { abandoned: this.running !== undefined };
   }
 
   private schedule(delayMs: number): void {
