@@ -116,9 +116,10 @@ async function startBackups(config: Config, backupDir: string, log: Log, metrics
     // Resolved from src/, like the worker threads' entry: an extra entrypoint of the compiled binary.
     threadEntry: new URL("./store/sqlite/backup-thread.ts", import.meta.url),
     events: {
-      succeeded: (file, report, removed) => {
+      succeeded: (file, report, { removed, problem }) => {
         metrics.backupSucceeded(new Date(), report.seconds);
         log({ msg: "backup taken", file, bytes: report.bytes, durationMs: Math.round(report.seconds * 1000), ...(removed.length > 0 ? { removedOld: removed } : {}) });
+        if (problem) log({ level: "warn", msg: problem, backupDir });
       },
       failed: (file, message, retryInSeconds) => {
         metrics.backupFailed();

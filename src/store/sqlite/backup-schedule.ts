@@ -5,8 +5,10 @@ import { pruneBackups, scheduledBackupName } from "./backup";
 import type { BackupAnswer, BackupAsk } from "./backup-thread";
 
 /** What the schedule tells the server: each backup's end, for the log and /metrics. */
+export type Pruned = { removed: string[]; problem?: string };
+
 export type BackupEvents = {
-  succeeded(file: string, report: BackupReport, removed: string[]): void;
+  succeeded(file: string, report: BackupReport, pruned: Pruned): void;
   failed(file: string, message: string, retryInSeconds: number): void;
 };
 
@@ -52,16 +54,22 @@ export class BackupSchedule {
   private async runOnce(): Promise<void> {
     const { backupDir, dataDir, keep, events } = this.options;
     const file = join(backupDir, scheduledBackupName(new Date()));
-    const answer = await this.inThread({ dataDir, target: file });
+    let answer: BackupAnswer;
+    try {
+      answer = await this.inThread({ dataDir, target: file });
+    } catch (error) {
+      answer = { type: "failed", message: `the backup thread could not start: ${(error as Error)?.message ?? error}` };
+    }
     if (this.stopped) return;
     if (answer.type === "done") {
-      let removed: string[] = [];
+      // The backup is taken either way; a file that cannot be removed is said, and tried again after the next one.
+      let pruned: Pruned;
       try {
-        removed = pruneBackups(backupDir, keep);
+        pruned = { removed: pruneBackups(backupDir, keep) };
       } catch (error) {
-        events.failed(file, `the backup was taken, but older ones could not be removed: ${(error as Error).message}`, this.options.everyMs / 1000);
+        pruned = { removed: [], problem: `older backups could not be removed: ${(error as Error).message}` };
       }
-      events.succeeded(file, answer.report, removed);
+      events.succeeded(file, answer.report, pruned);
       this.schedule(this.options.everyMs);
     } else {
       const retryMs = Math.min(retryAfterMs, this.options.everyMs);
