@@ -57,6 +57,15 @@ const usableDirectory = (path: string, name: string) => {
   }
 };
 
+// A week of seconds at most, 36 ms at least (tests take one every few seconds).
+const hours = (text: string, name: string) => {
+  const value = Number(text);
+  if (!/^\s*(\d+\.?\d*|\.\d+)\s*$/.test(text) || !(value >= 0.00001 && value <= 8760)) {
+    throw new ConfigError(`${name} must be a number of hours above 0 and at most 8760 (a year), such as 24 or 0.5, not '${text}'`);
+  }
+  return value;
+};
+
 const yesOrNo = (text: string, name: string): boolean => {
   if (/^(true|1|yes)$/i.test(text.trim())) return true;
   if (/^(false|0|no)$/i.test(text.trim())) return false;
@@ -222,6 +231,24 @@ export const options = {
     default: 32 * 1024,
     parse: integer(0, 1024 * megabyte),
   },
+  // Scheduled backups of the SQLite appliance (DECISIONS 14, docs/operations/backup.md).
+  backupDir: {
+    flag: "backup-dir",
+    env: "IMPORTD_BACKUP_DIR",
+    description: "take a backup of the SQLite database into this directory every --backup-every hours, while serving (as importd storage backup does); best on another disk",
+    default: undefined as string | undefined,
+    shownDefault: "none: no scheduled backups",
+    parse: nonEmpty,
+    check: (value: string | undefined, name: string) => value !== undefined && usableDirectory(value, name),
+  },
+  backupEvery: {
+    flag: "backup-every",
+    env: "IMPORTD_BACKUP_EVERY",
+    description: "hours between scheduled backups (fractions too: 0.5 is half an hour); the first is taken one interval after the start, a failed one is tried again sooner",
+    default: 24,
+    parse: hours,
+  },
+  backupKeep: { flag: "backup-keep", env: "IMPORTD_BACKUP_KEEP", description: "scheduled backups kept in --backup-dir; older ones of importd's are removed after each new one", default: 7, parse: integer(1, 10_000) },
   logLevel: { flag: "log-level", env: "IMPORTD_LOG_LEVEL", description: "debug, info, warn or error", default: "info", parse: oneOf(["debug", "info", "warn", "error"] as const) },
   logFormat: {
     flag: "log-format",
@@ -273,6 +300,17 @@ export function loadConfig(flags: Record<string, string | boolean | undefined>, 
     throw new ConfigError(`--body-budget-bytes (${config.bodyBudgetBytes}) is less than --max-body-bytes (${config.maxBodyBytes}): a body between the two could never be read. Raise the budget, or lower the hard limit`);
   }
   if (config.tlsCert !== undefined && config.insecureHttp) throw new ConfigError("--insecure-http and --tls-cert ask for opposite things: serve HTTPS with the certificate, or plain HTTP, not both");
+  // A schedule's flags without the directory would be ignored without a word.
+  if (config.backupDir === undefined) {
+    for (const option of [options.backupEvery, options.backupKeep]) {
+      const given = flags[option.flag] !== undefined ? `--${option.flag}` : env[option.env] ? option.env : undefined;
+      if (given) throw new ConfigError(`${given} is for scheduled backups, which need --backup-dir <dir> (IMPORTD_BACKUP_DIR): the directory to keep them in`);
+    }
+  } else if (config.databaseUrl !== undefined) {
+    throw new ConfigError("--backup-dir backs up the SQLite appliance; a PostgreSQL database is backed up with PostgreSQL's own tools (pg_dump, or base backups and WAL archiving: docs/operations/backup.md)");
+  } else if (resolve(config.backupDir as string) === resolve(config.dataDir as string)) {
+    throw new ConfigError("--backup-dir must not be the data directory: give the backups a directory of their own, best on another disk");
+  }
   if (defaults.testHooks) config.testHooks = Object.freeze({ ...defaults.testHooks });
   return Object.freeze(config) as Config;
 }

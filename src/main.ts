@@ -36,9 +36,13 @@ Usage:
                                    cancel a job that is still Pending (importd jobs --help for all of them)
   importd webhook add <url> | list | test <id> | remove <id> --base-url <url>
                                    an environment's webhook subscriptions (importd webhook --help)
+  importd storage backup --data-dir <dir> --to <file>
+                                   back up the appliance's data into one checked file, beside a running server
+  importd storage restore --from <file> --data-dir <dir> [--force]
+                                   put a backup in place as the data directory's database (server stopped)
   importd storage copy --data-dir <dir> --to <postgres-url>
                                    copy a stopped appliance's data into an empty PostgreSQL database
-                                   (importd storage --help)
+                                   (importd storage --help for all three)
   importd tls fingerprint          the SHA-256 fingerprint of the certificate importd serves (--tls-cert,
                                    or the one it made in --data-dir), for clients to check
   importd --help | --version

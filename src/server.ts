@@ -106,6 +106,32 @@ function frontDoor(parts: { app: { fetch(request: Request): Response | Promise<R
   };
 }
 
+async function startBackups(config: Config, backupDir: string, log: Log, metrics: Metrics) {
+  const { BackupSchedule } = await import("./store/sqlite/backup-schedule");
+  const schedule = new BackupSchedule({
+    dataDir: config.dataDir,
+    backupDir,
+    everyMs: config.backupEvery * 3_600_000,
+    keep: config.backupKeep,
+    // Resolved from src/, like the worker threads' entry: an extra entrypoint of the compiled binary.
+    threadEntry: new URL("./store/sqlite/backup-thread.ts", import.meta.url),
+    events: {
+      succeeded: (file, report, { removed, problem }) => {
+        metrics.backupSucceeded(new Date(), report.seconds);
+        log({ msg: "backup taken", file, bytes: report.bytes, durationMs: Math.round(report.seconds * 1000), ...(removed.length > 0 ? { removedOld: removed } : {}) });
+        if (problem) log({ level: "warn", msg: problem, backupDir });
+      },
+      failed: (file, message, retryInSeconds) => {
+        metrics.backupFailed();
+        log({ level: "error", msg: "backup failed; the server serves on, and tries again", file, error: message, retryInSeconds: Math.round(retryInSeconds) });
+      },
+    },
+  });
+  schedule.start();
+  log({ msg: "scheduled backups", backupDir, everyHours: config.backupEvery, keep: config.backupKeep });
+  return schedule;
+}
+
 /** Opens and migrates the store, recovers interrupted runs, starts the workers and the HTTP server. */
 export async function startServer(config: Config, log: Log): Promise<RunningServer> {
   const transport = transportFor(config);
@@ -150,7 +176,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   const jobWaits = new JobWaits();
   // Webhook deliveries go out from here, beside the queue, never from a run's transaction.
   const deliveries = new WebhookDispatcher({ store: store.webhooks, allow: config.webhookAllow, log, retryScale: config.testHooks?.webhookRetryScale });
-  const metrics = new Metrics(store.jobs, () => jobWaits.size, { environmentLabels: config.metricsEnvironmentLabels });
+  const metrics = new Metrics(store.jobs, () => jobWaits.size, { environmentLabels: config.metricsEnvironmentLabels, backups: config.backupDir !== undefined });
   const scheduler = new JobScheduler(store.queue, pool, {
     maxConcurrentRuns: Math.max(1, config.workers - 1),
     retryDelayMs: 500,
@@ -221,6 +247,9 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   scheduler.wake();
   deliveries.start();
 
+  // Scheduled backups, each in a thread of its own: the HTTP thread and the workers keep serving, /readyz stays ready.
+  const backups = config.backupDir === undefined ? undefined : await startBackups(config, config.backupDir, log, metrics);
+
   const purge = () =>
     pool.run("purge", { before: retainedSince(config) }).then(
       ({ count }) => count > 0 && log({ msg: "purged expired job documents", count }),
@@ -248,6 +277,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
       (stopping ??= (async () => {
         unwatch();
         clearInterval(purgeTimer);
+        if (backups?.stop().abandoned) log({ msg: "abandoned the backup under way; the next one removes its partial file" });
         // Held long polls are answered now, with the job as it is.
         jobWaits.stop();
         const deadline = Date.now() + config.shutdownTimeout * 1000;

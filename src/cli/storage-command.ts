@@ -10,7 +10,34 @@ import { SqliteStore } from "../store/sqlite/store";
 import { outboxRows } from "../webhooks/outbox";
 import { UsageError, type Output } from "./errors";
 
-export const storageUsage = `importd storage copy --data-dir <dir> --to <postgres-url>
+export const storageUsage = `importd storage: the appliance's SQLite data, copied, backed up and restored
+
+importd storage backup --data-dir <dir> --to <file>
+
+  Backs up the appliance while its server runs (imports keep being accepted): a consistent copy of the whole
+  database (environments, API keys, jobs and their history, records, webhooks, deletes, syncs) in one file. It is
+  written under a temporary name beside <file> (<file>.importd-partial-<pid>), checked (SQLite's integrity_check, an
+  importd schema this importd knows), synced to disk, and only then renamed to <file>: a backup stopped half-way
+  leaves nothing at <file>, and the next backup into that directory removes what it left. The data directory is only
+  read. Keep the TLS files too (docs/operations/backup.md).
+
+  --data-dir <dir>         the appliance's data directory (env IMPORTD_DATA_DIR; default ./data)
+  --to <file>              the backup file to write; it must not exist (the file holds key hashes and webhook
+                           secrets: it is made readable by this user only)
+
+importd storage restore --from <file> --data-dir <dir> [--force]
+
+  Puts a backup in place as the data directory's database. The file is checked first (integrity, an importd
+  database, no migrations newer than this importd), the restore refuses to run while a server runs on the directory,
+  and refuses a directory that already holds a database unless --force (that database is then replaced: back it up
+  first). Then start the server on the directory: it serves the backup's environments, keys, jobs and records, and
+  runs again the jobs that were pending or running when the backup was taken.
+
+  --from <file>            the backup file (from storage backup, or --backup-dir); it is left as it is
+  --data-dir <dir>         the data directory to restore into (env IMPORTD_DATA_DIR; default ./data)
+  --force                  replace the database the directory holds
+
+importd storage copy --data-dir <dir> --to <postgres-url>
 
   Moves an appliance up to PostgreSQL: copies its whole SQLite database (environments, API keys, records,
   jobs and their documents, pending jobs with their payloads, rejected records, idempotency keys) into an
@@ -22,20 +49,43 @@ export const storageUsage = `importd storage copy --data-dir <dir> --to <postgre
   --data-dir <dir>         the appliance's data directory (env IMPORTD_DATA_DIR; default ./data)
   --to <postgres-url>      postgres://user:password@host:port/database, an empty database
 
-  Exit code: 0 copied, 1 refused or failed (nothing written to the database), 2 usage errors.`;
+  Exit code: 0 done, 1 refused or failed (nothing written at the target), 2 usage errors.`;
 
-/** `importd storage copy`: its own flags (--to is no server option). */
+const actions = "use storage backup --data-dir <dir> --to <file>, storage restore --from <file> --data-dir <dir>, or storage copy --data-dir <dir> --to <postgres-url>";
+
+/** `importd storage backup | restore | copy`: their own flags (--to, --from and --force are no server options). */
 export async function storageCommand(argv: string[], env: Record<string, string | undefined>, io: Output): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { "data-dir": { type: "string" }, to: { type: "string" }, help: { type: "boolean", short: "h" } },
+    options: { "data-dir": { type: "string" }, to: { type: "string" }, from: { type: "string" }, force: { type: "boolean" }, help: { type: "boolean", short: "h" } },
     allowPositionals: true,
     strict: true,
   });
   if (values.help) return io.out(storageUsage), 0;
   const [action, ...rest] = positionals;
-  if (action !== "copy") throw new UsageError(`unknown storage command '${action ?? ""}': use storage copy --data-dir <dir> --to <postgres-url>`);
-  if (rest.length > 0) throw new UsageError(`storage copy takes no arguments, got '${rest.join(" ")}'`);
+  if (action !== "copy" && action !== "backup" && action !== "restore") throw new UsageError(`unknown storage command '${action ?? ""}': ${actions}`);
+  if (rest.length > 0) throw new UsageError(`storage ${action} takes no arguments, got '${rest.join(" ")}'`);
+  if (values.from !== undefined && action !== "restore") throw new UsageError(`--from is for storage restore; storage ${action} takes --to`);
+  if (values.force && action !== "restore") throw new UsageError(`--force is for storage restore only`);
+  if (action === "restore") {
+    if (values.to !== undefined) throw new UsageError("storage restore takes --from <file> (the backup) and --data-dir <dir>, not --to");
+    if (!values.from) throw new UsageError("missing --from <file>: the backup file to restore");
+    const { dataDir } = sqliteAppliance(action, env, values["data-dir"]);
+    const { restoreDatabase } = await import("../store/sqlite/backup");
+    const report = restoreDatabase(values.from, dataDir, { force: values.force === true });
+    io.out(`restored ${values.from} into ${dataDir} (${megabytes(report.bytes)}, ${report.migrations} migrations)`);
+    io.err(`Next: start the server on it: importd serve --data-dir ${dataDir} (it runs again the jobs that were pending when the backup was taken)`);
+    return 0;
+  }
+  if (action === "backup") {
+    if (!values.to) throw new UsageError("missing --to <file>: the backup file to write");
+    const { dataDir } = sqliteAppliance(action, env, values["data-dir"]);
+    const { backupDatabase } = await import("../store/sqlite/backup");
+    const report = backupDatabase(dataDir, values.to);
+    io.out(`backed up ${dataDir} to ${values.to} in ${report.seconds.toFixed(1)} s (${megabytes(report.bytes)}, integrity checked)`);
+    io.err(`Keep the TLS certificate and key with it, and the server's settings: docs/operations/backup.md`);
+    return 0;
+  }
   if (!values.to) throw new UsageError("missing --to <postgres-url>: the empty PostgreSQL database to copy into");
   const databaseUrl = options.databaseUrl.parse(values.to, "--to");
   if (!databaseUrl) throw new ConfigError("--to must not be empty");
@@ -48,6 +98,19 @@ export async function storageCommand(argv: string[], env: Record<string, string 
   io.err(`Next: start the instances with --database-url on that database (IMPORTD_DATABASE_URL); they finish the pending jobs.`);
   return 0;
 }
+
+/** The configuration of an appliance on SQLite: one set up for PostgreSQL (IMPORTD_DATABASE_URL) is backed up otherwise. */
+function sqliteAppliance(action: string, env: Record<string, string | undefined>, dataDir: string | undefined) {
+  const config = loadConfig({ "data-dir": dataDir }, env);
+  if (config.databaseUrl !== undefined) {
+    throw new ConfigError(
+      `storage ${action} is for the appliance's SQLite database, and IMPORTD_DATABASE_URL says this importd uses PostgreSQL: back that up with pg_dump, or base backups and WAL archiving (docs/operations/backup.md)`,
+    );
+  }
+  return config;
+}
+
+const megabytes = (bytes: number) => `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
 
 /**
  * Copies the database in `dataDir` into the (empty) PostgreSQL database at `databaseUrl`, in one transaction: a copy

@@ -40,7 +40,28 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(jobs: Pick<JobReads, "countByStatus" | "queueDepth">, heldPolls: () => number = () => 0, { environmentLabels = false } = {}) {
+  // Only on a server that takes scheduled backups (--backup-dir): elsewhere a last success of 0 would set off alerts.
+  private readonly backups?: { total: Counter<"outcome">; lastSuccess: Gauge; lastDuration: Gauge };
+
+  constructor(jobs: Pick<JobReads, "countByStatus" | "queueDepth">, heldPolls: () => number = () => 0, { environmentLabels = false, backups = false } = {}) {
+    if (backups) {
+      this.backups = {
+        total: new Counter({
+          name: "importd_backups_total",
+          help: "Scheduled backups (--backup-dir) this process has taken, by outcome: succeeded or failed (a failed one is tried again).",
+          labelNames: ["outcome"] as const,
+          registers: [this.registry],
+        }),
+        lastSuccess: new Gauge({
+          name: "importd_backup_last_success_timestamp_seconds",
+          help: "When the last scheduled backup that succeeded ended, in seconds since the Unix epoch (0: none yet since the start).",
+          registers: [this.registry],
+        }),
+        lastDuration: new Gauge({ name: "importd_backup_last_duration_seconds", help: "How long the last scheduled backup that succeeded took.", registers: [this.registry] }),
+      };
+      // Both series from the start, at 0, so that an alert on failures sees the first one.
+      for (const outcome of ["succeeded", "failed"]) this.backups.total.inc({ outcome }, 0);
+    }
     new Gauge({
       name: "importd_held_polls",
       help: "Status requests held open by this instance until their job ends (Prefer: wait).",
@@ -94,6 +115,16 @@ export class Metrics {
     this.recordsApplied.inc({ type: job.type }, job.applied);
     this.recordsRejected.inc({ type: job.type }, job.rejected);
     this.jobDuration.observe({ type: job.type, status: job.status }, seconds);
+  }
+
+  backupSucceeded(endedAt: Date, seconds: number): void {
+    this.backups?.total.inc({ outcome: "succeeded" });
+    this.backups?.lastSuccess.set(endedAt.getTime() / 1000);
+    this.backups?.lastDuration.set(seconds);
+  }
+
+  backupFailed(): void {
+    this.backups?.total.inc({ outcome: "failed" });
   }
 
   text(): Promise<string> {

@@ -132,6 +132,30 @@ test.skipIf(!requirePostgres("the compiled binary on PostgreSQL"))("the compiled
   }
 }, 120_000);
 
+test("the compiled binary takes scheduled backups (their thread is inside it), and its storage backup and restore make a directory a server serves", async () => {
+  const server = await spawnServer("./data-backup", ["--workers", "1", "--backup-dir", "./backups", "--backup-every", "0.0003"], 30_000, launch);
+  try {
+    const key = server.firstRunKey!;
+    await seedReferenceData(`${server.url}/default`, key);
+    const taken = async () => (readdirSync(join(dir, "backups")) as string[]).filter((name) => /^importd-.*Z\.sqlite$/.test(name));
+    for (let waited = 0; (await taken()).length === 0; waited += 100) {
+      if (waited > 20_000) throw new Error(`no scheduled backup in 20 s: ${server.stderrLines.filter((line) => line.includes("backup")).join("\n")}`);
+      await Bun.sleep(100);
+    }
+    const run = (args: string[]) => Bun.spawnSync(["./importd", ...args], { cwd: dir, env: bareEnv, stdout: "pipe", stderr: "pipe" });
+    expect(run(["storage", "backup", "--data-dir", "./data-backup", "--to", "./by-hand.sqlite"]).exitCode).toBe(0);
+    expect(run(["storage", "restore", "--from", "./by-hand.sqlite", "--data-dir", "./data-restored"]).exitCode).toBe(0);
+    const restored = await spawnServer("./data-restored", ["--workers", "1"], 30_000, launch);
+    try {
+      expect((await fetch(`${restored.url}/default/v2/jobs`, { headers: { "api-key": key } })).status).toBe(200);
+    } finally {
+      restored.proc.kill("SIGKILL");
+    }
+  } finally {
+    server.proc.kill("SIGKILL");
+  }
+}, 120_000);
+
 test("deploy/importd.service: a dedicated user, its state directory, hardening, and a stop timeout above importd's own", () => {
   const unit = readFileSync(join(projectRoot, "deploy", "importd.service"), "utf8");
   const settings = new Map(

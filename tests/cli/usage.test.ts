@@ -45,6 +45,42 @@ describe("usage errors", () => {
     expect(existsSync(dir)).toBe(false);
   }, timeoutMs);
 
+  test.each([
+    ["storage backup without --to", ["storage", "backup"], "missing --to <file>: the backup file to write"],
+    ["storage restore without --from", ["storage", "restore"], "missing --from <file>: the backup file to restore"],
+    ["storage restore with --to", ["storage", "restore", "--from", "x.sqlite", "--to", "y"], "storage restore takes --from <file> (the backup) and --data-dir <dir>, not --to"],
+    ["storage backup with --force", ["storage", "backup", "--to", "x.sqlite", "--force"], "--force is for storage restore only"],
+    ["storage backup with --from", ["storage", "backup", "--from", "x.sqlite"], "--from is for storage restore; storage backup takes --to"],
+    ["an unknown storage command", ["storage", "dump", "--to", "x"], "unknown storage command 'dump': use storage backup --data-dir <dir> --to <file>, storage restore"],
+    ["storage backup with an argument", ["storage", "backup", "now", "--to", "x"], "storage backup takes no arguments, got 'now'"],
+  ])("%s exits 2 with one line and creates nothing", async (_, args, message) => {
+    const dir = join(dataDir(), "not-yet");
+    const run = await importd([...args, "--data-dir", dir]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(message);
+    expect(run.stderr).toContain("Run importd --help");
+    noStackTrace(run.stderr);
+    expect(existsSync(dir)).toBe(false);
+  }, timeoutMs);
+
+  test("storage backup and restore on a configuration for PostgreSQL exit 2 and point to PostgreSQL's own tools", async () => {
+    for (const args of [["storage", "backup", "--to", join(dataDir(), "b.sqlite")], ["storage", "restore", "--from", join(dataDir(), "b.sqlite")]]) {
+      const run = await importd([...args, "--data-dir", dataDir()], { IMPORTD_DATABASE_URL: "postgres://importd:hidden@db.example/importd" });
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain(`${args.slice(0, 2).join(" ")} is for the appliance's SQLite database, and IMPORTD_DATABASE_URL says this importd uses PostgreSQL: back that up with pg_dump`);
+      expect(run.stderr).not.toContain("hidden");
+    }
+  }, timeoutMs);
+
+  test("scheduled backups' flags without --backup-dir exit 2 and say what is missing", async () => {
+    const run = await importd(["serve", "--port", "0", "--backup-every", "6", "--data-dir", dataDir()]);
+    expect(run.code).toBe(2);
+    expect(run.stderr.trimEnd().split("\n")).toEqual(["importd: --backup-every is for scheduled backups, which need --backup-dir <dir> (IMPORTD_BACKUP_DIR): the directory to keep them in"]);
+    const hours = await importd(["serve", "--port", "0", "--backup-dir", join(dataDir(), "b"), "--backup-every", "0", "--data-dir", dataDir()]);
+    expect(hours.code).toBe(2);
+    expect(hours.stderr).toContain("--backup-every must be a number of hours above 0 and at most 8760 (a year), such as 24 or 0.5, not '0'");
+  }, timeoutMs);
+
   test("an unknown flag exits 2 and names it", async () => {
     const run = await importd(["env", "list", "--bogus", "--data-dir", dataDir()]);
     expect(run.code).toBe(2);
@@ -85,7 +121,7 @@ describe("usage errors", () => {
 describe("--help and --version", () => {
   test("--help lists every command, and every option with its default and environment variable", async () => {
     const stdout = await ok(["--help"]);
-    for (const command of ["serve", "env create <slug>", "env list", "key create <slug>", "key list <slug>", "key revoke <keyId>", "import <file>", "delete <file of ids>", "--help", "--version"]) {
+    for (const command of ["serve", "env create <slug>", "env list", "key create <slug>", "key list <slug>", "key revoke <keyId>", "import <file>", "delete <file of ids>", "storage backup --data-dir <dir> --to <file>", "storage restore --from <file> --data-dir <dir> [--force]", "storage copy --data-dir <dir> --to <postgres-url>", "--help", "--version"]) {
       expect(stdout).toContain(command);
     }
     const lines = stdout.split("\n");
@@ -96,6 +132,13 @@ describe("--help and --version", () => {
       expect(line).toContain(`default ${"shownDefault" in option ? option.shownDefault : option.default}`);
     }
     expect(await ok(["serve", "--help"])).toBe(stdout);
+  }, timeoutMs);
+
+  test("storage --help tells backup, restore and copy, each with its flags and what it refuses", async () => {
+    const stdout = await ok(["storage", "--help"]);
+    for (const text of ["importd storage backup --data-dir <dir> --to <file>", "importd storage restore --from <file> --data-dir <dir> [--force]", "importd storage copy --data-dir <dir> --to <postgres-url>", "integrity_check", "--force", "refuses to run while a server runs", "TLS files"]) {
+      expect(stdout).toContain(text);
+    }
   }, timeoutMs);
 
   test("--version prints the package version", async () => {

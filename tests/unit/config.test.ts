@@ -33,6 +33,9 @@ const samples: Record<keyof typeof options, [string, string | number | boolean |
   uploadsPerEnvironment: ["2", 2],
   bodyStallSeconds: ["10", 10],
   bodyMinBytesPerSecond: ["0", 0],
+  backupDir: [join(dir, "backups"), join(dir, "backups")],
+  backupEvery: ["0.5", 0.5],
+  backupKeep: ["3", 3],
 };
 const otherSamples: Record<keyof typeof options, string> = {
   port: "9191",
@@ -58,12 +61,17 @@ const otherSamples: Record<keyof typeof options, string> = {
   uploadsPerEnvironment: "8",
   bodyStallSeconds: "5",
   bodyMinBytesPerSecond: "1024",
+  backupDir: join(dir, "other-backups"),
+  backupEvery: "12",
+  backupKeep: "30",
 };
 
 // Options that need another beside them: a certificate comes with its key.
 const companions: Partial<Record<keyof typeof options, Record<string, string>>> = {
   tlsCert: { IMPORTD_TLS_KEY: "/etc/importd/key.pem" },
   tlsKey: { IMPORTD_TLS_CERT: "/etc/importd/cert.pem" },
+  backupEvery: { IMPORTD_BACKUP_DIR: join(dir, "backups") },
+  backupKeep: { IMPORTD_BACKUP_DIR: join(dir, "backups") },
 };
 
 describe("precedence: flag > IMPORTD_* > default, for every option", () => {
@@ -139,6 +147,14 @@ describe("bad values are a ConfigError that names the option and the value", () 
     ["an IPv4 prefix over 32", {}, { IMPORTD_TRUSTED_PROXIES: "10.0.0.0/33" }, "IMPORTD_TRUSTED_PROXIES: '10.0.0.0/33' is not an address or CIDR range"],
     ["an IPv6 prefix over 128", { "trusted-proxies": "fd00::/129" }, {}, "--trusted-proxies: 'fd00::/129' is not an address or CIDR range"],
     ["none beside a range", { "trusted-proxies": "none, 10.0.0.0/8" }, {}, "--trusted-proxies: none trusts no proxy, and goes alone, not beside '10.0.0.0/8'"],
+    ["no hours between backups", { "backup-dir": join(dir, "b"), "backup-every": "0" }, {}, "--backup-every must be a number of hours above 0 and at most 8760 (a year), such as 24 or 0.5, not '0'"],
+    ["backup hours that are not a number", { "backup-dir": join(dir, "b") }, { IMPORTD_BACKUP_EVERY: "daily" }, "IMPORTD_BACKUP_EVERY must be a number of hours above 0"],
+    ["more than a year between backups", { "backup-dir": join(dir, "b"), "backup-every": "9000" }, {}, "--backup-every must be a number of hours above 0 and at most 8760"],
+    ["keeping no backup", { "backup-dir": join(dir, "b"), "backup-keep": "0" }, {}, "--backup-keep must be a whole number from 1 to 10000, not '0'"],
+    ["--backup-every without --backup-dir", { "backup-every": "6" }, {}, "--backup-every is for scheduled backups, which need --backup-dir <dir> (IMPORTD_BACKUP_DIR)"],
+    ["IMPORTD_BACKUP_KEEP without a backup directory", {}, { IMPORTD_BACKUP_KEEP: "3" }, "IMPORTD_BACKUP_KEEP is for scheduled backups, which need --backup-dir <dir>"],
+    ["scheduled backups on PostgreSQL", { "backup-dir": join(dir, "b"), "database-url": "postgres://u:p@db/x" }, {}, "--backup-dir backs up the SQLite appliance; a PostgreSQL database is backed up with PostgreSQL's own tools (pg_dump"],
+    ["backups into the data directory", { "backup-dir": join(dir, "d"), "data-dir": join(dir, "d") }, {}, "--backup-dir must not be the data directory"],
     ["an empty list of trusted proxies", { "trusted-proxies": " , " }, {}, "--trusted-proxies is empty: give none to trust no proxy"],
   ];
   for (const [name, flags, env, message] of cases) {
