@@ -10,7 +10,8 @@ import { tempDir } from "../helpers/server";
 import { until } from "../helpers/until";
 
 // importd serve --backup-dir --backup-every --backup-keep (DECISIONS 14): backups on a schedule, beside imports. The
-// backup directory is a 4 MB tmpfs, filled up to make backups fail; mounting needs root, which the CI machines give
+// backup directory is a 64 MB tmpfs (room for the kept backups and the next, however many imports the machine's speed
+// let in meanwhile: each adds its job and payload to the database), filled up to make backups fail; mounting needs root, which the CI machines give
 // (tests/durability/disk-full.test.ts does the same).
 const mountPoint = tempDir("importd-backup-schedule-");
 const backupDir = join(mountPoint, "backups");
@@ -19,7 +20,7 @@ const dataDir = tempDir("importd-backup-schedule-data-");
 let server: ServerProcess | undefined;
 
 beforeAll(() => {
-  const mount = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint], { stderr: "pipe" });
+  const mount = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", mountPoint], { stderr: "pipe" });
   if (mount.exitCode !== 0) throw new Error(`this test mounts a small tmpfs and needs root: ${mount.stderr}`);
   mkdirSync(backupDir);
 });
