@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync as readText, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { importAndWait, postJson, waitForJob } from "../helpers/api";
 import { importd } from "../helpers/process";
@@ -229,5 +229,42 @@ describe("GET /{env}/v2/exports/<resource>", () => {
       const jobId = Number(/\(job (\d+)\)\.\n/.exec(run.stdout)![1]);
       expect((await waitForJob(base, key, jobId)).output).toMatchObject({ total: awkward.length, created: 0, updated: 0, unchanged: awkward.length, rejected: 0 });
     }
+  }, 60_000);
+});
+
+describe("importd export", () => {
+  test("writes the export to -o's file (CSV by its name), says how many records, and imports back unchanged", async () => {
+    const { base, key } = await server.addEnvironment("cli");
+    await seedReferenceData(base, key);
+    await importAndWait(base, "assets", key, assets(1_500));
+    const file = join(dir, "cli-assets.csv");
+    const run = await importd(["export", "--resource", "assets", "--base-url", base, "-o", file], { IMPORTD_API_KEY: key });
+    expect(run.code).toBe(0);
+    expect(run.stderr).toMatch(new RegExp(`^${file}: 1500 assets records \\(csv, [0-9.]+ MB\\) in \\d+ s\\.\\n$`));
+    expect(readText(file, "utf8")).toBe(await (await exportOf("assets", { base, key, accept: "text/csv" })).text());
+    expect(existsSync(`${file}.importd-partial`)).toBe(false);
+    const again = await importd(["import", file, "--resource", "assets", "--base-url", base], { IMPORTD_API_KEY: key });
+    expect(again.code).toBe(0);
+    const jobId = Number(/\(job (\d+)\)\.\n/.exec(again.stdout)![1]);
+    expect((await waitForJob(base, key, jobId)).output).toMatchObject({ created: 0, updated: 0, unchanged: 1_500 });
+  }, 60_000);
+
+  test("NDJSON to stdout by default; --updated-since narrows it, and a bad one exits 2 saying why", async () => {
+    const { base, key } = await server.addEnvironment("cli-stdout");
+    await seedReferenceData(base, key);
+    await importAndWait(base, "subareas", key, [{ id: "east", name: "East" }]);
+    const all = await importd(["export", "--resource", "subareas", "--base-url", base], { IMPORTD_API_KEY: key });
+    expect(all.code).toBe(0);
+    expect(lines(all.stdout).map((line) => JSON.parse(line).id)).toEqual(["east", "north", "south"]);
+    const none = await importd(["export", "--resource", "subareas", "--base-url", base, "--updated-since", "2999-01-01"], { IMPORTD_API_KEY: key });
+    expect(none.stdout).toBe("");
+    expect(none.stderr).toContain("stdout: 0 subareas records");
+    const bad = await importd(["export", "--resource", "subareas", "--base-url", base, "--updated-since", "last week", "-o", join(dir, "never.ndjson")], { IMPORTD_API_KEY: key });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("'Updated Since' must be an ISO 8601 timestamp");
+    expect(existsSync(join(dir, "never.ndjson"))).toBe(false);
+    const refused = await importd(["export", "--resource", "subareas", "--base-url", base], { IMPORTD_API_KEY: "wrong" });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("the server refused the API key (401)");
   }, 60_000);
 });
