@@ -59,24 +59,26 @@ async function pausedExport(base: string, key: string, path = "assets") {
   });
   socket.on("close", () => ended());
   socket.write(request);
+  /** The rest of the answer, read to the end: its body, the chunked encoding taken off, and whether it ended as HTTP ends one. */
+  const read = async (): Promise<{ body: string; complete: boolean }> => {
+    socket.resume();
+    await closed;
+    const raw = Buffer.concat(chunks);
+    let at = raw.indexOf("\r\n\r\n") + 4;
+    const body: Buffer[] = [];
+    for (;;) {
+      const lineEnd = raw.indexOf("\r\n", at);
+      const size = lineEnd === -1 ? Number.NaN : Number.parseInt(raw.subarray(at, lineEnd).toString("latin1"), 16);
+      // The last, empty chunk; or none, the connection closed mid-answer.
+      if (!(size > 0)) return { body: Buffer.concat(body).toString("utf8"), complete: size === 0 };
+      body.push(raw.subarray(lineEnd + 2, lineEnd + 2 + size));
+      at = lineEnd + 2 + size + 2;
+    }
+  };
   return {
     head,
-    /** The rest of the body, read to the end, its chunked encoding taken off. */
-    async rest(): Promise<string> {
-      socket.resume();
-      await closed;
-      const raw = Buffer.concat(chunks);
-      let at = raw.indexOf("\r\n\r\n") + 4;
-      const body: Buffer[] = [];
-      for (;;) {
-        const lineEnd = raw.indexOf("\r\n", at);
-        const size = Number.parseInt(raw.subarray(at, lineEnd).toString("latin1"), 16);
-        if (!(size > 0)) break;
-        body.push(raw.subarray(lineEnd + 2, lineEnd + 2 + size));
-        at = lineEnd + 2 + size + 2;
-      }
-      return Buffer.concat(body).toString("utf8");
-    },
+    rest: async () => (await read()).body,
+    complete: async () => (await read()).complete,
     close: () => void socket.destroy(),
   };
 }
@@ -207,6 +209,26 @@ describe("GET /{env}/v2/exports/<resource>", () => {
         await response.text();
         return response.status === 200;
       }, { what: "the abandoned exports to end" });
+    }
+  }, 60_000);
+
+  test("a client that takes nothing for the stall time loses its export: the connection is closed, the snapshot let go of", async () => {
+    const stalling = await startTestServer({ testHooks: { exportStallMs: 1_000 } });
+    try {
+      await seedReferenceData(stalling.base, stalling.key);
+      await importAndWait(stalling.base, "assets", stalling.key, Array.from({ length: 5_000 }, (_, i) => asset(i, { description: "x".repeat(3_000) })));
+      const held = [await pausedExport(stalling.base, stalling.key), await pausedExport(stalling.base, stalling.key)];
+      for (const one of held) expect((await one.head).status).toBe(200);
+      expect((await exportOf("assets", { base: stalling.base, key: stalling.key })).status).toBe(429);
+      await until(() => stalling.logs.filter((entry) => entry.msg === "export ended: its client stopped reading").length === 2, { what: "both stalled exports to end", deadlineMs: 20_000 });
+      expect(stalling.logs.find((entry) => entry.msg === "export ended: its client stopped reading")).toMatchObject({ level: "warn", resource: "assets", why: "its client took nothing for 1 s" });
+      // Read on, each body ends cut off: no last, empty chunk.
+      for (const one of held) expect(await one.complete()).toBe(false);
+      const next = await exportOf("assets", { base: stalling.base, key: stalling.key });
+      expect(next.status).toBe(200);
+      expect(await ndjson(next)).toHaveLength(5_000);
+    } finally {
+      await stalling.close();
     }
   }, 60_000);
 

@@ -43,26 +43,54 @@ function updatedSinceOf(text: string | undefined): string | undefined {
 const yieldTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
+ * A client that takes nothing for this long loses its export: its snapshot holds the SQLite WAL (or a PostgreSQL
+ * connection) while it waits, and Bun does not close a connection whose answer is stuck in its send buffer (a
+ * stalled socket stayed open past 320 s). One that reads, however slowly, keeps it.
+ */
+const stalledExportMs = 120_000;
+
+/** Why an export was ended before its last record: its client stopped taking it. */
+class ExportStalled extends Error {}
+
+/**
  * The snapshot's records as a byte stream, a slice per pull: only what the client has taken is read (the stream's
  * backpressure), and each slice gives the thread back to other requests. The snapshot is closed at the end, when the
  * client goes away, or on a fault (the body is then cut short: a client sees it unfinished).
  */
-function recordStream(snapshot: RecordSnapshot, head: string, encode: (records: Array<Record<string, unknown>>) => string, onEnd: (error?: unknown) => void): ReadableStream<Uint8Array> {
+function recordStream(
+  snapshot: RecordSnapshot,
+  head: string,
+  encode: (records: Array<Record<string, unknown>>) => string,
+  stallMs: number,
+  onEnd: (error?: unknown) => void,
+): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   let ended = false;
+  let stall: ReturnType<typeof setTimeout> | undefined;
   const end = async (error?: unknown) => {
     if (ended) return;
     ended = true;
+    clearTimeout(stall);
     await snapshot.close().catch(() => {});
     onEnd(error);
   };
   let started = false;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
+      clearTimeout(stall);
+      // Until the next pull: the client has not taken this chunk yet.
+      const enqueue = (text: string) => {
+        controller.enqueue(encoder.encode(text));
+        stall = setTimeout(() => {
+          const stalled = new ExportStalled(`its client took nothing for ${stallMs / 1000} s`);
+          void end(stalled);
+          controller.error(stalled);
+        }, stallMs);
+      };
       try {
         if (!started) {
           started = true;
-          if (head !== "") return controller.enqueue(encoder.encode(head));
+          if (head !== "") return enqueue(head);
         }
         for (;;) {
           await yieldTurn();
@@ -73,7 +101,7 @@ function recordStream(snapshot: RecordSnapshot, head: string, encode: (records: 
             return controller.close();
           }
           // A slice updatedSince left empty: on to the next, a turn later.
-          if (records.length > 0) return controller.enqueue(encoder.encode(encode(records)));
+          if (records.length > 0) return enqueue(encode(records));
         }
       } catch (error) {
         await end(error);
@@ -121,9 +149,11 @@ function exportRoute(services: Services, resource: ResourceDefinition, inFlight:
         release();
         throw error;
       }
-      const body = recordStream(snapshot, asCsv ? csv.header : "", asCsv ? rows : ndjson, (error) => {
+      const stallMs = services.config.testHooks?.exportStallMs ?? stalledExportMs;
+      const body = recordStream(snapshot, asCsv ? csv.header : "", asCsv ? rows : ndjson, stallMs, (error) => {
         release();
-        if (error) services.log({ level: "error", msg: "export cut short", resource: resource.path, environmentId, error: String((error as Error)?.stack ?? error) });
+        if (error instanceof ExportStalled) services.log({ level: "warn", msg: "export ended: its client stopped reading", resource: resource.path, environmentId, why: error.message });
+        else if (error) services.log({ level: "error", msg: "export cut short", resource: resource.path, environmentId, error: String((error as Error)?.stack ?? error) });
       });
       const extension = asCsv ? "csv" : "ndjson";
       return new Response(body, {
@@ -149,7 +179,7 @@ function exportRoute(services: Services, resource: ResourceDefinition, inFlight:
           `formula (it starts with =, +, -, @, a tab or a carriage return) or that starts with a quote gets a quote before it, which importd import takes off again. ` +
           `Either file imported again leaves every record unchanged. ` +
           `With ?updatedSince=, only the records written at or after that time. At most ${maxExportsPerEnvironment} exports of an environment run at once ` +
-          `(a third is 429), and ${maxExports} of the server's (503). A body cut short (no last line end, the connection closed) met a fault: ask again.`,
+          `(a third is 429), and ${maxExports} of the server's (503); one whose client takes nothing for ${stalledExportMs / 1000} s is ended. A body cut short (no last line end, the connection closed) met a fault: ask again.`,
         tags: ["Records"],
         parameters: [
           {
