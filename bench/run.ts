@@ -243,6 +243,52 @@ async function mirror() {
   });
 }
 
+/** One run of the plain export script: the assets of `assetsFile` imported untimed, then read in id order to an NDJSON file. */
+async function plainExport(assetsFile: string): Promise<{ ms: number; records: number; bytes: number }> {
+  const dir = mkdtempSync(join(work, "plain-export-"));
+  try {
+    return await runScript("baselines/plain-export.ts", [assetsFile, dir]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Issue 47: exporting 100k assets, GET /v2/exports/assets → its last byte, against a plain script reading the same
+ * table in id order and writing the same NDJSON to a file. Runs alternate, so that a slow minute weighs on both sides.
+ */
+async function exports() {
+  const times: number[] = [];
+  const baseTimes: number[] = [];
+  const counts: number[] = [];
+  for (let i = 0; i < pairs; i++) {
+    const plain = await plainExport(file100k);
+    if (plain.records !== records100k) throw new Error(`the plain script exported ${plain.records} of ${records100k}`);
+    baseTimes.push(plain.ms);
+    await withServer(async (server) => {
+      await importAndWait(server, "assets", Bun.file(file100k));
+      const start = performance.now();
+      const response = await fetch(`${server.base}/v2/exports/assets`, { headers: { "api-key": server.key } });
+      let lines = 0;
+      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, at + 1)) lines++;
+      times.push(performance.now() - start);
+      counts.push(lines);
+    });
+  }
+  const ratio = median(times) / median(baseTimes);
+  rows.push({
+    row: "e1",
+    what: `100k assets exported as NDJSON: GET → last byte (records: ${Math.min(...counts)}), against a plain script reading the table to a file`,
+    importd: median(times),
+    baseline: median(baseTimes),
+    unit: "ms",
+    ratio,
+    target: "≤ 1.5× and records = 100000",
+    ok: ratio <= 1.5 && counts.every((count) => count === records100k),
+    details: { runs: times, baselineRuns: baseTimes, counts },
+  });
+}
+
 async function timeTo202() {
   const { body, count } = assetsBodyOfSize(8 * 1024 * 1024);
   const file = writeBody("assets-8mb.json", body);
@@ -603,6 +649,7 @@ const suites: Array<[string, () => Promise<void>]> = [
   ["2", fiveRequests],
   ["d1", deletes],
   ["d2", mirror],
+  ["e1", exports],
   ["3", timeTo202],
   ["4", statusThroughput],
   ["5", bigImport],

@@ -25,6 +25,9 @@ Usage:
   importd delete <file of ids> --resource <resource> --base-url <url>
                                    delete the records a file names, one id per line or a CSV/NDJSON/JSON
                                    file's ids, in chunks (importd delete --help)
+  importd export --resource <resource> --base-url <url> [--format csv|ndjson] [-o <file>] [--updated-since <time>]
+                                   every record of a resource from one snapshot, in id order, as NDJSON or
+                                   as CSV that importd import reads back (importd export --help)
   importd jobs list --base-url <url> [--status <status>] [--type <type>] [--operation upsert|delete]
                     [--limit <n> | --all] [--json]
                                    list an environment's jobs, newest first
@@ -82,6 +85,13 @@ export async function main(argv: string[], { testHooks }: { testHooks?: TestHook
     if (argv[0] === "delete") return (await import("./cli/delete-command")).deleteCommand(argv.slice(1), process.env, io, process.stderr.isTTY === true);
     const { importCommand } = await import("./cli/import-command");
     return importCommand(argv.slice(1), process.env, io, process.stderr.isTTY === true);
+  }
+  if (argv[0] === "export") {
+    process.once("SIGINT", () => {
+      io.err("\nimportd: interrupted; nothing was written to the output file (stdout has what came before).");
+      process.exit(130);
+    });
+    return (await import("./cli/export-command")).exportCommand(argv.slice(1), process.env, io, process.stderr.isTTY === true);
   }
   if (argv[0] === "jobs") return (await import("./cli/jobs-command")).jobsCommand(argv.slice(1), process.env, io);
   if (argv[0] === "webhook") return (await import("./cli/webhook-command")).webhookCommand(argv.slice(1), process.env, io);

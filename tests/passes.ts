@@ -53,7 +53,7 @@ const file = (path: string) => `./tests/${path}.test.ts`;
 const files = (dir: string, names: string[]) => names.map((name) => file(`${dir}/${name}`));
 
 const onPostgres = [
-  ...files("http", ["auth", "deletions", "idempotency", "imports", "mirror", "no-key-answers", "observability", "rate-limit", "reads", "rejected", "status"]),
+  ...files("http", ["auth", "deletions", "exports", "export-large", "idempotency", "imports", "mirror", "no-key-answers", "observability", "rate-limit", "reads", "rejected", "status"]),
   ...files("jobs", ["cancel", "counts", "dry-run", "fresh-reads", "long-poll", "processing", "recovery"]),
   ...files("client", ["client", "import-server-lost", "jobs-command", "mirror-large"]),
   ...files("openapi", ["properties"]),
@@ -63,7 +63,7 @@ const onPostgres = [
 ];
 
 const overTls = [
-  ...files("http", ["edge", "half-close", "imports", "limits", "security-headers", "trusted-proxies", "uploads"]),
+  ...files("http", ["edge", "exports", "half-close", "imports", "limits", "security-headers", "trusted-proxies", "uploads"]),
   ...files("jobs", ["long-poll"]),
   ...files("client", ["client", "import-command", "import-mirror", "delete-command", "import-server-lost"]),
   ...files("webhooks", ["cli"]),

@@ -261,6 +261,16 @@ export function createClient(options: ClientOptions) {
      * Cancels a Pending job: answers it Failed, `output.canceled` true, nothing applied (the same again for a job
      * already canceled). A job that is Processing or finished is an ImportdProblem with status 409.
      */
+    /**
+     * Every record of the resource from one snapshot, in id order (GET /v2/exports/<resource>): the answer, whose body
+     * streams NDJSON (each line a record with updatedAt and lastJobId) or, with format "csv", CSV in the layout
+     * `importd import` reads. A body cut short (a fault on the server, the connection lost) makes its reader throw.
+     */
+    exportRecords: (resource: Resource, options: RequestOptions & { format?: "ndjson" | "csv"; updatedSince?: string } = {}) =>
+      send(`/v2/exports/${resource}${query({ updatedSince: options.updatedSince })}`, {
+        headers: { accept: options.format === "csv" ? "text/csv" : "application/x-ndjson" },
+        signal: options.signal,
+      }),
     cancelJob: async (id: number, options: RequestOptions = {}) =>
       (await (await send(`/v2/status/${id}/cancel`, { method: "POST", signal: options.signal })).json()) as JobDocument,
 

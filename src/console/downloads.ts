@@ -1,4 +1,4 @@
-import type { ImportdClient, RejectedRecord } from "../client";
+import type { ImportdClient, RejectedRecord, Resource } from "../client";
 import { RejectedColumns } from "../importer/rejected-csv";
 
 /**
@@ -14,6 +14,17 @@ export async function downloadRejectedCsv(client: ImportdClient, id: number): Pr
   }
   const lines = [columns.header, ...records.map((record) => columns.row(record))];
   saveFile(new Blob([lines.join("\n") + "\n"], { type: "text/csv;charset=utf-8" }), `job-${id}-rejected.csv`);
+}
+
+/**
+ * Saves every record of a resource as `importd export` writes them (GET /v2/exports/<resource>, one snapshot, in id
+ * order): CSV that `importd import` reads back, or NDJSON. The page has the key, not the browser's download manager,
+ * so the answer is gathered here and then handed over as a file.
+ */
+export async function downloadExport(client: ImportdClient, resource: string, format: "csv" | "ndjson"): Promise<void> {
+  const response = await client.exportRecords(resource as Resource, { format });
+  const blob = await response.blob();
+  saveFile(new Blob([blob], { type: format === "csv" ? "text/csv;charset=utf-8" : "application/x-ndjson" }), `${resource}.${format}`);
 }
 
 /** Hands a Blob to the browser as a download named `name`. */

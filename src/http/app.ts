@@ -9,6 +9,7 @@ import { internalError, methodNotAllowed, notFound, Problem, storageProblem, val
 import { queryNamesOf, repeatedParameters } from "./query-once";
 import { pathOf } from "./request-target";
 import { deletionRoutes } from "./routes/deletions";
+import { exportRoutes } from "./routes/exports";
 import { syncRoutes } from "./routes/syncs";
 import { importRoutes } from "./routes/imports";
 import { webhookRoutes } from "./routes/webhooks";
@@ -133,6 +134,6 @@ export function buildApp(services: Services) {
     .use(swaggerUi("importd API"))
     .use(apiDocument())
     .use(operationsRoutes(services))
-    .group("/:env/v2", (api) => api.use(importRoutes(services)).use(deletionRoutes(services)).use(syncRoutes(services)).use(jobRoutes(services)).use(readRoutes(services)).use(webhookRoutes(services)));
+    .group("/:env/v2", (api) => api.use(importRoutes(services)).use(deletionRoutes(services)).use(syncRoutes(services)).use(jobRoutes(services)).use(readRoutes(services)).use(exportRoutes(services)).use(webhookRoutes(services)));
   return app;
 }

@@ -1,4 +1,3 @@
-import type { TObject, TSchema } from "@sinclair/typebox";
 
 /**
  * The fields a resource defines, as a file names them: `name`, and `geolocation.locationStart` for a field of a
@@ -6,8 +5,12 @@ import type { TObject, TSchema } from "@sinclair/typebox";
  * reported before anything is sent (DECISIONS 12): the server would ignore it, and the user would never know.
  */
 
-/** Columns and fields whose names start with `_` (a rejected file's `_error` and `_line`) are notes, not data. */
-export const isMeta = (name: string) => name.startsWith("_");
+/**
+ * Columns and fields whose names start with `_` (a rejected file's `_error` and `_line`) are notes, not data; so are
+ * updatedAt and lastJobId, which importd adds to every record it gives back (GET, an export): a file of exported
+ * records is imported again as it is.
+ */
+export const isMeta = (name: string) => name.startsWith("_") || name === "updatedAt" || name === "lastJobId";
 
 /** A JSON object of `_` fields alone: a rejected file's note before a line it gives back as it was, not a record. */
 export function isNote(value: object): boolean {
@@ -19,37 +22,7 @@ export function isNote(value: object): boolean {
   return any;
 }
 
-export type FieldPaths = {
-  /** Every field, nested ones as dotted paths; an object field itself (`geolocation`) too, for JSON records. */
-  all: Set<string>;
-  /** The paths that hold values (not objects): what a CSV column can name. */
-  leaves: string[];
-  /** Top-level fields every record must have. */
-  required: string[];
-  /** Dotted paths of the number fields, whose CSV cells become numbers. */
-  numbers: Set<string>;
-};
-
-const cache = new WeakMap<TObject, FieldPaths>();
-
-export function fieldPaths(schema: TObject): FieldPaths {
-  let paths = cache.get(schema);
-  if (paths) return paths;
-  paths = { all: new Set(), leaves: [], required: [...((schema as { required?: string[] }).required ?? [])], numbers: new Set() };
-  const walk = (object: TSchema, prefix: string) => {
-    for (const [name, property] of Object.entries((object as { properties?: Record<string, TSchema> }).properties ?? {})) {
-      const path = `${prefix}${name}`;
-      paths!.all.add(path);
-      const type = (property as { type?: string }).type;
-      if (type === "object") walk(property, `${path}.`);
-      else paths!.leaves.push(path);
-      if (type === "number" || type === "integer") paths!.numbers.add(path);
-    }
-  };
-  walk(schema, "");
-  cache.set(schema, paths);
-  return paths;
-}
+export { fieldPaths, type FieldPaths } from "../resources/field-paths";
 
 /** Edits (insert, delete, substitute, swap two neighbours) between two short names. */
 function distance(a: string, b: string): number {

@@ -3,7 +3,7 @@
 // which runs in Bun as well.
 import { stringify } from "csv-stringify/browser/esm/sync";
 import type { RejectedRecord } from "../client";
-import { neutralizedCell, neutralizedNote } from "./spreadsheet-cell";
+import { neutralizedCell, neutralizedNote } from "../resources/spreadsheet-cell";
 
 /**
  * A record's fields as CSV cells by column name: nested objects flattened into dotted names

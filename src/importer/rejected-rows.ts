@@ -3,7 +3,7 @@
 import { stringify } from "csv-stringify/browser/esm/sync";
 import type { CsvDialect, Format, SourceRecord } from "./source";
 import { isMeta } from "./fields";
-import { neutralizedCell, neutralizedNote } from "./spreadsheet-cell";
+import { neutralizedCell, neutralizedNote } from "../resources/spreadsheet-cell";
 
 /**
  * The name of the rejected file of a file named `name` (no folder): `assets.csv` → `assets.rejected.csv`; the `n`th

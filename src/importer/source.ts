@@ -1,7 +1,7 @@
 import type { TObject } from "@sinclair/typebox";
 // csv-rows.ts, or in a browser bundle csv-rows.browser.ts (package.json "imports").
 import { csvRows } from "#csv-rows";
-import { isRejectedFile, restoredCell } from "./spreadsheet-cell";
+import { isImportdFile, restoredCell } from "../resources/spreadsheet-cell";
 import { isCsvSyntaxError, type LineEnding } from "./csv-dialect";
 import { fieldPaths, isMeta, isNote } from "./fields";
 import { numberCellProblem } from "./number-cell";
@@ -248,7 +248,7 @@ async function* readCsv(text: AsyncIterable<string>, path: string, schema: TObje
   const dataCells = dataCellsOf(headers);
   const counted = columns.length === headers.length ? "" : ` besides ${headers.filter(isMeta).join(" and ")}`;
   // importd's own rejected file: its cells were neutralized for spreadsheets, and are read as the values they stand for.
-  const restore = isRejectedFile(headers);
+  const restore = isImportdFile(headers);
   let parsedEnd = 0;
   let crlfsInCells = 0;
   let header = true;

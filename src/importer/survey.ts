@@ -1,4 +1,4 @@
-import { isRejectedFile, restoredCell } from "./spreadsheet-cell";
+import { isImportdFile, restoredCell } from "../resources/spreadsheet-cell";
 import type { ResourceDefinition } from "../resources/definition";
 import { CsvStructure, delimiterName, delimiters, detectDelimiter, firstRecord, splitRecord } from "./csv-dialect";
 import { fieldPaths, isMeta, isNote, nearestField, shown } from "./fields";
@@ -46,7 +46,7 @@ async function surveyCsv(file: InputFile, resource: ResourceDefinition, wanted: 
   const delimiter = wanted ?? chooseDelimiter(path, header, resource, isField);
   const named = splitRecord(header, delimiter).map((cell) => cell.trim());
   // importd's own rejected file neutralized its column names as its other cells (spreadsheet-cell.ts).
-  const headers = isRejectedFile(named) ? named.map(restoredCell) : named;
+  const headers = isImportdFile(named) ? named.map(restoredCell) : named;
   checkHeader(path, headers, delimiter, header, resource, isField);
 
   const structure = new CsvStructure(path, delimiter);

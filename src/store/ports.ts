@@ -245,6 +245,27 @@ export interface RecordReads {
   tombstone(resource: ResourceDefinition, environmentId: number, id: string): Promise<Tombstone | undefined>;
   /** A page of the resource's tombstones in the order the deletions happened; `after` is the last position of the previous page. */
   tombstones(resource: ResourceDefinition, environmentId: number, limit: number, after?: number): Promise<Tombstone[]>;
+  /**
+   * Opens one snapshot of the resource's records in the environment (an export, DECISIONS 14): what was committed when
+   * it opened, nothing written since, read a slice at a time in id order. It holds a read transaction on a connection
+   * of its own (never the one the other reads use, which would then see the snapshot too): close it.
+   */
+  snapshot(resource: ResourceDefinition, environmentId: number, options?: SnapshotOptions): Promise<RecordSnapshot>;
+}
+
+/** `updatedSince`: only the records written at or after it (an ISO timestamp as toISOString writes it). */
+export type SnapshotOptions = { updatedSince?: string };
+
+/** A resource's records as of one moment, in id order, as GET /v2/<resource>/{id} gives each. */
+export interface RecordSnapshot {
+  /**
+   * The records of the next `limit` ids after the last slice's, those updatedSince leaves out left out (so a slice may
+   * be empty before the end); undefined once every record was read. Each slice costs about `limit` rows, whatever
+   * the filter: a reader on a shared thread can bound its turns.
+   */
+  next(limit: number): Promise<Array<Record<string, unknown>> | undefined>;
+  /** Ends the snapshot's transaction and lets go of its connection; once, however often asked. */
+  close(): Promise<void>;
 }
 
 /** Syncs outside runs: opened by the HTTP API, and read by it. */

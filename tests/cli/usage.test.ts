@@ -121,7 +121,7 @@ describe("usage errors", () => {
 describe("--help and --version", () => {
   test("--help lists every command, and every option with its default and environment variable", async () => {
     const stdout = await ok(["--help"]);
-    for (const command of ["serve", "env create <slug>", "env list", "key create <slug>", "key list <slug>", "key revoke <keyId>", "import <file>", "delete <file of ids>", "storage backup --data-dir <dir> --to <file>", "storage restore --from <file> --data-dir <dir> [--force]", "storage copy --data-dir <dir> --to <postgres-url>", "--help", "--version"]) {
+    for (const command of ["serve", "env create <slug>", "env list", "key create <slug>", "key list <slug>", "key revoke <keyId>", "import <file>", "delete <file of ids>", "export --resource <resource>", "storage backup --data-dir <dir> --to <file>", "storage restore --from <file> --data-dir <dir> [--force]", "storage copy --data-dir <dir> --to <postgres-url>", "--help", "--version"]) {
       expect(stdout).toContain(command);
     }
     const lines = stdout.split("\n");
@@ -138,6 +138,23 @@ describe("--help and --version", () => {
     const stdout = await ok(["storage", "--help"]);
     for (const text of ["importd storage backup --data-dir <dir> --to <file>", "importd storage restore --from <file> --data-dir <dir> [--force]", "importd storage copy --data-dir <dir> --to <postgres-url>", "integrity_check", "--force", "refuses to run while a server runs", "TLS files"]) {
       expect(stdout).toContain(text);
+    }
+  }, timeoutMs);
+
+  test("export --help says what it writes and each of its flags; a wrong flag value exits 2 before anything is asked", async () => {
+    const help = await ok(["export", "--help"]);
+    for (const flag of ["--resource", "--base-url", "--api-key", "--ca-file", "--format", "-o, --output", "--updated-since", "Exit code"]) expect(help).toContain(flag);
+    const connection = ["--base-url", "http://127.0.0.1:9/default", "--api-key", "k"];
+    for (const [args, message] of [
+      [["--resource", "pipes", ...connection], "--resource must be one of subareas, assettypes, assetcategories, assets, not 'pipes'"],
+      [["--resource", "assets", "--format", "xml", ...connection], "--format must be one of csv, ndjson, not 'xml'"],
+      [["--resource", "assets", "file.csv", ...connection], "export takes no file to read, got 'file.csv'"],
+      [["--resource", "assets", "--base-url", "http://127.0.0.1:9"], "--base-url must be an environment's base URL"],
+    ] as const) {
+      const run = await importd(["export", ...args]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain(message);
+      noStackTrace(run.stderr);
     }
   }, timeoutMs);
 

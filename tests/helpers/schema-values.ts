@@ -71,6 +71,11 @@ export function valuesOf(schema: Schema): fc.Arbitrary<unknown> {
  * character; text for a pattern it rarely meets (digits only, say) is drawn from the pattern itself.
  */
 function textsOf(schema: Schema): fc.Arbitrary<string> {
+  // RFC 3339 timestamps (an export's updatedSince), as toISOString writes them and with other offsets.
+  if (schema.format === "date-time") {
+    const instants = fc.date({ min: new Date("1970-01-01T00:00:00Z"), max: new Date("2100-01-01T00:00:00Z"), noInvalidDate: true });
+    return fc.oneof(instants.map((date) => date.toISOString()), instants.map((date) => date.toISOString().replace("Z", "+05:30")));
+  }
   const [minLength, maxLength] = [schema.minLength ?? 0, schema.maxLength ?? 100];
   const values = text(minLength, maxLength);
   if (schema.pattern === undefined) return values;
@@ -98,6 +103,8 @@ export function brokenQueryValuesOf(schema: Schema): fc.Arbitrary<string> {
       return fc.oneof(...outside);
     }
     case "string": {
+      // Anything that does not even start as a date is no timestamp.
+      if (schema.format === "date-time") return fc.string({ maxLength: 24 }).filter((value) => !/^\d{4}-\d{2}-\d{2}/.test(value));
       const wrong = outOfBoundsValuesOf(schema) as fc.Arbitrary<string>[];
       if (wrong.length === 0) throw new Error(`no text breaks ${JSON.stringify(schema)}`);
       return fc.oneof(...wrong);

@@ -138,6 +138,7 @@ describe("the OpenAPI document", () => {
         "importAssetCategories", "getAssetCategory", "listAssetCategories", "deleteAssetCategories", "listDeletedAssetCategories",
         "createWebhook", "listWebhooks", "deleteWebhook", "testWebhook", "listJobDeliveries",
         "openSync", "getSync", "completeSync",
+        "exportAssets", "exportSubAreas", "exportAssetTypes", "exportAssetCategories",
       ].sort(),
     );
   });
@@ -295,9 +296,9 @@ describe("the OpenAPI document", () => {
     expect({ url: server!.url, variables: Object.keys(server!.variables), env: server!.variables.env!.default }).toEqual({ url: "/{env}", variables: ["env"], env: "default" });
     const documented = operations().map(({ path, method }) => `${method.toUpperCase()} /{env}${path}`);
     expect(served.filter((route) => !undocumented.has(route)).sort()).toEqual(documented.sort());
-    // Status, its rejected records, cancel and the job list; per resource: import, list, get, delete and its deletions;
-    // webhooks: create, list, delete, test, and a job's deliveries; syncs: open, get, complete.
-    expect(documented.length).toBe(4 + 5 * resources.length + 5 + 3);
+    // Status, its rejected records, cancel and the job list; per resource: import, list, get, delete, its deletions and
+    // its export; webhooks: create, list, delete, test, and a job's deliveries; syncs: open, get, complete.
+    expect(documented.length).toBe(4 + 6 * resources.length + 5 + 3);
 
     for (const { path, operation } of operations()) {
       expect(path.startsWith("/v2/")).toBe(true);
@@ -308,11 +309,12 @@ describe("the OpenAPI document", () => {
   });
 
   test("every error answer is documented as Problem Details, every success with its schema", () => {
-    for (const { operation } of operations()) {
+    for (const { path, operation } of operations()) {
       for (const [status, response] of Object.entries(operation.responses)) {
         const [type] = Object.keys(response.content ?? {});
-        // 204 No Content, as its name says.
-        expect(type).toBe(Number(status) >= 400 ? "application/problem+json" : status === "204" ? undefined : "application/json");
+        // 204 No Content, as its name says; an export streams NDJSON (each line a stored record) or CSV.
+        const success = path.startsWith("/v2/exports/") ? "application/x-ndjson" : "application/json";
+        expect(type).toBe(Number(status) >= 400 ? "application/problem+json" : status === "204" ? undefined : success);
         if (Number(status) >= 400) expect(JSON.stringify(resolved(response.content![type!]!.schema))).toContain("RFC 9457 Problem Details");
       }
     }
@@ -326,6 +328,9 @@ describe("the OpenAPI document", () => {
     for (const resource of resources) {
       expect(JSON.stringify(resolved(document.paths[`/v2/${resource.path}`]!.post!.requestBody))).toContain('"name"');
       expect(JSON.stringify(resolved(document.paths[`/v2/${resource.path}/{id}`]!.get!.responses["200"]))).toContain("lastJobId");
+      const exported = document.paths[`/v2/exports/${resource.path}`]!.get!.responses["200"]!;
+      expect(Object.keys(exported.content ?? {})).toEqual(["application/x-ndjson", "text/csv"]);
+      expect(JSON.stringify(resolved(exported))).toContain("lastJobId");
     }
   });
 

@@ -350,6 +350,70 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       await expectIdsPagedInByteOrder(store);
     });
 
+    describe("snapshots, for exports (DECISIONS 14)", () => {
+      const subareas = resourceByPath("subareas")!;
+      /** Every record of the snapshot, a slice of `limit` at a time, each slice's size too. */
+      const readAll = async (snapshot: Awaited<ReturnType<Store["records"]["snapshot"]>>, limit: number) => {
+        const records: Array<Record<string, unknown>> = [];
+        const slices: number[] = [];
+        for (let slice = await snapshot.next(limit); slice !== undefined; slice = await snapshot.next(limit)) {
+          records.push(...slice);
+          slices.push(slice.length);
+        }
+        return { records, slices };
+      };
+
+      test("a snapshot reads the records as they were when it opened, in the byte order of their ids, a slice at a time", async () => {
+        const { queue, e1, e2 } = await setUp();
+        const ids = ["b", "B", "a-2", "a1", "A", "Z", "é", "e", "_x", "10", "9"];
+        await enqueue(e1, ids.map((id) => ({ id, name: `${id} first` })));
+        await enqueue(e2, subAreas("Elsewhere"));
+        await runNext(queue, e1, { token: token() });
+        await runNext(queue, e2, { token: token() });
+        const snapshot = await store.records.snapshot(subareas, e1);
+        // Written after it opened: a change, a new record, a deletion.
+        await enqueue(e1, [{ id: "b", name: "b changed" }, { id: "new", name: "New" }]);
+        await runNext(queue, e1, { token: token() });
+        await store.queue.enqueue([{ environmentId: e1, type: "SubArea", recordCount: 1, body: encode(["A"]), operation: "delete" }]);
+        await runNext(queue, e1, { token: token() });
+        const { records, slices } = await readAll(snapshot, 3);
+        expect(records.map((record) => record.id)).toEqual([...ids].sort());
+        expect(records.every((record) => String(record.name).endsWith(" first"))).toBe(true);
+        expect(slices).toEqual([3, 3, 3, 2]);
+        expect(await snapshot.next(3)).toBeUndefined();
+        await snapshot.close();
+        await snapshot.close();
+        // A new one sees what was written since.
+        const after = await store.records.snapshot(subareas, e1);
+        const now = (await readAll(after, 100)).records;
+        await after.close();
+        expect(now.map((record) => record.id)).toEqual([...ids.filter((id) => id !== "A"), "new"].sort());
+        expect(now.find((record) => record.id === "b")).toMatchObject({ name: "b changed" });
+      });
+
+      test("each record as a read by id gives it; updatedSince leaves out those written before it, slices still bounded by ids", async () => {
+        const { queue, e1 } = await setUp();
+        await enqueue(e1, subAreas("North", "South", "West"));
+        await runNext(queue, e1, { token: token() });
+        const { updatedAt } = (await store.records.get(subareas, e1, "north"))! as { updatedAt: string };
+        await Bun.sleep(5);
+        const since = new Date().toISOString();
+        await enqueue(e1, [{ id: "south", name: "South, changed" }]);
+        await runNext(queue, e1, { token: token() });
+        const all = await store.records.snapshot(subareas, e1);
+        const { records } = await readAll(all, 100);
+        await all.close();
+        for (const record of records) expect(record).toEqual((await store.records.get(subareas, e1, record.id as string))!);
+        const changed = await store.records.snapshot(subareas, e1, { updatedSince: since });
+        // Slices of one id each: the first (north) and the last (west) hold nothing written since.
+        expect(await readAll(changed, 1)).toEqual({ records: [(await store.records.get(subareas, e1, "south"))!], slices: [0, 1, 0] });
+        await changed.close();
+        const fromFirst = await store.records.snapshot(subareas, e1, { updatedSince: updatedAt });
+        expect((await readAll(fromFirst, 100)).records).toHaveLength(3);
+        await fromFirst.close();
+      });
+    });
+
     test("environments are isolated: jobs, records and reads of one are invisible to the other", async () => {
       const { queue, e1, e2 } = await setUp();
       const job = await enqueue(e1, subAreas("North"));

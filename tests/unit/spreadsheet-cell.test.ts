@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { isRejectedFile, neutralizedCell, neutralizedNote, restoredCell } from "../../src/importer/spreadsheet-cell";
+import { isImportdFile, neutralizedCell, neutralizedNote, restoredCell } from "../../src/resources/spreadsheet-cell";
 
 describe("a rejected file's cells, neutralized for spreadsheets and read back exactly", () => {
   test("a cell a spreadsheet would run as a formula gets a quote before it: =, +, -, @, tab, carriage return", () => {
@@ -38,8 +38,8 @@ describe("a rejected file's cells, neutralized for spreadsheets and read back ex
   });
 
   test("importd's own rejected file is told by its _error column", () => {
-    expect(isRejectedFile(["id", "name", "_error", "_line"])).toBe(true);
-    expect(isRejectedFile(["id", "name", "_error", "_index"])).toBe(true);
-    expect(isRejectedFile(["id", "name"])).toBe(false);
+    expect(isImportdFile(["id", "name", "_error", "_line"])).toBe(true);
+    expect(isImportdFile(["id", "name", "_error", "_index"])).toBe(true);
+    expect(isImportdFile(["id", "name"])).toBe(false);
   });
 });

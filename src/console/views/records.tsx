@@ -1,6 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { ImportdProblem, type ImportdClient, type Page, type Resource } from "../../client";
 import { resourceByPath, resources } from "../../resources/registry";
+import { downloadExport } from "../downloads";
 import { time } from "../format";
 import { PageButtons, useCursorPages } from "../pages";
 import { problemText } from "../problems";
@@ -19,6 +20,7 @@ export function RecordsView({ client, session, resource: chosen }: { client: Imp
   const { after, setCursors } = pages;
   const [page, setPage] = useState<Page<StoredRecord>>();
   const [problem, setProblem] = useState<string>();
+  const [exporting, setExporting] = useState<string>();
 
   useEffect(() => {
     setCursors([undefined]);
@@ -50,6 +52,17 @@ export function RecordsView({ client, session, resource: chosen }: { client: Imp
     }
   };
 
+  const download = async (format: "csv" | "ndjson") => {
+    setExporting(`Exporting every ${resource.noun}…`);
+    try {
+      await downloadExport(client, resource.path, format);
+      setExporting(undefined);
+    } catch (error) {
+      setExporting(undefined);
+      setProblem(problemText(error, session.environment));
+    }
+  };
+
   return (
     <section aria-labelledby="records-title">
       <h1 id="records-title">Records</h1>
@@ -77,6 +90,12 @@ export function RecordsView({ client, session, resource: chosen }: { client: Imp
         </article>
       )}
       <h2>All {resource.path}</h2>
+      <div class="actions">
+        <button type="button" disabled={exporting !== undefined} onClick={() => download("csv")}>Download all {resource.path} (CSV)</button>
+        <button type="button" disabled={exporting !== undefined} onClick={() => download("ndjson")}>Download all {resource.path} (NDJSON)</button>
+        {exporting && <span class="quiet" role="status">{exporting}</span>}
+      </div>
+      <p class="quiet">One snapshot of every record, in id order; the CSV imports back unchanged with importd import.</p>
       {problem && <p class="problem" role="alert">{problem}</p>}
       {page && page.items.length === 0 && <p>No {resource.path} in this environment yet.</p>}
       {page && page.items.length > 0 && (

@@ -29,5 +29,8 @@ export function restoredCell(cell: string): string {
   return cell.startsWith("'") ? cell.slice(1) : cell;
 }
 
-/** Whether a CSV with these column names is a rejected file importd wrote (its cells then escaped as above). */
-export const isRejectedFile = (headers: readonly string[]) => headers.includes("_error");
+/**
+ * Whether a CSV with these column names is a file importd wrote, its cells then escaped as above: a rejected file (it
+ * has an `_error` column) or an export (a `lastJobId` column, record-csv.ts).
+ */
+export const isImportdFile = (headers: readonly string[]) => headers.includes("_error") || headers.includes("lastJobId");
