@@ -130,20 +130,7 @@ export function restoreDatabase(from: string, dataDir: string, { force = false }
     const restoring = `${file}.restoring-${process.pid}`;
     try {
       copyFileSync(from, restoring);
-      chmodSync(restoring, fileMode);
-      // Restored by root (without sudo -u), the file is given to the data directory's owner, as SQLite does with its
-      // -wal and -shm files: else the service's user could not open it, and would not start.
-      if (process.getuid?.() === 0) {
-        const owner = statSync(dataDir);
-        chownSync(restoring, owner.uid, owner.gid);
-      }
-      syncFile(restoring);
-      // In this order: the old WAL beside the new file would be replayed onto it.
-      rmSync(`${file}-wal`, { force: true });
-      rmSync(`${file}-shm`, { force: true });
-      rmSync(`${file}-journal`, { force: true });
-      renameSync(restoring, file);
-      syncFile(dataDir);
+      moveIntoPlace(restoring, dataDir);
     } catch (error) {
       rmSync(restoring, { force: true });
       throw new DatabaseError(`the restore into ${dataDir} failed: ${describe(error)}`);
@@ -152,6 +139,29 @@ export function restoreDatabase(from: string, dataDir: string, { force = false }
   } finally {
     lock.release();
   }
+}
+
+/**
+ * Makes `file`, a whole database written beside the data directory's (restored, or copied from PostgreSQL), the data
+ * directory's database: private to its owner, synced, the old database's -wal, -shm and -journal removed, and renamed
+ * over it (a kill before the rename leaves the old database, or none, at the real name; never half of one).
+ */
+export function moveIntoPlace(file: string, dataDir: string): void {
+  const target = databaseFile(dataDir);
+  chmodSync(file, fileMode);
+  // Written by root (without sudo -u), the file is given to the data directory's owner, as SQLite does with its
+  // -wal and -shm files: else the service's user could not open it, and would not start.
+  if (process.getuid?.() === 0) {
+    const owner = statSync(dataDir);
+    chownSync(file, owner.uid, owner.gid);
+  }
+  syncFile(file);
+  // In this order: the old WAL beside the new file would be replayed onto it.
+  rmSync(`${target}-wal`, { force: true });
+  rmSync(`${target}-shm`, { force: true });
+  rmSync(`${target}-journal`, { force: true });
+  renameSync(file, target);
+  syncFile(dataDir);
 }
 
 /** Removes what backups killed in the middle left in `directory` (their process gone); a running one's is left alone. */
