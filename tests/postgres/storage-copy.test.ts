@@ -290,6 +290,33 @@ if (requirePostgres("importd storage copy")) {
     expect(await server.proc.exited).toBe(0);
   }, 120_000);
 
+  test("the way down killed half-way leaves no database at the real name; the next copy removes what it left and writes the whole", async () => {
+    // Payloads big enough (3 × 24 MB) that the copy is caught writing.
+    const dataDir = dir("importd-down-kill-");
+    expect((await importd(["env", "create", "default", "--data-dir", dataDir])).code).toBe(0);
+    const store = SqliteStore.open(dataDir, { outbox: outboxRows });
+    for (let i = 0; i < 3; i++) await enqueueJob(store.queue, 1, "Asset", 1, new Uint8Array(24 * 1024 * 1024).fill(65 + i));
+    await store.close();
+    const source = await database();
+    expect((await importd(["storage", "copy", "--data-dir", dataDir, "--to", source.url])).code).toBe(0);
+
+    const down = dir("importd-down-killed-");
+    const launch = fromSourceWith({});
+    const copy = Bun.spawn([...launch.command, "storage", "copy", "--from", source.url, "--data-dir", down], { cwd: launch.cwd, env: launch.env, stdout: "ignore", stderr: "ignore" });
+    const partial = await until(() => readdirSync(down).find((name) => name.startsWith("importd.sqlite.copying-")), { what: "the copy's partial file", deadlineMs: 30_000, everyMs: 2 });
+    copy.kill("SIGKILL");
+    await copy.exited;
+    const left = readdirSync(down).filter((name) => name.startsWith("importd.sqlite"));
+    expect(left).not.toContain("importd.sqlite");
+    expect(left).toContain(partial!);
+
+    const again = await importd(["storage", "copy", "--from", source.url, "--data-dir", down]);
+    expect(again.stderr).toContain("job_payloads                  3 rows");
+    expect(again.code).toBe(0);
+    expect(readdirSync(down).filter((name) => name.startsWith("importd.sqlite"))).toEqual(["importd.sqlite"]);
+    expect(sqliteRows(down)).toEqual(sqliteRows(dataDir));
+  }, 120_000);
+
   test("the way down refuses, saying why and writing nothing: both directions, a directory with a database or a server on it, a database that is not importd's, empty, or migrated by an older or a newer importd", async () => {
     const source = await database();
     // An importd database: an instance migrated it and made its first environment.

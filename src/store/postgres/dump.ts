@@ -24,13 +24,9 @@ const maxRowsPerFetch = 5_000;
 export async function withPostgresSnapshot<T>(url: string, copy: (source: CopySource) => Promise<T>): Promise<T> {
   const client = openClient(url, { statementMs: deadlines.bulkStatementMs });
   try {
-    try {
-      await client.connect();
-      await checkMigrated(client);
-      await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-    } catch (error) {
-      throw connectionProblem(error, url);
-    }
+    await client.connect();
+    await checkMigrated(client);
+    await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
     const tables: SourceTable[] = [];
     for (const name of copiedTableNames) {
       const table = schemaTables.get(name);
@@ -46,6 +42,9 @@ export async function withPostgresSnapshot<T>(url: string, copy: (source: CopySo
       if (last !== null) lastIds[name] = last;
     }
     return await copy({ tables, lastIds });
+  } catch (error) {
+    // A connection lost or a statement refused part-way, said as the driver's errors are said elsewhere.
+    throw connectionProblem(error, url);
   } finally {
     await client.end().catch(() => {});
   }

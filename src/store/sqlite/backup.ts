@@ -68,7 +68,7 @@ export function backupDatabase(dataDir: string, target: string): BackupReport {
     rmSync(partial, { force: true });
     rmSync(`${partial}-journal`, { force: true });
     if (error instanceof DatabaseError) throw error;
-    throw new DatabaseError(`the backup to ${target} failed, nothing was written there: ${describe(error)}`);
+    throw new DatabaseError(`the backup to ${target} failed, nothing was written there: ${describeFailure(error)}`);
   }
 }
 
@@ -81,7 +81,7 @@ export function checkImportdDatabase(file: string): { migrations: number } {
   try {
     client = new Database(file, { readonly: true });
   } catch (error) {
-    throw new DatabaseError(`${file} cannot be opened as an SQLite database: ${describe(error)}`);
+    throw new DatabaseError(`${file} cannot be opened as an SQLite database: ${describeFailure(error)}`);
   }
   try {
     const column = (sql: string) => (client.query(sql).values() as unknown[][]).map((row) => String(row[0]));
@@ -89,7 +89,7 @@ export function checkImportdDatabase(file: string): { migrations: number } {
     try {
       problems = column("PRAGMA integrity_check");
     } catch (error) {
-      throw new DatabaseError(`${file} is not an SQLite database, or it is damaged: ${describe(error)}`);
+      throw new DatabaseError(`${file} is not an SQLite database, or it is damaged: ${describeFailure(error)}`);
     }
     if (problems.join() !== "ok") throw new DatabaseError(`${file} is damaged: SQLite's integrity_check says ${problems.slice(0, 3).join("; ")}`);
     const tables = column("SELECT name FROM sqlite_master WHERE type = 'table'");
@@ -133,7 +133,7 @@ export function restoreDatabase(from: string, dataDir: string, { force = false }
       moveIntoPlace(restoring, dataDir);
     } catch (error) {
       rmSync(restoring, { force: true });
-      throw new DatabaseError(`the restore into ${dataDir} failed: ${describe(error)}`);
+      throw new DatabaseError(`the restore into ${dataDir} failed: ${describeFailure(error)}`);
     }
     return { migrations, bytes: statSync(file).size };
   } finally {
@@ -195,7 +195,8 @@ function syncFile(path: string): void {
   }
 }
 
-const describe = (error: unknown) => {
+/** A failed write's cause in a few words: a full disk, a place that cannot be written, or the error's message. */
+export const describeFailure = (error: unknown) => {
   const code = (error as { code?: string })?.code;
   if (code === "SQLITE_FULL" || code === "ENOSPC") return "the disk is full";
   if (code === "SQLITE_READONLY" || code === "EROFS" || code === "EACCES" || code === "SQLITE_CANTOPEN") return `cannot write there (${(error as Error).message})`;

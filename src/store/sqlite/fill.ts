@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { checkCopied, type CopyReport, type CopySource } from "../copy";
 import { fileMode } from "../data-directory";
 import { DatabaseError } from "../errors";
-import { moveIntoPlace } from "./backup";
+import { describeFailure, moveIntoPlace } from "./backup";
 import { databaseFile, migrate, type Db } from "./database";
 import * as schema from "./schema";
 import { lockDataDirectory, type ServerLock } from "./server-lock";
@@ -63,7 +63,8 @@ export class NewSqliteDatabase {
     } catch (error) {
       rmSync(file, { force: true });
       rmSync(`${file}-journal`, { force: true });
-      throw error;
+      if (error instanceof DatabaseError) throw error;
+      throw new DatabaseError(`the copy into ${this.dataDir} failed, no database was written there: ${describeFailure(error)}`);
     }
   }
 
