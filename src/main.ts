@@ -45,7 +45,9 @@ Usage:
                                    put a backup in place as the data directory's database (server stopped)
   importd storage copy --data-dir <dir> --to <postgres-url>
                                    copy a stopped appliance's data into an empty PostgreSQL database
-                                   (importd storage --help for all three)
+  importd storage copy --from <postgres-url> --data-dir <dir>
+                                   copy a PostgreSQL importd database into a new SQLite data directory
+                                   (importd storage --help for all four)
   importd tls fingerprint          the SHA-256 fingerprint of the certificate importd serves (--tls-cert,
                                    or the one it made in --data-dir), for clients to check
   importd --help | --version

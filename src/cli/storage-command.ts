@@ -3,14 +3,16 @@ import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, options } from "../config";
 import type { CopyReport } from "../store/copy";
 import { DatabaseError } from "../store/errors";
+import { withPostgresSnapshot } from "../store/postgres/dump";
 import { redactedUrl } from "../store/postgres/url";
 import { PostgresStore } from "../store/postgres/store";
 import { databaseFile } from "../store/sqlite/database";
+import { NewSqliteDatabase } from "../store/sqlite/fill";
 import { SqliteStore } from "../store/sqlite/store";
 import { outboxRows } from "../webhooks/outbox";
 import { UsageError, type Output } from "./errors";
 
-export const storageUsage = `importd storage: the appliance's SQLite data, copied, backed up and restored
+export const storageUsage = `importd storage: the appliance's SQLite data, backed up, restored, and copied to or from PostgreSQL
 
 importd storage backup --data-dir <dir> --to <file>
 
@@ -49,9 +51,22 @@ importd storage copy --data-dir <dir> --to <postgres-url>
   --data-dir <dir>         the appliance's data directory (env IMPORTD_DATA_DIR; default ./data)
   --to <postgres-url>      postgres://user:password@host:port/database, an empty database
 
+importd storage copy --from <postgres-url> --data-dir <dir>
+
+  The way down, or out: copies a whole PostgreSQL importd database (the same tables, ids kept, new ids carrying
+  on after the last ones) into a new SQLite database in an empty data directory. It reads one consistent snapshot
+  and writes nothing there; instances may run meanwhile, but what they do afterwards is not in the copy: stop them
+  first to move for good. The database is written under a temporary name in the directory and renamed into
+  place only when whole. It refuses a directory that holds a database, or that a server runs on, and a database
+  that is not importd's or whose migrations differ from this importd's. Then start the server on the directory:
+  it runs again the jobs that were pending or running at the copy.
+
+  --from <postgres-url>    postgres://user:password@host:port/database, an importd database (left as it is)
+  --data-dir <dir>         the data directory to write (env IMPORTD_DATA_DIR; default ./data), empty or new
+
   Exit code: 0 done, 1 refused or failed (nothing written at the target), 2 usage errors.`;
 
-const actions = "use storage backup --data-dir <dir> --to <file>, storage restore --from <file> --data-dir <dir>, or storage copy --data-dir <dir> --to <postgres-url>";
+const actions = "use storage backup --data-dir <dir> --to <file>, storage restore --from <file> --data-dir <dir>, storage copy --data-dir <dir> --to <postgres-url>, or storage copy --from <postgres-url> --data-dir <dir>";
 
 /** `importd storage backup | restore | copy`: their own flags (--to, --from and --force are no server options). */
 export async function storageCommand(argv: string[], env: Record<string, string | undefined>, io: Output): Promise<number> {
@@ -65,7 +80,7 @@ export async function storageCommand(argv: string[], env: Record<string, string 
   const [action, ...rest] = positionals;
   if (action !== "copy" && action !== "backup" && action !== "restore") throw new UsageError(`unknown storage command '${action ?? ""}': ${actions}`);
   if (rest.length > 0) throw new UsageError(`storage ${action} takes no arguments, got '${rest.join(" ")}'`);
-  if (values.from !== undefined && action !== "restore") throw new UsageError(`--from is for storage restore; storage ${action} takes --to`);
+  if (values.from !== undefined && action === "backup") throw new UsageError("--from is for storage restore and storage copy; storage backup takes --to");
   if (values.force && action !== "restore") throw new UsageError(`--force is for storage restore only`);
   if (action === "restore") {
     if (values.to !== undefined) throw new UsageError("storage restore takes --from <file> (the backup) and --data-dir <dir>, not --to");
@@ -86,15 +101,29 @@ export async function storageCommand(argv: string[], env: Record<string, string 
     io.err(`Keep the TLS certificate and key with it, and the server's settings: docs/operations/backup.md`);
     return 0;
   }
-  if (!values.to) throw new UsageError("missing --to <postgres-url>: the empty PostgreSQL database to copy into");
-  const databaseUrl = options.databaseUrl.parse(values.to, "--to");
-  if (!databaseUrl) throw new ConfigError("--to must not be empty");
+  // One command, two directions: the flag that names the PostgreSQL database says which way.
+  if (values.to !== undefined && values.from !== undefined) {
+    throw new UsageError("storage copy goes one way: --to <postgres-url> copies the data directory up into PostgreSQL, --from <postgres-url> copies PostgreSQL down into the data directory; give one of them");
+  }
+  if (!values.to && !values.from) {
+    throw new UsageError("missing --to <postgres-url> (the empty PostgreSQL database to copy the data directory into) or --from <postgres-url> (the PostgreSQL database to copy into an empty data directory)");
+  }
+  const flag = values.from !== undefined ? "--from" : "--to";
+  const databaseUrl = options.databaseUrl.parse((values.from ?? values.to)!, flag);
+  if (!databaseUrl) throw new ConfigError(`${flag} must not be empty`);
   const { dataDir } = loadConfig({ "data-dir": values["data-dir"] }, env);
 
   const started = performance.now();
-  const report = await copyToPostgres(dataDir, databaseUrl, (table, rows) => io.err(`  ${table.padEnd(18)} ${rows.toLocaleString("en-US").padStart(12)} rows`));
-  const seconds = ((performance.now() - started) / 1000).toFixed(1);
-  io.out(`copied ${dataDir} into ${redactedUrl(databaseUrl)} in ${seconds} s: ${summary(report)}`);
+  const onTable = (table: string, rows: number) => io.err(`  ${table.padEnd(18)} ${rows.toLocaleString("en-US").padStart(12)} rows`);
+  const seconds = () => ((performance.now() - started) / 1000).toFixed(1);
+  if (flag === "--from") {
+    const report = await copyFromPostgres(databaseUrl, dataDir, onTable);
+    io.out(`copied ${redactedUrl(databaseUrl)} into ${dataDir} in ${seconds()} s: ${summary(report)}`);
+    io.err(`Next: start the server on it: importd serve --data-dir ${dataDir} (it runs again the jobs that were pending or running at the copy)`);
+    return 0;
+  }
+  const report = await copyToPostgres(dataDir, databaseUrl, onTable);
+  io.out(`copied ${dataDir} into ${redactedUrl(databaseUrl)} in ${seconds()} s: ${summary(report)}`);
   io.err(`Next: start the instances with --database-url on that database (IMPORTD_DATABASE_URL); they finish the pending jobs.`);
   return 0;
 }
@@ -131,6 +160,20 @@ export async function copyToPostgres(dataDir: string, databaseUrl: string, onTab
     }
   } finally {
     await source.close();
+  }
+}
+
+/**
+ * Copies the importd database at `databaseUrl` into a new database in `dataDir`, which must hold none (and no server may
+ * run on it): from one snapshot, written under a temporary name and renamed into place once whole. The PostgreSQL
+ * database is only read.
+ */
+export async function copyFromPostgres(databaseUrl: string, dataDir: string, onTable: (name: string, rows: number) => void = () => {}): Promise<CopyReport> {
+  const target = NewSqliteDatabase.claim(dataDir);
+  try {
+    return await withPostgresSnapshot(databaseUrl, (source) => target.fill(source, onTable));
+  } finally {
+    target.release();
   }
 }
 

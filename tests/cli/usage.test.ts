@@ -50,7 +50,10 @@ describe("usage errors", () => {
     ["storage restore without --from", ["storage", "restore"], "missing --from <file>: the backup file to restore"],
     ["storage restore with --to", ["storage", "restore", "--from", "x.sqlite", "--to", "y"], "storage restore takes --from <file> (the backup) and --data-dir <dir>, not --to"],
     ["storage backup with --force", ["storage", "backup", "--to", "x.sqlite", "--force"], "--force is for storage restore only"],
-    ["storage backup with --from", ["storage", "backup", "--from", "x.sqlite"], "--from is for storage restore; storage backup takes --to"],
+    ["storage backup with --from", ["storage", "backup", "--from", "x.sqlite"], "--from is for storage restore and storage copy; storage backup takes --to"],
+    ["storage copy both ways", ["storage", "copy", "--to", "postgres://u@h/up", "--from", "postgres://u@h/down"], "storage copy goes one way: --to <postgres-url> copies the data directory up into PostgreSQL, --from <postgres-url> copies PostgreSQL down"],
+    ["storage copy neither way", ["storage", "copy"], "missing --to <postgres-url> (the empty PostgreSQL database to copy the data directory into) or --from <postgres-url>"],
+    ["storage copy with --force", ["storage", "copy", "--from", "postgres://u@h/down", "--force"], "--force is for storage restore only"],
     ["an unknown storage command", ["storage", "dump", "--to", "x"], "unknown storage command 'dump': use storage backup --data-dir <dir> --to <file>, storage restore"],
     ["storage backup with an argument", ["storage", "backup", "now", "--to", "x"], "storage backup takes no arguments, got 'now'"],
   ])("%s exits 2 with one line and creates nothing", async (_, args, message) => {
@@ -121,7 +124,7 @@ describe("usage errors", () => {
 describe("--help and --version", () => {
   test("--help lists every command, and every option with its default and environment variable", async () => {
     const stdout = await ok(["--help"]);
-    for (const command of ["serve", "env create <slug>", "env list", "key create <slug>", "key list <slug>", "key revoke <keyId>", "import <file>", "delete <file of ids>", "export --resource <resource>", "storage backup --data-dir <dir> --to <file>", "storage restore --from <file> --data-dir <dir> [--force]", "storage copy --data-dir <dir> --to <postgres-url>", "--help", "--version"]) {
+    for (const command of ["serve", "env create <slug>", "env list", "key create <slug>", "key list <slug>", "key revoke <keyId>", "import <file>", "delete <file of ids>", "export --resource <resource>", "storage backup --data-dir <dir> --to <file>", "storage restore --from <file> --data-dir <dir> [--force]", "storage copy --data-dir <dir> --to <postgres-url>", "storage copy --from <postgres-url> --data-dir <dir>", "--help", "--version"]) {
       expect(stdout).toContain(command);
     }
     const lines = stdout.split("\n");
@@ -134,9 +137,9 @@ describe("--help and --version", () => {
     expect(await ok(["serve", "--help"])).toBe(stdout);
   }, timeoutMs);
 
-  test("storage --help tells backup, restore and copy, each with its flags and what it refuses", async () => {
+  test("storage --help tells backup, restore and copy both ways, each with its flags and what it refuses", async () => {
     const stdout = await ok(["storage", "--help"]);
-    for (const text of ["importd storage backup --data-dir <dir> --to <file>", "importd storage restore --from <file> --data-dir <dir> [--force]", "importd storage copy --data-dir <dir> --to <postgres-url>", "integrity_check", "--force", "refuses to run while a server runs", "TLS files"]) {
+    for (const text of ["importd storage backup --data-dir <dir> --to <file>", "importd storage restore --from <file> --data-dir <dir> [--force]", "importd storage copy --data-dir <dir> --to <postgres-url>", "importd storage copy --from <postgres-url> --data-dir <dir>", "renamed into", "integrity_check", "--force", "refuses to run while a server runs", "TLS files"]) {
       expect(stdout).toContain(text);
     }
   }, timeoutMs);

@@ -1,15 +1,17 @@
 import { afterAll, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { rmSync } from "node:fs";
+import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { testSql, type TestSql } from "../helpers/sql";
-import { copiedTableNames } from "../../src/store/sqlite/dump";
+import { copiedTableNames } from "../../src/store/copy";
 import { SqliteStore } from "../../src/store/sqlite/store";
 import { outboxRows } from "../../src/webhooks/outbox";
 import { getJob, postJson, waitForJob, importBatch, importAndWait, type JobDocument } from "../helpers/api";
-import { requirePostgres, testPassword } from "../helpers/postgres";
+import { createTestDatabase, requirePostgres, testPassword } from "../helpers/postgres";
 import { freshPostgresDatabase } from "../helpers/postgres-store";
-import { fromSourceWith, importd, spawnServer, type ServerProcess } from "../helpers/process";
+import { fromSourceWith, importd, queryStore, spawnServer, type ServerProcess } from "../helpers/process";
+import { Receiver } from "../helpers/receiver";
+import { until } from "../helpers/until";
 import { asset, assets, seedReferenceData } from "../helpers/records";
 import { enqueueJob, tempDir } from "../helpers/server";
 
@@ -28,6 +30,7 @@ if (requirePostgres("importd storage copy")) {
     cleanups.push(() => rmSync(path, { recursive: true, force: true }));
     return path;
   };
+  const queryStoreCount = async (dataDir: string, text: string) => ((await queryStore<{ count: number }>(dataDir, text))[0]?.count ?? 0);
   const database = async () => {
     const created = await freshPostgresDatabase();
     cleanups.push(created.drop);
@@ -193,6 +196,197 @@ if (requirePostgres("importd storage copy")) {
     const createdKey = await importd(["key", "create", "second", "--database-url", target.url]);
     expect(Number(createdKey.stdout.trim().split("_")[1])).toBeGreaterThan(Number(revokedKey.split("_")[1]));
   }, 120_000);
+
+  // SQLite's AUTOINCREMENT counters: the ids never to be handed out again.
+  const sqliteSequence = (dataDir: string) => {
+    const db = new Database(join(dataDir, "importd.sqlite"), { readonly: true });
+    try {
+      return db.query("SELECT name, seq FROM sqlite_sequence ORDER BY name").all() as Array<{ name: string; seq: number }>;
+    } finally {
+      db.close();
+    }
+  };
+  const api = (base: string, key: string, path: string) => fetch(`${base}/v2/${path}`, { headers: { "api-key": key } });
+
+  test("the way down: an appliance copied up to PostgreSQL and back into a new data directory is the same, table for table and row for row; a server there serves it and carries on its ids", async () => {
+    // The appliance, with a row in every table: imports, a rejected record, a dry run, an idempotency key, a delete
+    // (its tombstone), a sync completed (its marks), a webhook with a delivery, two environments, three keys (one revoked).
+    const receiver = await Receiver.start();
+    cleanups.push(() => receiver.stop());
+    const dataDir = dir("importd-down-");
+    const appliance = await spawnServer(dataDir, ["--workers", "1", "--webhook-allow", "127.0.0.1/32"]);
+    servers.push(appliance);
+    const key = appliance.firstRunKey!;
+    const base = `${appliance.url}/default`;
+    const subscribed = await fetch(`${base}/v2/webhooks`, { method: "POST", headers: { "api-key": key, "content-type": "application/json" }, body: JSON.stringify({ url: receiver.url }) });
+    expect(subscribed.status).toBe(201);
+    await seedReferenceData(base, key);
+    await importAndWait(base, "assets", key, assets(30));
+    const partial = await importAndWait(base, "assets", key, [asset(30), asset(31, { subAreaId: "nowhere" })]);
+    expect(partial.importJobStatus).toBe("PartiallySucceeded");
+    const dryRun = await waitForJob(base, key, (await (await postJson(base, "assets?dryRun=true", key, [asset(32)])).json()).id);
+    expect(dryRun.importJobStatus).toBe("Succeeded");
+    expect((await postJson(base, "assets", key, [asset(0, { name: "once" })], { "idempotency-key": "nightly-7" })).status).toBe(202);
+    const deleted = await waitForJob(base, key, (await (await postJson(base, "deletions/assets", key, [asset(29).id, asset(28).id])).json()).id);
+    expect(deleted.output).toMatchObject({ deleted: 2 });
+    const sync = (await (await postJson(base, "syncs", key, { resource: "assets" })).json()) as { id: number };
+    await waitForJob(base, key, (await importBatch(base, `assets?sync=${sync.id}`, key, assets(25))).id);
+    const completed = await waitForJob(base, key, (await (await postJson(base, `syncs/${sync.id}/complete?maxDeletePercent=100`, key, "")).json()).id);
+    expect(completed.importJobStatus).toBe("Succeeded");
+    expect((await importd(["env", "create", "second", "--data-dir", dataDir])).code).toBe(0);
+    const secondKey = (await importd(["key", "create", "second", "--data-dir", dataDir])).stdout.trim();
+    const revokedKey = (await importd(["key", "create", "second", "--data-dir", dataDir])).stdout.trim();
+    expect((await importd(["key", "revoke", revokedKey.split("_")[1]!, "--data-dir", dataDir])).code).toBe(0);
+    await seedReferenceData(`${appliance.url}/second`, secondKey);
+    await importAndWait(`${appliance.url}/second`, "assets", secondKey, assets(3));
+    await until(async () => (await queryStoreCount(dataDir, "SELECT count(*) AS count FROM webhook_attempts")) > 0, { what: "a webhook delivery attempted" });
+    appliance.proc.kill("SIGTERM");
+    expect(await appliance.proc.exited).toBe(0);
+    // A job accepted but not yet run, with its payload: the server on the copy runs it.
+    const store = SqliteStore.open(dataDir, { outbox: outboxRows });
+    const pending = await enqueueJob(store.queue, 1, "Asset", 1, new TextEncoder().encode(JSON.stringify([asset(0, { name: "pending" })])));
+    await store.close();
+
+    const original = sqliteRows(dataDir);
+    for (const [table, rows] of Object.entries(original)) expect(rows.length, `rows of ${table}`).toBeGreaterThan(0);
+    const counters = sqliteSequence(dataDir);
+
+    const target = await database();
+    expect((await importd(["storage", "copy", "--data-dir", dataDir, "--to", target.url])).code).toBe(0);
+    const down = join(dir("importd-down-copy-"), "data");
+    const copied = await importd(["storage", "copy", "--from", target.url, "--data-dir", down]);
+    expect(copied.stderr).not.toContain(testPassword);
+    expect(copied.stdout).not.toContain(testPassword);
+    expect(copied.code).toBe(0);
+    expect(copied.stdout).toMatch(/^copied postgres:\/\/importd_test:\*\*\*@.* into .* in [\d.]+ s: 2 environments, 3 API keys, \d+ jobs, \d+ records\n$/);
+    expect(copied.stderr).toContain(`importd serve --data-dir ${down}`);
+
+    // Every table, row for row; the ids never handed out again; nothing left beside the database.
+    expect(sqliteRows(down)).toEqual(original);
+    expect(sqliteSequence(down)).toEqual(counters);
+    expect(readdirSync(down).filter((name) => name.startsWith("importd.sqlite"))).toEqual(["importd.sqlite"]);
+
+    // A server on the copy: no first-run key, the same environments, keys, jobs and records; new ids after the old ones.
+    const server = await spawnServer(down);
+    servers.push(server);
+    expect(server.firstRunKey).toBeUndefined();
+    const copyBase = `${server.url}/default`;
+    const withoutUrl = ({ statusUrl: _, ...job }: JobDocument) => job;
+    expect(withoutUrl(await getJob(copyBase, key, partial.id))).toEqual(withoutUrl(partial));
+    expect((await (await api(copyBase, key, `status/${partial.id}/rejected`)).json()).items).toHaveLength(1);
+    expect(await (await api(copyBase, key, "assets/A-0000003")).json()).toMatchObject({ id: "A-0000003" });
+    expect(await (await api(copyBase, key, `assets/${asset(29).id}`)).json()).toMatchObject({ status: 404, deletedByJobId: deleted.id });
+    expect(await (await api(copyBase, key, `syncs/${sync.id}`)).json()).toMatchObject({ state: "completed" });
+    expect((await api(`${server.url}/second`, secondKey, "jobs")).status).toBe(200);
+    expect((await api(`${server.url}/second`, revokedKey, "jobs")).status).toBe(401);
+    const replay = await postJson(copyBase, "assets", key, [asset(0, { name: "once" })], { "idempotency-key": "nightly-7" });
+    expect((await replay.json()).id).toBe(original.idempotency_keys![0]!.job_id);
+    expect(await waitForJob(copyBase, key, pending.id)).toMatchObject({ importJobStatus: "Succeeded", output: { applied: 1 } });
+    expect(await (await api(copyBase, key, "assets/A-0000000")).json()).toMatchObject({ name: "pending", lastJobId: pending.id });
+    const fresh = await importAndWait(`${server.url}/second`, "assets", secondKey, [asset(90)]);
+    expect(fresh.id).toBeGreaterThan(Math.max(...original.jobs!.map((job) => job.id as number)));
+    expect(fresh.importJobStatus).toBe("Succeeded");
+    server.proc.kill("SIGTERM");
+    expect(await server.proc.exited).toBe(0);
+  }, 120_000);
+
+  test("the way down killed half-way leaves no database at the real name; the next copy removes what it left and writes the whole", async () => {
+    // Payloads big enough (3 × 24 MB) that the copy is caught writing.
+    const dataDir = dir("importd-down-kill-");
+    expect((await importd(["env", "create", "default", "--data-dir", dataDir])).code).toBe(0);
+    const store = SqliteStore.open(dataDir, { outbox: outboxRows });
+    for (let i = 0; i < 3; i++) await enqueueJob(store.queue, 1, "Asset", 1, new Uint8Array(24 * 1024 * 1024).fill(65 + i));
+    await store.close();
+    const source = await database();
+    expect((await importd(["storage", "copy", "--data-dir", dataDir, "--to", source.url])).code).toBe(0);
+
+    const down = dir("importd-down-killed-");
+    const launch = fromSourceWith({});
+    const copy = Bun.spawn([...launch.command, "storage", "copy", "--from", source.url, "--data-dir", down], { cwd: launch.cwd, env: launch.env, stdout: "ignore", stderr: "ignore" });
+    const partial = await until(() => readdirSync(down).find((name) => name.startsWith("importd.sqlite.copying-")), { what: "the copy's partial file", deadlineMs: 30_000, everyMs: 2 });
+    copy.kill("SIGKILL");
+    await copy.exited;
+    const left = readdirSync(down).filter((name) => name.startsWith("importd.sqlite"));
+    expect(left).not.toContain("importd.sqlite");
+    expect(left).toContain(partial!);
+
+    const again = await importd(["storage", "copy", "--from", source.url, "--data-dir", down]);
+    expect(again.stderr).toContain("job_payloads                  3 rows");
+    expect(again.code).toBe(0);
+    expect(readdirSync(down).filter((name) => name.startsWith("importd.sqlite"))).toEqual(["importd.sqlite"]);
+    expect(sqliteRows(down)).toEqual(sqliteRows(dataDir));
+  }, 120_000);
+
+  test("the way down refuses, saying why and writing nothing: both directions, a directory with a database or a server on it, a database that is not importd's, empty, or migrated by an older or a newer importd", async () => {
+    const source = await database();
+    // An importd database: an instance migrated it and made its first environment.
+    const instance = await spawnServer(dir("importd-down-instance-"), ["--database-url", source.url]);
+    instance.proc.kill("SIGTERM");
+    expect(await instance.proc.exited).toBe(0);
+
+    const usage = await Promise.all([
+      importd(["storage", "copy", "--from", source.url, "--to", source.url, "--data-dir", dir("importd-down-usage-")]),
+      importd(["storage", "copy", "--from", "mysql://u:hidden@h/db", "--data-dir", dir("importd-down-usage-")]),
+    ]);
+    expect(usage.map((run) => run.code)).toEqual([2, 2]);
+    expect(usage[0]!.stderr).toContain("storage copy goes one way");
+    expect(usage[0]!.stderr).not.toContain(testPassword);
+    expect(usage[1]!.stderr).toContain("--from must be a PostgreSQL URL");
+    expect(usage[1]!.stderr).not.toContain("hidden");
+
+    // A directory that holds a database, and one a server runs on: refused before PostgreSQL is read.
+    const occupied = dir("importd-down-occupied-");
+    const running = await spawnServer(occupied);
+    servers.push(running);
+    const busy = await importd(["storage", "copy", "--from", source.url, "--data-dir", occupied]);
+    expect(busy.code).toBe(1);
+    expect(busy.stderr).toContain(`another importd server (pid ${running.proc.pid}) is already running on the data directory ${occupied}; stop it first`);
+    running.proc.kill("SIGTERM");
+    expect(await running.proc.exited).toBe(0);
+    const before = sqliteRows(occupied);
+    const full = await importd(["storage", "copy", "--from", source.url, "--data-dir", occupied]);
+    expect(full.code).toBe(1);
+    expect(full.stderr).toContain(`${occupied} already holds an importd database`);
+    expect(sqliteRows(occupied)).toEqual(before);
+
+    // Databases it does not copy: another program's, an empty one, an older importd's (its tables differ), a newer one's. Nothing is left in the directory.
+    const blank = async () => {
+      const created = await createTestDatabase();
+      cleanups.push(created.drop);
+      const sql = testSql(created.url);
+      cleanups.push(() => sql.end());
+      return { url: created.url, sql };
+    };
+    const foreign = await blank();
+    await foreign.sql`CREATE TABLE invoices (id int PRIMARY KEY)`;
+    const empty = await blank();
+    const older = await database();
+    await older.sql`DELETE FROM drizzle.__drizzle_migrations WHERE id = (SELECT max(id) FROM drizzle.__drizzle_migrations)`;
+    const newer = await database();
+    const newerInstance = await spawnServer(dir("importd-down-instance-"), ["--database-url", newer.url]);
+    newerInstance.proc.kill("SIGTERM");
+    expect(await newerInstance.proc.exited).toBe(0);
+    await newer.sql`INSERT INTO drizzle.__drizzle_migrations (hash, created_at) VALUES ('from-the-future', 0)`;
+    for (const [database, message] of [
+      [foreign, "the database was not created by importd (it holds the tables invoices)"],
+      [empty, "the database holds no importd data (importd has never run on it)"],
+      [older, "the database was migrated by an older importd"],
+      [newer, "the database was migrated by a newer importd"],
+    ] as const) {
+      const into = join(dir("importd-down-refused-"), "data");
+      const refused = await importd(["storage", "copy", "--from", database.url, "--data-dir", into]);
+      expect(refused.stderr).toContain(message);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).not.toContain(testPassword);
+      expect(readdirSync(into).filter((name) => name.startsWith("importd.sqlite"))).toEqual([]);
+    }
+
+    // The importd database goes down into a new directory.
+    const into = join(dir("importd-down-ok-"), "data");
+    const copied = await importd(["storage", "copy", "--from", source.url, "--data-dir", into]);
+    expect(copied.code).toBe(0);
+    expect(copied.stdout).toContain("1 environment, 1 API key, 0 jobs, 0 records");
+  }, 90_000);
 
   test("refuses, saying why and writing nothing: a running server on the data directory, a directory with no database, an unreachable database, and bad arguments", async () => {
     const dataDir = dir("importd-copy-running-");

@@ -1,13 +1,11 @@
 // Filling an empty database with another store's data, for `importd storage copy` (see store/copy.ts).
 import pg from "pg";
-import type { CopyReport, CopySource, Row } from "../copy";
+import { checkCopied, type CopyReport, type CopySource, type Row } from "../copy";
 import { DatabaseError } from "../errors";
 import { deadlines, inTransaction } from "./connection";
 import { answer } from "./faults";
+import { identityColumns } from "./schema";
 
-// The tables whose ids PostgreSQL generates (identity columns), each with its column, and that the copy must carry on
-// from: a tombstone's position too, which a reader of the deletions may hold as its cursor.
-const identityColumns: Record<string, string> = { environments: "id", api_keys: "id", jobs: "id", webhooks: "id", webhook_deliveries: "id", tombstones: "position", syncs: "id" };
 
 /**
  * Inserts every table of `source` in one transaction, after checking, under a lock that keeps instances from
@@ -28,9 +26,9 @@ export function fillEmptyDatabase(pool: pg.Pool, source: CopySource, onTable: (n
       }
       const report: CopyReport = {};
       for (const table of source.tables) {
-        for (const batch of table.batches()) await tx.query(insertRows(table.name, table.columns, batch));
+        for await (const batch of table.batches()) await tx.query(insertRows(table.name, table.columns, batch));
         const [{ count }] = (await tx.query<{ count: number }>(`SELECT count(*)::bigint AS count FROM ${quoted(table.name)}`)) as [{ count: number }];
-        if (count !== table.rowCount) throw new Error(`storage copy: ${table.rowCount} rows of ${table.name} read, ${count} written; nothing was committed`);
+        checkCopied(table, count);
         report[table.name] = count;
         onTable(table.name, count);
       }

@@ -314,3 +314,9 @@ export const recordTables: Readonly<Record<string, typeof subAreas | typeof asse
   assetcategories: assetCategories,
   assets,
 };
+
+/**
+ * The tables whose ids PostgreSQL generates (identity columns), each with its column: what storage copy carries on from
+ * (either way), a tombstone's position too, which a reader of the deletions may hold as its cursor.
+ */
+export const identityColumns: Readonly<Record<string, string>> = { environments: "id", api_keys: "id", jobs: "id", webhooks: "id", webhook_deliveries: "id", tombstones: "position", syncs: "id" };

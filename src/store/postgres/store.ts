@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { CopyReport, CopySource } from "../copy";
-import { DatabaseError } from "../errors";
 import type { OutboxRows, Store, StoreEvents, StoreHandle } from "../ports";
 import { PostgresAccessStore } from "./access";
 import { drizzle } from "drizzle-orm/node-postgres";
@@ -11,7 +10,7 @@ import { connectionProblem } from "./faults";
 import { fillEmptyDatabase } from "./fill";
 import { InstanceLiveness } from "./liveness";
 import { PostgresJobQueue, PostgresJobReads } from "./jobs";
-import { embeddedMigrations } from "./migrations";
+import { appliedMigrations, embeddedMigrations } from "./migrations";
 import { PostgresRecords } from "./records";
 import { PostgresSyncs } from "./syncs";
 import { WakeUps } from "./wake-ups";
@@ -138,17 +137,7 @@ async function migrate(url: string): Promise<void> {
     await session.connect();
     await rows("SELECT pg_advisory_lock(hashtext($1))", [migrationLock]);
     const known = embeddedMigrations();
-    const [{ migrated }] = (await rows<{ migrated: boolean }>("SELECT to_regclass('drizzle.__drizzle_migrations') IS NOT NULL AS migrated")) as [{ migrated: boolean }];
-    if (migrated) {
-      const applied = await rows<{ hash: string }>("SELECT hash FROM drizzle.__drizzle_migrations ORDER BY id");
-      if (applied.length > known.length) throw new DatabaseError(`the database was migrated by a newer importd (${applied.length} migrations; this importd knows ${known.length}): run the newer importd`);
-      if (applied.some((row, index) => row.hash !== known[index]!.hash)) throw new DatabaseError("the database has migrations this importd does not know");
-    } else {
-      const tables = (await rows<{ tablename: string }>("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename LIMIT 6")).map((row) => row.tablename);
-      if (tables.length > 0) {
-        throw new DatabaseError(`the database was not created by importd (it holds the tables ${tables.slice(0, 5).join(", ")}${tables.length > 5 ? ", …" : ""}): give importd a database of its own`);
-      }
-    }
+    await appliedMigrations(session);
     // Drizzle's own migrator, given the embedded migrations instead of a folder (see ../embedded-migrations.ts).
     const internals = drizzle({ client: session }) as unknown as { dialect: { migrate(m: unknown, session: unknown, config: object): Promise<void> }; session: unknown };
     await internals.dialect.migrate(known, internals.session, {});

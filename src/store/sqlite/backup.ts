@@ -68,7 +68,7 @@ export function backupDatabase(dataDir: string, target: string): BackupReport {
     rmSync(partial, { force: true });
     rmSync(`${partial}-journal`, { force: true });
     if (error instanceof DatabaseError) throw error;
-    throw new DatabaseError(`the backup to ${target} failed, nothing was written there: ${describe(error)}`);
+    throw new DatabaseError(`the backup to ${target} failed, nothing was written there: ${describeFailure(error)}`);
   }
 }
 
@@ -81,7 +81,7 @@ export function checkImportdDatabase(file: string): { migrations: number } {
   try {
     client = new Database(file, { readonly: true });
   } catch (error) {
-    throw new DatabaseError(`${file} cannot be opened as an SQLite database: ${describe(error)}`);
+    throw new DatabaseError(`${file} cannot be opened as an SQLite database: ${describeFailure(error)}`);
   }
   try {
     const column = (sql: string) => (client.query(sql).values() as unknown[][]).map((row) => String(row[0]));
@@ -89,7 +89,7 @@ export function checkImportdDatabase(file: string): { migrations: number } {
     try {
       problems = column("PRAGMA integrity_check");
     } catch (error) {
-      throw new DatabaseError(`${file} is not an SQLite database, or it is damaged: ${describe(error)}`);
+      throw new DatabaseError(`${file} is not an SQLite database, or it is damaged: ${describeFailure(error)}`);
     }
     if (problems.join() !== "ok") throw new DatabaseError(`${file} is damaged: SQLite's integrity_check says ${problems.slice(0, 3).join("; ")}`);
     const tables = column("SELECT name FROM sqlite_master WHERE type = 'table'");
@@ -130,28 +130,38 @@ export function restoreDatabase(from: string, dataDir: string, { force = false }
     const restoring = `${file}.restoring-${process.pid}`;
     try {
       copyFileSync(from, restoring);
-      chmodSync(restoring, fileMode);
-      // Restored by root (without sudo -u), the file is given to the data directory's owner, as SQLite does with its
-      // -wal and -shm files: else the service's user could not open it, and would not start.
-      if (process.getuid?.() === 0) {
-        const owner = statSync(dataDir);
-        chownSync(restoring, owner.uid, owner.gid);
-      }
-      syncFile(restoring);
-      // In this order: the old WAL beside the new file would be replayed onto it.
-      rmSync(`${file}-wal`, { force: true });
-      rmSync(`${file}-shm`, { force: true });
-      rmSync(`${file}-journal`, { force: true });
-      renameSync(restoring, file);
-      syncFile(dataDir);
+      moveIntoPlace(restoring, dataDir);
     } catch (error) {
       rmSync(restoring, { force: true });
-      throw new DatabaseError(`the restore into ${dataDir} failed: ${describe(error)}`);
+      throw new DatabaseError(`the restore into ${dataDir} failed: ${describeFailure(error)}`);
     }
     return { migrations, bytes: statSync(file).size };
   } finally {
     lock.release();
   }
+}
+
+/**
+ * Makes `file`, a whole database written beside the data directory's (restored, or copied from PostgreSQL), the data
+ * directory's database: private to its owner, synced, the old database's -wal, -shm and -journal removed, and renamed
+ * over it (a kill before the rename leaves the old database, or none, at the real name; never half of one).
+ */
+export function moveIntoPlace(file: string, dataDir: string): void {
+  const target = databaseFile(dataDir);
+  chmodSync(file, fileMode);
+  // Written by root (without sudo -u), the file is given to the data directory's owner, as SQLite does with its
+  // -wal and -shm files: else the service's user could not open it, and would not start.
+  if (process.getuid?.() === 0) {
+    const owner = statSync(dataDir);
+    chownSync(file, owner.uid, owner.gid);
+  }
+  syncFile(file);
+  // In this order: the old WAL beside the new file would be replayed onto it.
+  rmSync(`${target}-wal`, { force: true });
+  rmSync(`${target}-shm`, { force: true });
+  rmSync(`${target}-journal`, { force: true });
+  renameSync(file, target);
+  syncFile(dataDir);
 }
 
 /** Removes what backups killed in the middle left in `directory` (their process gone); a running one's is left alone. */
@@ -185,7 +195,8 @@ function syncFile(path: string): void {
   }
 }
 
-const describe = (error: unknown) => {
+/** A failed write's cause in a few words: a full disk, a place that cannot be written, or the error's message. */
+export const describeFailure = (error: unknown) => {
   const code = (error as { code?: string })?.code;
   if (code === "SQLITE_FULL" || code === "ENOSPC") return "the disk is full";
   if (code === "SQLITE_READONLY" || code === "EROFS" || code === "EACCES" || code === "SQLITE_CANTOPEN") return `cannot write there (${(error as Error).message})`;

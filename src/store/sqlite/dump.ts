@@ -1,38 +1,19 @@
 // The whole database for `importd storage copy` (see store/copy.ts): every table, parents before children, in
 // batches, from one read transaction.
 import type { Database } from "bun:sqlite";
-import { getTableColumns, getTableName } from "drizzle-orm";
-import type { CopySource, Row } from "../copy";
+import { getTableColumns, getTableName, is } from "drizzle-orm";
+import { SQLiteTable } from "drizzle-orm/sqlite-core";
+import { copiedTableNames, maxBatchBytes, rowBytes, type CopySource, type Row } from "../copy";
 import * as schema from "./schema";
 
-// Parents before children, so that the target's foreign keys hold after each insert.
-const tablesInOrder = [
-  schema.environments,
-  schema.apiKeys,
-  schema.jobSequences,
-  schema.jobs,
-  schema.jobPayloads,
-  schema.jobRejections,
-  schema.idempotencyKeys,
-  schema.webhooks,
-  schema.webhookDeliveries,
-  schema.webhookAttempts,
-  schema.tombstones,
-  schema.syncs,
-  schema.syncRecords,
-  schema.subAreas,
-  schema.assetTypes,
-  schema.assetCategories,
-  schema.assets,
-];
-
-/** The tables storage copy copies: all of this schema's. */
-export const copiedTableNames = tablesInOrder.map((table) => getTableName(table));
+const schemaTables = new Map<string, SQLiteTable>((Object.values(schema) as unknown[]).filter((value): value is SQLiteTable => is(value, SQLiteTable)).map((table) => [getTableName(table), table]));
+// Every table of the schema is copied: a table added without a place in the copy's list is said at once.
+for (const name of schemaTables.keys()) if (!(copiedTableNames as readonly string[]).includes(name)) throw new Error(`storage copy does not know the table ${name}: add it to copiedTableNames (store/copy.ts)`);
+const tablesInOrder = copiedTableNames.map((name) => schemaTables.get(name)!);
 
 // One batch is one INSERT on the other side: under PostgreSQL's 65,535 parameters, and a bounded amount of
 // memory (a job's payload alone may be 100 MB; then it goes alone).
 const maxParameters = 60_000;
-const maxBatchBytes = 16 * 1024 * 1024;
 
 const quoted = (name: string) => `"${name}"`;
 
@@ -53,7 +34,7 @@ export async function withSnapshot<T>(client: Database, copy: (source: CopySourc
   }
 }
 
-function* batches(client: Database, name: string, columns: readonly string[]): Generator<Row[]> {
+async function* batches(client: Database, name: string, columns: readonly string[]): AsyncGenerator<Row[]> {
   const rowsPerBatch = Math.floor(maxParameters / columns.length);
   const statement = client.prepare(`SELECT ${columns.map(quoted).join(", ")} FROM ${quoted(name)} ORDER BY rowid`);
   try {
@@ -61,7 +42,7 @@ function* batches(client: Database, name: string, columns: readonly string[]): G
     let bytes = 0;
     for (const row of statement.iterate() as IterableIterator<Row>) {
       batch.push(row);
-      for (const value of Object.values(row)) bytes += value instanceof Uint8Array ? value.byteLength : typeof value === "string" ? value.length : 8;
+      bytes += rowBytes(row);
       if (batch.length >= rowsPerBatch || bytes >= maxBatchBytes) {
         yield batch;
         batch = [];
