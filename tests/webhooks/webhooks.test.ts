@@ -166,7 +166,9 @@ describe("deliveries", () => {
       expect(message!.verified).toBe(true);
       expect({ job: job.id, type: message!.body.type, operation: message!.body.data.operation }).toEqual({ job: job.id, type, operation });
       expect(message!.body.data).toEqual(await client.getJob(job.id));
-      expect(await client.jobDeliveries(job.id)).toEqual([expect.objectContaining({ messageId: message!.id, event: type, status: "delivered" })]);
+      // The receiver has it before the dispatcher has stored the attempt.
+      const stored = await until(() => client.jobDeliveries(job.id), { what: `job ${job.id}'s delivery stored as delivered`, holds: (found) => found[0]?.status === "delivered" });
+      expect(stored).toEqual([expect.objectContaining({ messageId: message!.id, event: type, status: "delivered" })]);
     }
     await client.removeWebhook(hook.id);
   }, 60_000);
