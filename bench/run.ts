@@ -85,6 +85,31 @@ const file100k = writeBody("assets-100k.json", assetsBody(records100k));
 const pairs = quick ? 1 : 5;
 
 /** A row met only if importd's time is within `target` times the baseline's in every pair (run i against run i). */
+/**
+ * A row judged on the ratio of the medians (≤ `target`), and on a count every run of importd's must have come to
+ * (`name` = `expected`, the runs' counts kept in the details under `key`).
+ */
+function medianRow(row: string, what: string, times: number[], baseTimes: number[], target: number, counted: { name: string; expected: number; counts: number[]; key: string }): void {
+  const ratio = median(times) / median(baseTimes);
+  rows.push({
+    row,
+    what,
+    importd: median(times),
+    baseline: median(baseTimes),
+    unit: "ms",
+    ratio,
+    target: `≤ ${target}× and ${counted.name} = ${counted.expected}`,
+    ok: ratio <= target && counted.counts.every((count) => count === counted.expected),
+    details: { runs: times, baselineRuns: baseTimes, [counted.key]: counted.counts },
+  });
+}
+
+/** The output of the newest job of the bench server's environment: what the run just timed came to. */
+async function latestOutput(server: BenchServer): Promise<{ unchanged?: number; deleted?: number }> {
+  const latest = (await (await fetch(`${server.base}/v2/jobs?limit=1`, { headers: { "api-key": server.key } })).json()) as { items: Array<{ output: { unchanged?: number; deleted?: number } }> };
+  return latest.items[0]!.output;
+}
+
 function pairedRow(row: string, label: string, times: number[], baseTimes: number[], target: number): void {
   const pairRatios = times.map((time, i) => time / baseTimes[i]!);
   const what = `${label} (pairs: ${pairRatios.map((pair) => `${pair.toFixed(2)}×`).join(", ")})`;
@@ -110,8 +135,7 @@ async function endToEnd() {
       empty.push(await importAndWait(server, "assets", Bun.file(file100k)));
       // The same bytes again: every record equals the stored one, so none is written (DECISIONS 7).
       update.push(await importAndWait(server, "assets", Bun.file(file100k)));
-      const latest = (await (await fetch(`${server.base}/v2/jobs?limit=1`, { headers: { "api-key": server.key } })).json()) as { items: Array<{ output: { unchanged?: number } }> };
-      unchanged.push(latest.items[0]!.output.unchanged ?? 0);
+      unchanged.push((await latestOutput(server)).unchanged ?? 0);
     });
   }
   // Issue 17: met only if every pair is, not only the medians.
@@ -183,21 +207,14 @@ async function deletes() {
     await withServer(async (server) => {
       await importAndWait(server, "assets", Bun.file(file100k));
       times.push(await importAndWait(server, "deletions/assets", Bun.file(idsFile)));
-      const latest = (await (await fetch(`${server.base}/v2/jobs?limit=1`, { headers: { "api-key": server.key } })).json()) as { items: Array<{ output: { deleted?: number } }> };
-      deletedCounts.push(latest.items[0]!.output.deleted ?? 0);
+      deletedCounts.push((await latestOutput(server)).deleted ?? 0);
     });
   }
-  const ratio = median(times) / median(baseTimes);
-  rows.push({
-    row: "d1",
-    what: `100k assets deleted, one request: POST → Succeeded (deleted: ${Math.min(...deletedCounts)})`,
-    importd: median(times),
-    baseline: median(baseTimes),
-    unit: "ms",
-    ratio,
-    target: "≤ 1.5× and deleted = 100000",
-    ok: ratio <= 1.5 && deletedCounts.every((count) => count === records100k),
-    details: { runs: times, baselineRuns: baseTimes, deletedCounts },
+  medianRow("d1", `100k assets deleted, one request: POST → Succeeded (deleted: ${Math.min(...deletedCounts)})`, times, baseTimes, 1.5, {
+    name: "deleted",
+    expected: records100k,
+    counts: deletedCounts,
+    key: "deletedCounts",
   });
 }
 
@@ -225,21 +242,14 @@ async function mirror() {
       const sync = ((await opened.json()) as { id: number }).id;
       await importAndWait(server, `assets?sync=${sync}`, Bun.file(kept));
       times.push(await importAndWait(server, `syncs/${sync}/complete`, new Uint8Array()));
-      const latest = (await (await fetch(`${server.base}/v2/jobs?limit=1`, { headers: { "api-key": server.key } })).json()) as { items: Array<{ output: { deleted?: number } }> };
-      deletedCounts.push(latest.items[0]!.output.deleted ?? 0);
+      deletedCounts.push((await latestOutput(server)).deleted ?? 0);
     });
   }
-  const ratio = median(times) / median(baseTimes);
-  rows.push({
-    row: "d2",
-    what: `a mirror of 100k assets that drops 10%: its completion, POST → Succeeded (deleted: ${Math.min(...deletedCounts)}), against deleting all but the kept ids`,
-    importd: median(times),
-    baseline: median(baseTimes),
-    unit: "ms",
-    ratio,
-    target: "≤ 1.5× and deleted = 10000",
-    ok: ratio <= 1.5 && deletedCounts.every((count) => count === dropped),
-    details: { runs: times, baselineRuns: baseTimes, deletedCounts },
+  medianRow("d2", `a mirror of 100k assets that drops 10%: its completion, POST → Succeeded (deleted: ${Math.min(...deletedCounts)}), against deleting all but the kept ids`, times, baseTimes, 1.5, {
+    name: "deleted",
+    expected: dropped,
+    counts: deletedCounts,
+    key: "deletedCounts",
   });
 }
 
@@ -303,17 +313,11 @@ async function exports() {
     ok: p99 <= 10,
     details: { p50: percentile(exportPolls, 50), max: Math.max(...exportPolls), idleP50: percentile(idlePolls, 50) },
   });
-  const ratio = median(times) / median(baseTimes);
-  rows.push({
-    row: "e1",
-    what: `100k assets exported as NDJSON: GET → last byte (records: ${Math.min(...counts)}), against a plain script reading the table to a file`,
-    importd: median(times),
-    baseline: median(baseTimes),
-    unit: "ms",
-    ratio,
-    target: "≤ 1.5× and records = 100000",
-    ok: ratio <= 1.5 && counts.every((count) => count === records100k),
-    details: { runs: times, baselineRuns: baseTimes, counts },
+  medianRow("e1", `100k assets exported as NDJSON: GET → last byte (records: ${Math.min(...counts)}), against a plain script reading the table to a file`, times, baseTimes, 1.5, {
+    name: "records",
+    expected: records100k,
+    counts,
+    key: "counts",
   });
 }
 

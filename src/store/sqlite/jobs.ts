@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gt, inArray, isNotNull, isNull, lt, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, isNotNull, lt, or, sql } from "drizzle-orm";
 import { JobOperation, JobStatus, type JobOutput } from "../../domain/job";
 import { StaleClaim } from "../errors";
 import { idempotencyWindowStart } from "../idempotency";
