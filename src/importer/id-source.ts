@@ -2,7 +2,7 @@ import { Type } from "@sinclair/typebox";
 import type { ResourceDefinition } from "../resources/definition";
 import { isMeta, isNote, shown } from "./fields";
 import { SourceProblemCode } from "./problems";
-import { formats, JsonArraySplitter, numberedLines, readSource, type CsvDialect, type Format, type SourceRecord } from "./source";
+import { formats, jsonArrayElements, numberedLines, readSource, type CsvDialect, type Format, type SourceRecord } from "./source";
 import { surveyFile, type Survey } from "./survey";
 import { SourceError, textOf, type InputFile } from "./text";
 import { sourceError } from "./words";
@@ -84,30 +84,23 @@ async function* readTextIds(text: AsyncIterable<string>): AsyncGenerator<SourceR
 }
 
 async function* readJsonIds(text: AsyncIterable<string>, path: string): AsyncGenerator<SourceRecord> {
-  const splitter = new JsonArraySplitter(path);
-  let index = 0;
-  for await (const chunk of text) {
-    for (const element of splitter.push(chunk)) {
-      const content = element.trim();
-      if (content === "") continue;
-      const where = { index: index++ };
-      let value: unknown;
-      try {
-        value = JSON.parse(content);
-      } catch (error) {
-        yield { ...where, problem: `this element is not valid JSON (${(error as Error).message})`, raw: content };
-        continue;
-      }
-      if (typeof value === "string") yield { ...where, record: { id: value } };
-      else if (value !== null && typeof value === "object" && !Array.isArray(value)) {
-        // A rejected file's note (`_` fields alone) before an element it gives back as it was.
-        if (isNote(value)) continue;
-        const record = Object.fromEntries(Object.entries(value).filter(([name]) => !isMeta(name)));
-        yield idOfRecord({ ...where, record }, "element");
-      } else yield { ...where, problem: "this element is neither an id (a string) nor a record", raw: content };
+  for await (const { index, content } of jsonArrayElements(text, path)) {
+    const where = { index };
+    let value: unknown;
+    try {
+      value = JSON.parse(content);
+    } catch (error) {
+      yield { ...where, problem: `this element is not valid JSON (${(error as Error).message})`, raw: content };
+      continue;
     }
+    if (typeof value === "string") yield { ...where, record: { id: value } };
+    else if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+      // A rejected file's note (`_` fields alone) before an element it gives back as it was.
+      if (isNote(value)) continue;
+      const record = Object.fromEntries(Object.entries(value).filter(([name]) => !isMeta(name)));
+      yield idOfRecord({ ...where, record }, "element");
+    } else yield { ...where, problem: "this element is neither an id (a string) nor a record", raw: content };
   }
-  splitter.end();
 }
 
 /** How the rejected file of a text file of ids is written: a CSV of one column, which `importd delete` reads again. */

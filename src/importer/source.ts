@@ -180,19 +180,27 @@ export class JsonArraySplitter {
   }
 }
 
-export async function* readJsonArray(text: AsyncIterable<string>, path: string): AsyncGenerator<SourceRecord> {
+/**
+ * Each element of the JSON array `text` (the file `path`), trimmed, numbered from 0, blank ones left out; throws once
+ * the text has ended if the array was not closed.
+ */
+export async function* jsonArrayElements(text: AsyncIterable<string>, path: string): AsyncGenerator<{ index: number; content: string }> {
   const splitter = new JsonArraySplitter(path);
   let index = 0;
   for await (const chunk of text) {
     for (const element of splitter.push(chunk)) {
       const content = element.trim();
-      if (content === "") continue;
-      const source = readObject(content, "element", { index });
-      index++;
-      if (source) yield source;
+      if (content !== "") yield { index: index++, content };
     }
   }
   splitter.end();
+}
+
+export async function* readJsonArray(text: AsyncIterable<string>, path: string): AsyncGenerator<SourceRecord> {
+  for await (const { index, content } of jsonArrayElements(text, path)) {
+    const source = readObject(content, "element", { index });
+    if (source) yield source;
+  }
 }
 
 /** How many backslashes stand right before `end` in `text`; a run that reaches its start goes on from `carried`, the previous chunk's. */
