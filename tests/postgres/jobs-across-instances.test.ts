@@ -41,9 +41,11 @@ if (requirePostgres("the jobs API across instances")) {
   test("a cancel on one instance against the runs of two: either the job is canceled and nothing of it applied, or it runs and the cancel is refused", async () => {
     const database = await freshPostgresDatabase();
     cleanups.push(database.drop);
-    const a: TestServer = await startTestServer({ databaseUrl: database.url });
+    // Two worker threads each, as every test server had before one became the default: the odds of a cancel landing
+    // while the job still waits are this test's, and with one thread a run of 20 saw none.
+    const a: TestServer = await startTestServer({ databaseUrl: database.url, workers: 2 });
     cleanups.push(a.close);
-    const b: TestServer = await startTestServer({ databaseUrl: database.url });
+    const b: TestServer = await startTestServer({ databaseUrl: database.url, workers: 2 });
     cleanups.push(b.close);
     const outcomes = { canceled: 0, ran: 0 };
     for (let round = 0; round < 20; round++) {
