@@ -2,13 +2,14 @@ import { expect, test } from "bun:test";
 import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { closeDatabase, migrate, openDatabase } from "../../src/store/sqlite/database";
-import { groupLimits } from "../../src/jobs/apply";
+import { groupLimits, runNext } from "../../src/jobs/apply";
 import { embeddedMigrations, embeddedMigrationTags } from "../../src/store/sqlite/migrations";
 import { SqliteStore } from "../../src/store/sqlite/store";
 import journal from "../../drizzle/meta/_journal.json";
 import postgresJournal from "../../drizzle-pg/meta/_journal.json";
 import { embeddedMigrationTags as postgresMigrationTags } from "../../src/store/postgres/migrations";
 import { outboxRows } from "../../src/webhooks/outbox";
+import { resourceByPath } from "../../src/resources/registry";
 import { tempDir } from "../helpers/server";
 
 test("every drizzle-kit migration is embedded, in journal order", () => {
@@ -56,6 +57,38 @@ test("upgrading a database with jobs numbers them in their id order, and new job
   const run = await store.queue.claimRun({ token: "t", environmentId: 1, alone: true }, groupLimits);
   expect(run!.jobs.map((job) => job.id)).toEqual([2]);
   expect(answer!.conflict ? undefined : answer!.job.id).toBe(3);
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test("upgrading tombstones to a table keyed by their record keeps them, and hands out no position again, not even a purged one's", async () => {
+  const dir = tempDir();
+  const db = openDatabase(dir);
+  // The database as the version before left it: migrated up to 0010, three tombstones, the newest then ended.
+  const internals = db as unknown as { dialect: { migrate(m: unknown, session: unknown, config: object): void }; session: unknown };
+  internals.dialect.migrate(embeddedMigrations().slice(0, 11), internals.session, {});
+  db.$client.exec("INSERT INTO environments (slug, created_at) VALUES ('old', '2026-01-01T00:00:00.000Z')");
+  for (const id of ["a", "b", "c"]) db.$client.query("INSERT INTO tombstones (environment_id, resource, id, job_id, deleted_at) VALUES (1, 'subareas', ?, 7, '2026-01-02T00:00:00.000Z')").run(id);
+  db.$client.exec("DELETE FROM tombstones WHERE id = 'c'");
+
+  migrate(db);
+  expect(db.$client.query("SELECT position, id, job_id AS jobId FROM tombstones ORDER BY position").all()).toEqual([{ position: 1, id: "a", jobId: 7 }, { position: 2, id: "b", jobId: 7 }]);
+  expect(db.$client.query("SELECT wr FROM pragma_table_list WHERE name = 'tombstones'").get()).toEqual({ wr: 1 });
+  closeDatabase(db);
+
+  const store = SqliteStore.open(dir, { outbox: outboxRows });
+  const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
+  await store.queue.enqueue([{ environmentId: 1, type: "SubArea", recordCount: 2, body: encode([{ id: "d", name: "D" }, { id: "e", name: "E" }]) }]);
+  await store.queue.enqueue([{ environmentId: 1, type: "SubArea", recordCount: 2, body: encode(["e", "d"]), operation: "delete" }]);
+  await runNext(store.queue, 1, { token: "t" });
+  const subareas = resourceByPath("subareas")!;
+  expect((await store.records.tombstones(subareas, 1, 10)).map(({ id, position }) => ({ id, position }))).toEqual([
+    { id: "a", position: 1 },
+    { id: "b", position: 2 },
+    { id: "e", position: 4 },
+    { id: "d", position: 5 },
+  ]);
+  expect((await store.records.tombstone(subareas, 1, "b"))?.deletedByJobId).toBe(7);
   await store.close();
   rmSync(dir, { recursive: true, force: true });
 });

@@ -100,6 +100,13 @@ if (requirePostgres("the schema parity test")) {
     // position on SQLite, whose positions follow deletion time (one writer), so without that index.
     expect(pg.indexes).toContain("tombstones(deleted_at)");
     pg.indexes = pg.indexes.filter((index) => index !== "tombstones(deleted_at)");
+    // Tombstones are keyed by their record on SQLite (WITHOUT ROWID: two b-trees a tombstone, not three), by their
+    // position (an identity) with a unique index on the record on PostgreSQL: the same columns, one key each way.
+    expect(sqlite.primaryKeys.tombstones).toEqual(["environment_id", "resource", "id"]);
+    expect(pg.primaryKeys.tombstones).toEqual(["position"]);
+    expect(pg.indexes).toContain("tombstones(environment_id, resource, id) unique");
+    sqlite.primaryKeys.tombstones = ["position"];
+    pg.indexes = pg.indexes.filter((index) => index !== "tombstones(environment_id, resource, id) unique");
     expect(Object.keys(sqlite.columns).length).toBeGreaterThanOrEqual(11);
     expect(pg.columns).toEqual(sqlite.columns);
     expect(pg.primaryKeys).toEqual(sqlite.primaryKeys);

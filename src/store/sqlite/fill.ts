@@ -93,10 +93,11 @@ async function fillDatabase(client: Database, source: CopySource, onTable: (name
       report[table.name] = count;
       onTable(table.name, count);
     }
-    // Inserting an id moves the counter up to it; a purged row's id, beyond the highest row copied, is set here.
-    const autoincremented = (client.query("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%AUTOINCREMENT%'").all() as Array<{ name: string }>).map((row) => row.name);
+    // Inserting an id moves the counter up to it; a purged row's id, beyond the highest row copied, is set here. The
+    // tombstones' positions are counted there too, by importd (schema.ts), from the counter their migration made.
+    const counted = (client.query("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%AUTOINCREMENT%' UNION SELECT name FROM sqlite_sequence").all() as Array<{ name: string }>).map((row) => row.name);
     for (const [name, last] of Object.entries(source.lastIds)) {
-      if (!autoincremented.includes(name)) continue;
+      if (!counted.includes(name)) continue;
       client.run("INSERT INTO sqlite_sequence (name, seq) SELECT ?1, 0 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = ?1)", [name]);
       client.run("UPDATE sqlite_sequence SET seq = max(seq, ?2) WHERE name = ?1", [name, last]);
     }

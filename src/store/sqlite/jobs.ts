@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gt, inArray, isNotNull, lt, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, gte, inArray, isNotNull, lt, or, sql } from "drizzle-orm";
 import { JobOperation, JobStatus, type JobOutput } from "../../domain/job";
 import { StaleClaim } from "../errors";
 import { idempotencyWindowStart } from "../idempotency";
@@ -22,7 +22,7 @@ import type {
 import { checkpointPassively, unsyncedWriteTransaction, writeTransaction, writeTransactionAsync, type Db } from "./database";
 import { answer, translateFault } from "./faults";
 import { RecordTables } from "./records";
-import { environments, idempotencyKeys, jobPayloads, jobRejections, jobs, syncRecords, syncs, tombstones } from "./schema";
+import { environments, idempotencyKeys, jobPayloads, jobRejections, jobs, recordTables, syncRecords, syncs, tombstones } from "./schema";
 import { SqliteWebhooks } from "./webhooks";
 
 
@@ -302,9 +302,16 @@ export class SqliteJobQueue implements JobQueue {
       writeTransaction(this.db, (tx) => {
         tx.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, idempotencyWindowStart())).run();
         // Kept as long as the jobs that deleted them (DECISIONS 13). Positions follow deletedAt (schema.ts): the purge
-        // takes every position before the first one deleted since `before`, walking only the ones it purges.
-        const kept = sql`(SELECT ${tombstones.position} FROM ${tombstones} WHERE ${tombstones.deletedAt} >= ${before} ORDER BY ${tombstones.position} LIMIT 1)`;
-        tx.delete(tombstones).where(lt(tombstones.position, sql`coalesce(${kept}, (SELECT max(${tombstones.position}) + 1 FROM ${tombstones}))`)).run();
+        // takes, in each environment's resource, every position before the first one deleted since `before`, walking
+        // only the ones it purges (the positions are indexed by environment and resource, not across them).
+        for (const { id: environmentId } of tx.select({ id: environments.id }).from(environments).all()) {
+          for (const resource of Object.keys(recordTables)) {
+            const ofResource = and(eq(tombstones.environmentId, environmentId), eq(tombstones.resource, resource));
+            const kept = tx.select({ position: tombstones.position }).from(tombstones).where(and(ofResource, gte(tombstones.deletedAt, before))).orderBy(tombstones.position).limit(1);
+            const end = tx.select({ end: sql`max(${tombstones.position}) + 1` }).from(tombstones).where(ofResource);
+            tx.delete(tombstones).where(and(ofResource, lt(tombstones.position, sql`coalesce((${kept}), (${end}))`))).run();
+          }
+        }
         // A sync that ended (completed, or expired) keeps no marks: nothing reads them again. The sync itself goes with
         // the jobs of its time.
         tx.delete(syncRecords).where(inArray(syncRecords.syncId, tx.select({ id: syncs.id }).from(syncs).where(or(isNotNull(syncs.completedAt), lt(syncs.expiresAt, now()))))).run();

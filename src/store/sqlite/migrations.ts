@@ -12,6 +12,7 @@ import tombstones from "../../../drizzle/0007_tombstones.sql" with { type: "text
 import syncs from "../../../drizzle/0008_syncs.sql" with { type: "text" };
 import syncDryMarks from "../../../drizzle/0009_sync_dry_marks.sql" with { type: "text" };
 import tombstonesByPosition from "../../../drizzle/0010_tombstones_purge_by_position.sql" with { type: "text" };
+import tombstonesWithoutRowid from "../../../drizzle/0011_tombstones_without_rowid.sql" with { type: "text" };
 import { embeddedMigrations as embed, type EmbeddedMigration } from "../embedded-migrations";
 
 const sqlByTag: Record<string, string> = {
@@ -26,6 +27,7 @@ const sqlByTag: Record<string, string> = {
   "0008_syncs": syncs,
   "0009_sync_dry_marks": syncDryMarks,
   "0010_tombstones_purge_by_position": tombstonesByPosition,
+  "0011_tombstones_without_rowid": tombstonesWithoutRowid,
 };
 
 export const embeddedMigrations = (): EmbeddedMigration[] => embed(journal, sqlByTag, "src/store/sqlite/migrations.ts");

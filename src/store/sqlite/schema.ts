@@ -210,14 +210,19 @@ export const webhookAttempts = sqliteTable(
 // What a delete job leaves of each record it deleted, for readers that follow deletions (GET /v2/deletions/<resource>)
 // and for the 404 of a deleted record: kept as long as job documents, and ended when the id is imported again. No key
 // to jobs: a tombstone outlives nothing, it is purged by its own deletedAt as jobs are by theirs. Positions follow
-// deletedAt (one writer, the time read under the write lock), so the purge takes the oldest positions, by the
-// primary key: an index on deletedAt would cost every deletion a third index entry for the sake of an hourly purge.
+// deletedAt (one writer, the time read under the write lock), so the purge takes the oldest positions of each
+// environment's resource, by the position index: an index on deletedAt would cost every deletion a third index entry
+// for the sake of an hourly purge.
+// WITHOUT ROWID (the migration says so; Drizzle cannot), keyed by the record: two b-trees a tombstone, the key and the
+// positions, where a rowid table with a unique index on the record kept three (docs/performance.md, row d1).
 export const tombstones = sqliteTable(
   "tombstones",
   {
-    // The order deletions happened in, the cursor of the pages. AUTOINCREMENT: never handed out again, even once the
-    // newest tombstones are purged or ended, so that a reader's cursor never lands before a later deletion.
-    position: integer("position").primaryKey({ autoIncrement: true }),
+    // The order deletions happened in, the cursor of the pages. Never handed out again, even once the newest
+    // tombstones are purged or ended, so that a reader's cursor never lands before a later deletion: the last one
+    // handed out is kept in sqlite_sequence under this table's name, where SQLite keeps an AUTOINCREMENT's (which
+    // needs a rowid), and where storage copy and backups carry it as they carry the others (tombstones.ts).
+    position: integer("position").notNull(),
     environmentId: integer("environment_id")
       .notNull()
       .references(() => environments.id),
@@ -227,10 +232,10 @@ export const tombstones = sqliteTable(
     jobId: integer("job_id").notNull(),
     deletedAt: text("deleted_at").notNull(),
   },
-  // The first: one tombstone per record, found by id (the 404, an import's end of it, "has this resource any?"); the
-  // pages seek the second.
+  // The key: one tombstone per record, found by id (the 404, an import's end of it, "has this resource any?"); the
+  // pages, and the purge, seek the positions.
   (table) => [
-    uniqueIndex("tombstones_record_idx").on(table.environmentId, table.resource, table.id),
+    primaryKey({ columns: [table.environmentId, table.resource, table.id] }),
     index("tombstones_position_idx").on(table.environmentId, table.resource, table.position),
   ],
 );

@@ -5,11 +5,13 @@ const columns = `id, deleted_at AS "deletedAt", job_id AS "deletedByJobId", posi
 
 /**
  * What deleted records leave (schema.ts, tombstones), on SQLite. One process writes the file, its threads one at a
- * time (WriteLock), so the AUTOINCREMENT position is the order the deleting runs committed in.
+ * time (WriteLock), so positions taken from the counter inside the deleting run's transaction are the order the runs
+ * committed in.
  */
 export class SqliteTombstones {
   private readonly anyOf;
   private readonly endOf;
+  private readonly takePositions;
   private readonly insert;
   private readonly byId;
   private readonly after;
@@ -20,7 +22,12 @@ export class SqliteTombstones {
     this.endOf = client.query<never, [number, string, string]>(
       "DELETE FROM tombstones WHERE environment_id = ?1 AND resource = ?2 AND id IN (SELECT value FROM json_each(?3))",
     );
-    this.insert = client.query<never, [number, string, string, number, string]>("INSERT INTO tombstones (environment_id, resource, id, job_id, deleted_at) VALUES (?1, ?2, ?3, ?4, ?5)");
+    // The last position handed out, where SQLite keeps an AUTOINCREMENT's (schema.ts): moved on by a run's count at once.
+    this.takePositions = client.query<{ last: number }, [number]>("UPDATE sqlite_sequence SET seq = seq + ?1 WHERE name = 'tombstones' RETURNING seq - ?1 AS last");
+    // One statement for all of a run's tombstones: one call a tombstone cost 60 to 100 ms more for 100k (row d1).
+    this.insert = client.query<never, [number, string, number, number, string, string]>(
+      "INSERT INTO tombstones (environment_id, resource, id, position, job_id, deleted_at) SELECT ?1, ?2, value, ?3 + key + 1, ?4, ?5 FROM json_each(?6)",
+    );
     this.byId = client.query<Tombstone, [number, string, string]>(`SELECT ${columns} FROM tombstones WHERE environment_id = ?1 AND resource = ?2 AND id = ?3`);
     this.after = client.query<Tombstone, [number, string, number, number]>(
       `SELECT ${columns} FROM tombstones WHERE environment_id = ?1 AND resource = ?2 AND position > ?3 ORDER BY position LIMIT ?4`,
@@ -35,10 +42,12 @@ export class SqliteTombstones {
     if (this.anyOf.get(environmentId, resource)!.found) this.endOf.run(environmentId, resource, JSON.stringify(ids()));
   }
 
-  /** Leaves the tombstone of each record `jobId` deletes, as it deletes it: their positions follow the calls. */
-  writer(environmentId: number, resource: string, jobId: number): (id: string) => void {
-    const deletedAt = new Date().toISOString();
-    return (id) => void this.insert.run(environmentId, resource, id, jobId, deletedAt);
+  /** Leaves the tombstones of the records `jobId` deleted (none of which has one: an import ended it), positioned in the order of `ids`. */
+  leave(environmentId: number, resource: string, jobId: number, ids: ReadonlySet<string>): void {
+    if (ids.size === 0) return;
+    const taken = this.takePositions.get(ids.size);
+    if (!taken) throw new Error("the tombstones' position counter is missing from sqlite_sequence (drizzle/0011_tombstones_without_rowid.sql puts it there)");
+    this.insert.run(environmentId, resource, taken.last, jobId, new Date().toISOString(), JSON.stringify([...ids]));
   }
 
   find(environmentId: number, resource: string, id: string): Tombstone | undefined {
