@@ -446,6 +446,11 @@ export interface Store {
    * small jobs' work (WorkerPool's light lane), since more would only take turns.
    */
   readonly writesOneAtATime: boolean;
+  /**
+   * Work the store has left for the thread that ran a task (SQLite: folding the WAL into the database file after a
+   * big run), to be done once the task's answer has gone; undefined when there is none. Taking it clears it.
+   */
+  takeUpkeep?(): (() => void) | undefined;
   /** Where the store can tell cheaply that nothing changed (SQLite: its count of write transactions); absent elsewhere, and then nothing is cached. */
   readonly commits?: CommitWatch;
   /**

@@ -33,8 +33,9 @@ type Pending = {
 const maxFailedStarts = 3;
 const closeThreadTimeoutMs = 2_000;
 
-// `running`: the tasks sent to the thread and not yet answered (several when grouped); empty when the slot is free.
-type Slot = { worker: Worker; threadNumber: number; ready: boolean; dead?: boolean; running: Pending[]; onClosed?: () => void };
+// `running`: the tasks sent to the thread and not yet answered (several when grouped); `upkeep`: the thread does work of
+// its own after answering them (see ReplyMessage). The slot is free when neither.
+type Slot = { worker: Worker; threadNumber: number; ready: boolean; dead?: boolean; running: Pending[]; upkeep?: boolean; onClosed?: () => void };
 
 /**
  * A fixed set of Bun Worker threads fed from one FIFO queue. A worker that dies is replaced at once;
@@ -140,6 +141,11 @@ export class WorkerPool {
     } else if (reply.type === "closed") {
       slot.onClosed?.();
       return;
+    } else if (reply.type === "upkeep") {
+      slot.upkeep = true;
+      return;
+    } else if (reply.type === "idle") {
+      slot.upkeep = false;
     } else {
       const index = slot.running.findIndex((pending) => pending.taskId === reply.taskId);
       if (index === -1) return;
@@ -181,7 +187,7 @@ export class WorkerPool {
   // goes to the slot it prefers when that one is free, then, in FIFO order, to any free slot (the light lane's
   // last). Never waiting for a busy preferred slot: re-parsing a batch costs less than waiting out another intake.
   private dispatch(): void {
-    const free = (slot: Slot | undefined) => slot !== undefined && slot.ready && slot.running.length === 0;
+    const free = (slot: Slot | undefined) => slot !== undefined && slot.ready && slot.running.length === 0 && !slot.upkeep;
     const lane = this.slots[0];
     // A dead thread is replaced by one not ready yet (see replace): not ready covers both.
     const laneTaken = () => !lane?.ready || lane.running.some((pending) => !this.isLight(pending));

@@ -50,9 +50,15 @@ export type TaskMessage<K extends TaskType = TaskType> = {
   items: Array<{ taskId: number; input: TaskTypes[K]["input"] }>;
 };
 
+/**
+ * `upkeep`: sent before the answers to a message when the thread has work of its own to do after them (its store's
+ * upkeep, Store.takeUpkeep); it is busy until its `idle`, and is given no task meanwhile.
+ */
 export type ReplyMessage =
   | { type: "ready" }
   | { type: "closed" }
+  | { type: "upkeep" }
+  | { type: "idle" }
   | { type: "done"; taskId: number; output: unknown }
   | { type: "error"; taskId: number; message: string; fault?: StorageFaultKind };
 

@@ -84,9 +84,23 @@ self.onmessage = async (event: MessageEvent<ToWorker>) => {
   try {
     if (!store) throw new Error("worker used before init");
     const outputs = await (handlers[task] as (store: Store, inputs: unknown[]) => Promise<unknown[]>)(store, items.map((item) => item.input));
+    const upkeep = store.takeUpkeep?.();
+    if (upkeep) reply({ type: "upkeep" });
     items.forEach(({ taskId }, index) => reply({ type: "done", taskId, output: outputs[index] }));
+    if (upkeep) afterAnswers(upkeep);
   } catch (error) {
     const fault = error instanceof StorageError ? error.kind : undefined;
     for (const { taskId } of items) reply({ type: "error", taskId, message: (error as Error)?.message ?? String(error), fault });
   }
 };
+
+/** The store's upkeep, once the answers have gone; the pool gives this thread nothing until its `idle`. */
+function afterAnswers(upkeep: () => void): void {
+  try {
+    upkeep();
+  } catch {
+    // The connection closed meanwhile (a stop), say: the next start's checkpoint does it.
+  } finally {
+    reply({ type: "idle" });
+  }
+}

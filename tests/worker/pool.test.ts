@@ -42,6 +42,24 @@ describe("WorkerPool", () => {
     await slow;
   });
 
+  test("a thread doing its store's upkeep after answering (a checkpoint) is given no task until it is idle: another free thread takes it, or it waits", async () => {
+    pool = new WorkerPool({ entry: flaky, size: 2, stores: noStore });
+    await pool.ready();
+    const slots: Record<string, number> = {};
+    const run = (name: string, before: string) => pool!.run("purge", { before }, [], { onSlot: (slot) => (slots[name] = slot) });
+    await run("upkeep after", "upkeep 300");
+    await run("next", "ok");
+    expect(slots.next).not.toBe(slots["upkeep after"]);
+    await pool.close();
+
+    pool = new WorkerPool({ entry: flaky, size: 1, stores: noStore });
+    await pool.ready();
+    await run("upkeep after", "upkeep 300");
+    const answered = performance.now();
+    await run("next", "ok");
+    expect(performance.now() - answered).toBeGreaterThanOrEqual(250);
+  });
+
   describe("a light lane (on a store that takes one write at a time): the first thread does the small jobs", () => {
     // Each task tells the slot it ran on and when it ended.
     const ends: Array<{ name: string; slot: number }> = [];

@@ -29,7 +29,8 @@ import { SqliteWebhooks } from "./webhooks";
 // Rows per INSERT: 5 columns each, well under SQLite's 32,766 bound parameters.
 const rejectionChunk = 1000;
 // After a run's commit, its thread checkpoints the WAL (connections never do it inside a commit, see
-// openDatabase): after big runs, or at most once a second, since a checkpoint syncs the database file.
+// openDatabase): after big runs, or at most once a second, since a checkpoint syncs the database file. It is the
+// store's upkeep (Store.takeUpkeep), which the thread does once the run's answer has gone.
 const checkpointAfterRecords = 1_000;
 const checkpointEveryMs = 1_000;
 
@@ -70,6 +71,7 @@ export class SqliteJobQueue implements JobQueue {
   // Writes a job's webhook deliveries in the transaction that ends it (the outbox), as `outboxRows` makes them.
   private readonly outbox: SqliteWebhooks;
   private lastCheckpoint = 0;
+  private checkpointDue = false;
 
   constructor(
     private readonly db: Db,
@@ -232,17 +234,20 @@ export class SqliteJobQueue implements JobQueue {
     }
     if (records >= checkpointAfterRecords || performance.now() - this.lastCheckpoint >= checkpointEveryMs) {
       this.lastCheckpoint = performance.now();
-      // After the run's answer has gone (a timer runs once this task's reply is posted), not before it: a checkpoint
-      // after a big run took 40 ms, on the path of every job's end and of the next run's start. The WAL stays as
-      // bounded: the checkpoint is the same, a moment later, before this thread's next task.
-      setTimeout(() => {
-        try {
-          checkpointPassively(this.db);
-        } catch {
-          // The connection closed meanwhile (a stop): the next start's checkpoint does it.
-        }
-      }, 0);
+      this.checkpointDue = true;
     }
+  }
+
+  /**
+   * The checkpoint a run left due, to be done after the run's answer has gone, not before it: a checkpoint after a
+   * big run took 40 to 140 ms, on the path of every job's end. Its thread says it is busy meanwhile (the worker
+   * pool's upkeep), so that the next intake goes to another thread instead of waiting it out. The WAL stays as
+   * bounded: the checkpoint is the same, a moment later, before this thread's next task.
+   */
+  takeCheckpoint(): (() => void) | undefined {
+    if (!this.checkpointDue) return undefined;
+    this.checkpointDue = false;
+    return () => void checkpointPassively(this.db);
   }
 
   // A claim holds nothing but its jobs' tokens here: the next claim takes them over.

@@ -33,6 +33,7 @@ export class SqliteStore implements Store {
   readonly commits?: CommitWatch;
   readonly writesOneAtATime = true;
   private readonly writeLock = WriteLock.sharedBuffer();
+  readonly takeUpkeep = () => this.queue.takeCheckpoint();
 
   private constructor(
     readonly db: Db,
