@@ -122,7 +122,7 @@ class EnvironmentRecords {
     return this.records.syncs;
   }
 
-  async remove(resource: ResourceDefinition, jobId: number, ids: readonly string[]): Promise<Set<string>> {
+  async remove(resource: ResourceDefinition, jobId: number, ids: readonly string[]): Promise<string[]> {
     const deleted = await this.records.remove(resource, jobId, ids);
     // A later job of the run that refers to a deleted record must find it gone.
     const present = this.present.get(resource.path);

@@ -155,9 +155,10 @@ export interface RunRecords {
   referrers(referring: ResourceDefinition, field: string, ids: readonly string[]): Promise<Map<string, Referrers>>;
   /**
    * Deletes the records of `ids` that exist, as `jobId` does, and leaves a tombstone for each, in the order of `ids`;
-   * resolves to the ids deleted. (An upsert of an id ends its tombstone.)
+   * resolves to the ids deleted, in that order. An id repeated in `ids` is deleted once. (An upsert of an id ends its
+   * tombstone.)
    */
-  remove(resource: ResourceDefinition, jobId: number, ids: readonly string[]): Promise<Set<string>>;
+  remove(resource: ResourceDefinition, jobId: number, ids: readonly string[]): Promise<string[]>;
   /** Runs `fn` and then undoes every write it made (a savepoint rolled back): a dry run's apply. */
   undone<T>(fn: () => Promise<T>): Promise<T>;
   /** The environment's syncs: marks written by their jobs, and their completions. */

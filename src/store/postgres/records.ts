@@ -178,11 +178,12 @@ class ResourceTable {
     return new Map(rows.map(({ named, count, example }) => [named, { count, example }]));
   }
 
-  /** Deletes the records of `ids` that exist and leaves their tombstones, in the order of `ids`. */
-  async remove(run: Transaction, environmentId: number, jobId: number, ids: readonly string[]): Promise<Set<string>> {
-    if (ids.length === 0) return new Set();
-    const deleted = new Set((await run.query<{ id: string }>(this.removeIds(environmentId, ids))).map((row) => row.id));
-    await writeTombstones(run, environmentId, this.resource.path, jobId, ids.filter((id) => deleted.has(id)));
+  /** Deletes the records of `ids` that exist and leaves their tombstones, in the order of `ids` (a repeated id once). */
+  async remove(run: Transaction, environmentId: number, jobId: number, ids: readonly string[]): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const removed = new Set((await run.query<{ id: string }>(this.removeIds(environmentId, ids))).map((row) => row.id));
+    const deleted = [...new Set(ids)].filter((id) => removed.has(id));
+    await writeTombstones(run, environmentId, this.resource.path, jobId, deleted);
     return deleted;
   }
 

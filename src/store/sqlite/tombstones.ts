@@ -43,11 +43,11 @@ export class SqliteTombstones {
   }
 
   /** Leaves the tombstones of the records `jobId` deleted (none of which has one: an import ended it), positioned in the order of `ids`. */
-  leave(environmentId: number, resource: string, jobId: number, ids: ReadonlySet<string>): void {
-    if (ids.size === 0) return;
-    const taken = this.takePositions.get(ids.size);
+  leave(environmentId: number, resource: string, jobId: number, ids: readonly string[]): void {
+    if (ids.length === 0) return;
+    const taken = this.takePositions.get(ids.length);
     if (!taken) throw new Error("the tombstones' position counter is missing from sqlite_sequence (drizzle/0011_tombstones_without_rowid.sql puts it there)");
-    this.insert.run(environmentId, resource, taken.last, jobId, new Date().toISOString(), JSON.stringify([...ids]));
+    this.insert.run(environmentId, resource, taken.last, jobId, new Date().toISOString(), JSON.stringify(ids));
   }
 
   find(environmentId: number, resource: string, id: string): Tombstone | undefined {
