@@ -186,8 +186,14 @@ export class WorkerPool {
   // A light task goes to the light lane when it is free, and waits for it while it runs light tasks. Any other task
   // goes to the slot it prefers when that one is free, then, in FIFO order, to any free slot (the light lane's
   // last). Never waiting for a busy preferred slot: re-parsing a batch costs less than waiting out another intake.
+  // But a slot that is only doing its upkeep (a checkpoint) is waited for by the tasks that prefer it: a run after a
+  // checkpoint, its batch held parsed, is what the slot did before it told of its upkeep.
   private dispatch(): void {
     const free = (slot: Slot | undefined) => slot !== undefined && slot.ready && slot.running.length === 0 && !slot.upkeep;
+    const waitsForUpkeep = (pending: Pending) => {
+      const preferred = pending.placement?.prefer === undefined ? undefined : this.slots[pending.placement.prefer];
+      return preferred !== undefined && preferred.ready && preferred.running.length === 0 && preferred.upkeep === true;
+    };
     const lane = this.slots[0];
     // A dead thread is replaced by one not ready yet (see replace): not ready covers both.
     const laneTaken = () => !lane?.ready || lane.running.some((pending) => !this.isLight(pending));
@@ -207,7 +213,7 @@ export class WorkerPool {
     }
     for (const index of order) {
       if (!free(this.slots[index])) continue;
-      const next = this.queue.findIndex((pending) => !this.isLight(pending));
+      const next = this.queue.findIndex((pending) => !this.isLight(pending) && !waitsForUpkeep(pending));
       if (next === -1) break;
       this.start(index, this.takeGroup(next));
     }

@@ -60,6 +60,18 @@ describe("WorkerPool", () => {
     expect(performance.now() - answered).toBeGreaterThanOrEqual(250);
   });
 
+  test("a task that prefers a thread doing its upkeep waits for it (its batch is held parsed there), while one that prefers none goes to another", async () => {
+    pool = new WorkerPool({ entry: flaky, size: 2, stores: noStore });
+    await pool.ready();
+    const slots: Record<string, number> = {};
+    const run = (name: string, before: string, prefer?: number) => pool!.run("purge", { before }, [], { prefer, onSlot: (slot) => (slots[name] = slot) });
+    await run("upkeep after", "upkeep 300", 0);
+    const answered = performance.now();
+    await Promise.all([run("prefers it", "ok", 0), run("prefers none", "ok")]);
+    expect(slots).toEqual({ "upkeep after": 0, "prefers it": 0, "prefers none": 1 });
+    expect(performance.now() - answered).toBeGreaterThanOrEqual(250);
+  });
+
   describe("a light lane (on a store that takes one write at a time): the first thread does the small jobs", () => {
     // Each task tells the slot it ran on and when it ended.
     const ends: Array<{ name: string; slot: number }> = [];
