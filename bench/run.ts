@@ -595,10 +595,14 @@ function ownCpuMs(): number {
   return (user + system) / 1000;
 }
 
-/** Row pg 7: row 7's 2,000 one-record jobs, completed/s with 3 instances on one database ÷ with 1 instance. */
+/**
+ * Row pg 7: row 7's 2,000 one-record jobs, completed/s with 3 instances on one database ÷ with 1 instance. Issue 45:
+ * on one 2-core machine with the database on the same cores this measures contention, not scale-out, so the target
+ * is only that more instances do not collapse the rate (scale-out is argued in docs/operations/postgresql.md).
+ */
 async function postgresSmallJobs() {
-  const what = `${smallJobs} one-record jobs from ${smallJobClients} clients on PostgreSQL: completed/s, ${pgInstances} instances (${pgWorkersEach} worker each) vs 1 (${pgInstances * pgWorkersEach} workers)`;
-  if (!postgresAvailable) return postgresSkipped("pg7", [["pg 7", what, "jobs/s", "≥ 1×"]]);
+  const what = `${smallJobs} one-record jobs from ${smallJobClients} clients on PostgreSQL: completed/s, ${pgInstances} instances (${pgWorkersEach} worker each) vs 1 (${pgInstances * pgWorkersEach} workers), no collapse`;
+  if (!postgresAvailable) return postgresSkipped("pg7", [["pg 7", what, "jobs/s", "≥ 0.8×"]]);
   // On PostgreSQL ids are not commit order, but a run follows commit order (its sequence), and each client's jobs
   // commit one after the other: once every client's last job is terminal, all are.
   const everyLast = (server: BenchServer) => async (lasts: number[]) => {
@@ -625,7 +629,7 @@ async function postgresSmallJobs() {
     cpuMs: manyRuns.map((run) => run.cpuMs),
     baselineCpuMs: oneRuns.map((run) => run.cpuMs),
   };
-  pairedRow("pg 7", what, "jobs/s", completed(manyRuns), completed(oneRuns), atLeast(1), details);
+  pairedRow("pg 7", what, "jobs/s", completed(manyRuns), completed(oneRuns), atLeast(0.8), details);
 }
 
 /**
