@@ -215,7 +215,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
   const subscriptions = new WebhookSubscriptions({ store: store.webhooks, allow: config.webhookAllow, log });
   // Resolved from src/ like the worker threads' entry. An export thread writes nothing: it needs no thread number of
   // the pool's (SQLite's write-lock turn), and takes 0, which no pool thread has.
-  const exports = new RecordExports({ entry: new URL("./worker/export-thread.ts", import.meta.url), store: store.handleFor(0) });
+  const exports = new RecordExports({ entry: new URL("./worker/export-thread.ts", import.meta.url), store: store.handleFor(0), endThreadAfterChunks: config.testHooks?.exportThreadEndsAfterChunks });
   const services: Services = { config, log, access, failedAuthentications, intake, uploads, jobs: jobReads, queue: store.queue, jobWaits, records: store.records, exports, syncs: store.syncs, webhooks: store.webhooks, subscriptions, deliveries, metrics, readiness };
 
   const app = buildApp(services);

@@ -12,7 +12,7 @@ import type { RecordSnapshot, StoreHandle } from "../store/ports";
 declare const self: Worker;
 
 export type ExportAsk = { exportId: number } & (
-  | { type: "open"; store: StoreHandle; resource: string; environmentId: number; updatedSince?: string; format: ExportFormat; recordsPerSlice: number }
+  | { type: "open"; store: StoreHandle; resource: string; environmentId: number; updatedSince?: string; format: ExportFormat; recordsPerSlice: number; endThreadAfterChunks?: number }
   | { type: "next" }
   | { type: "close" }
 );
@@ -26,7 +26,7 @@ export type ExportAnswer = { exportId: number } & (
   | { type: "failed"; message: string; kind?: StorageFaultKind; stack?: string }
 );
 
-type Reading = { snapshot: RecordSnapshot; encoding: RecordEncoding; recordsPerSlice: number; headSent: boolean };
+type Reading = { snapshot: RecordSnapshot; encoding: RecordEncoding; recordsPerSlice: number; headSent: boolean; endThreadAfterChunks?: number };
 
 const encoder = new TextEncoder();
 const readings = new Map<number, Reading>();
@@ -39,7 +39,7 @@ async function answerTo(ask: ExportAsk): Promise<ExportAnswer> {
     const resource = resourceByPath(ask.resource);
     if (!resource) throw new Error(`unknown resource ${ask.resource}`);
     const snapshot = await openSnapshot(ask.store, resource, ask.environmentId, { updatedSince: ask.updatedSince });
-    readings.set(exportId, { snapshot, encoding: recordEncoding(resource, ask.format), recordsPerSlice: ask.recordsPerSlice, headSent: false });
+    readings.set(exportId, { snapshot, encoding: recordEncoding(resource, ask.format), recordsPerSlice: ask.recordsPerSlice, headSent: false, endThreadAfterChunks: ask.endThreadAfterChunks });
     return { exportId, type: "opened" };
   }
   const reading = readings.get(exportId);
@@ -49,6 +49,8 @@ async function answerTo(ask: ExportAsk): Promise<ExportAnswer> {
     return { exportId, type: "closed" };
   }
   if (!reading) throw new Error(`export ${exportId} is not open`);
+  // Tests' hook (exportThreadEndsAfterChunks): the thread is lost mid-export, as a crash would lose it.
+  if (reading.endThreadAfterChunks !== undefined && reading.endThreadAfterChunks-- === 0) process.exit(1);
   const head = reading.headSent ? "" : reading.encoding.head;
   reading.headSent = true;
   // Slices that updatedSince left empty are skipped: a chunk always holds something, unless the export is empty.

@@ -28,8 +28,11 @@ export class RecordExports {
   private thread: ExportThread | undefined;
   private nextExportId = 1;
 
-  /** `entry`: the thread's module (an extra entrypoint of the compiled binary); `store`: the store to read. */
-  constructor(private readonly options: { entry: URL; store: StoreHandle }) {}
+  /**
+   * `entry`: the thread's module (an extra entrypoint of the compiled binary); `store`: the store to read;
+   * `endThreadAfterChunks`: tests' hook, the thread ends after that many chunks of an export.
+   */
+  constructor(private readonly options: { entry: URL; store: StoreHandle; endThreadAfterChunks?: number }) {}
 
   /** Opens the export's snapshot: now, so that it holds what was committed when the request arrived. */
   async open(resource: ResourceDefinition, environmentId: number, { updatedSince, format }: SnapshotOptions & { format: ExportFormat }): Promise<RecordExport> {
@@ -37,7 +40,7 @@ export class RecordExports {
     if (!this.thread || this.thread.lost) this.thread = new ExportThread(this.options.entry);
     const thread = this.thread;
     const exportId = this.nextExportId++;
-    await thread.openExport({ exportId, type: "open", store: this.options.store, resource: resource.path, environmentId, updatedSince, format, recordsPerSlice });
+    await thread.openExport({ exportId, type: "open", store: this.options.store, resource: resource.path, environmentId, updatedSince, format, recordsPerSlice, endThreadAfterChunks: this.options.endThreadAfterChunks });
     let closed: Promise<void> | undefined;
     return {
       next: async () => {
