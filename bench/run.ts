@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { asset, assetsBody, assetsBodyOfSize } from "./lib/data";
 import { backendsCpuMs, postgresAvailable, stopPostgres, withFreshDatabase, withInstances } from "./lib/postgres";
-import { importAndTime, importAndWait, startBenchServer, type BenchServer, type ImportPhases } from "./lib/server";
+import { importAndTime, importAndWait, jobClient, startBenchServer, type BenchServer, type ImportPhases, type JobClient } from "./lib/server";
 import { cpuMsOf, median, peakRssOf, percentile, threadCpuMsOf } from "./lib/stats";
 import { holdPolls, parkJob, waitHeld } from "./lib/held-polls";
 import { runtimeEnv } from "./lib/runtime";
@@ -29,9 +29,11 @@ type Row = {
   unit: string;
   /** importd ÷ baseline, or for throughput rows importd ÷ baseline as well (higher is better there). */
   ratio: number;
+  /** A row of alternated runs: how many pairs, and the lowest and highest pair ratio. */
+  pairs?: { count: number; lowest: number; highest: number };
   target: string;
-  /** Undefined for a row without a target, shown for comparison only. */
-  ok: boolean | undefined;
+  /** null: a row shown beside another for comparison, with no target. */
+  ok: boolean | null;
   details?: Record<string, unknown>;
 };
 const rows: Row[] = [];
@@ -81,41 +83,48 @@ async function withServer<T>(fn: (server: BenchServer) => Promise<T>, args: stri
 
 const records100k = 100_000;
 const file100k = writeBody("assets-100k.json", assetsBody(records100k));
-// Rows 1 and 2 sit near their targets on a noisy machine: their baseline runs alternate with importd's,
-// so that a slow minute weighs on both sides, and there are more of them.
+// Issue 45: a ratio row is judged on at least 5 pairs, each an importd run and a baseline run one after the other,
+// so that a slow minute weighs on both sides of a pair. --quick is a look, not a verdict.
 const pairs = quick ? 1 : 5;
 
-/** A row met only if importd's time is within `target` times the baseline's in every pair (run i against run i). */
+/** A ratio row's target: importd ÷ baseline against `ratio`, and a condition besides, if any, with whether it held. */
+type Target = { bound: "≤" | "<" | "≥"; ratio: number; and?: { text: string; met: boolean } };
+const atMost = (ratio: number, and?: Target["and"]): Target => ({ bound: "≤", ratio, and });
+const atLeast = (ratio: number): Target => ({ bound: "≥", ratio });
+const met = (target: Target, ratio: number) =>
+  (target.bound === "≤" ? ratio <= target.ratio : target.bound === "<" ? ratio < target.ratio : ratio >= target.ratio) && (target.and?.met ?? true);
+
 /**
- * A row judged on the ratio of the medians (≤ `target`), and on a count every run of importd's must have come to
- * (`name` = `expected`, the runs' counts kept in the details under `key`).
+ * Every ratio row of alternated runs is decided here (issue 45). Run i of importd's is paired with run i of the
+ * baseline's; the row's ratio is the median of the pair ratios, not the ratio of the medians, since a pair shares its
+ * minute of the machine and two medians may come from different minutes. The table gives the lowest and highest pair
+ * beside it, and each side's median. `target` null: a row shown for comparison only.
  */
-function medianRow(row: string, what: string, times: number[], baseTimes: number[], target: number, counted: { name: string; expected: number; counts: number[]; key: string }): void {
-  const ratio = median(times) / median(baseTimes);
+function pairedRow(row: string, what: string, unit: string, runs: number[], baselineRuns: number[], target: Target | null, details: Record<string, unknown> = {}): void {
+  if (runs.length !== baselineRuns.length || runs.length === 0) throw new Error(`row ${row}: ${runs.length} runs against ${baselineRuns.length}`);
+  const pairRatios = runs.map((run, i) => run / baselineRuns[i]!);
+  const ratio = median(pairRatios);
   rows.push({
     row,
     what,
-    importd: median(times),
-    baseline: median(baseTimes),
-    unit: "ms",
+    importd: median(runs),
+    baseline: median(baselineRuns),
+    unit,
     ratio,
-    target: `≤ ${target}× and ${counted.name} = ${counted.expected}`,
-    ok: ratio <= target && counted.counts.every((count) => count === counted.expected),
-    details: { runs: times, baselineRuns: baseTimes, [counted.key]: counted.counts },
+    pairs: { count: pairRatios.length, lowest: Math.min(...pairRatios), highest: Math.max(...pairRatios) },
+    target: target ? `${target.bound} ${target.ratio}×${target.and ? ` and ${target.and.text}` : ""}` : "none",
+    ok: target ? met(target, ratio) : null,
+    details: { runs, baselineRuns, pairRatios, ...details },
   });
 }
+
+/** A count every run of importd's must have come to, as a row's condition besides its ratio. */
+const everyRun = (name: string, counts: number[], expected: number): Target["and"] => ({ text: `${name} = ${expected}`, met: counts.every((count) => count === expected) });
 
 /** The output of the newest job of the bench server's environment: what the run just timed came to. */
 async function latestOutput(server: BenchServer): Promise<{ unchanged?: number; deleted?: number }> {
   const latest = (await (await fetch(`${server.base}/v2/jobs?limit=1`, { headers: { "api-key": server.key } })).json()) as { items: Array<{ output: { unchanged?: number; deleted?: number } }> };
   return latest.items[0]!.output;
-}
-
-function pairedRow(row: string, label: string, times: number[], baseTimes: number[], target: number): void {
-  const pairRatios = times.map((time, i) => time / baseTimes[i]!);
-  const what = `${label} (pairs: ${pairRatios.map((pair) => `${pair.toFixed(2)}×`).join(", ")})`;
-  const ratio = median(times) / median(baseTimes);
-  rows.push({ row, what, importd: median(times), baseline: median(baseTimes), unit: "ms", ratio, target: `≤ ${target}× in every pair`, ok: Math.max(...pairRatios) <= target, details: { runs: times, baselineRuns: baseTimes, pairRatios } });
 }
 
 async function endToEnd() {
@@ -139,26 +148,15 @@ async function endToEnd() {
       unchanged.push((await latestOutput(server)).unchanged ?? 0);
     });
   }
-  // Issue 17: met only if every pair is, not only the medians.
-  pairedRow("1a", "100k assets, one request, empty table: POST → Succeeded", empty, base.empty, 1.4);
-  pairedRow("1b", "100k assets, one request, the same again (all unchanged): POST → Succeeded", update, base.update, 1.4);
+  pairedRow("1a", "100k assets, one request, empty table: POST → Succeeded", "ms", empty, base.empty, atMost(1.4));
+  pairedRow("1b", "100k assets, one request, the same again (all unchanged): POST → Succeeded", "ms", update, base.update, atMost(1.4));
   // Issue 34: the same against the durable floor (the plain script, plus the payload compressed beside parsing and
   // committed with synchronous = FULL before the upsert: what any asynchronous service must do before its 202).
-  pairedRow("1a floor", "row 1a against the durable floor", empty, floor.empty, 1.3);
-  pairedRow("1b floor", "row 1b against the durable floor", update, floor.update, 1.3);
+  pairedRow("1a floor", "row 1a against the durable floor", "ms", empty, floor.empty, atMost(1.3));
+  pairedRow("1b floor", "row 1b against the durable floor", "ms", update, floor.update, atMost(1.3));
   // Re-importing what is already there is cheaper than the first import: unchanged records are not written.
-  const reimport = median(update) / median(empty);
-  rows.push({
-    row: "1c",
-    what: `100k assets re-imported unchanged (job says unchanged: ${Math.min(...unchanged)}) vs their first import, same server`,
-    importd: median(update),
-    baseline: median(empty),
-    unit: "ms",
-    ratio: reimport,
-    target: "< 1× and unchanged = 100000",
-    ok: reimport < 1 && unchanged.every((count) => count === records100k),
-    details: { runs: update, baselineRuns: empty, unchanged },
-  });
+  const reimport = { bound: "<", ratio: 1, and: everyRun("unchanged", unchanged, records100k) } as const;
+  pairedRow("1c", `100k assets re-imported unchanged (job says unchanged: ${Math.min(...unchanged)}) vs their first import, same server`, "ms", update, empty, reimport, { unchanged });
 }
 
 async function fiveRequests() {
@@ -177,9 +175,8 @@ async function fiveRequests() {
       times.push(performance.now() - start);
     });
   }
-  const ratio = median(times) / median(baseTimes);
-  rows.push({ row: "2", what: "100k assets as 5 requests of 20k: first POST → all Succeeded", importd: median(times), baseline: median(baseTimes), unit: "ms", ratio, target: "≤ 1.5×", ok: ratio <= 1.5, details: { runs: times, baselineRuns: baseTimes } });
-  pairedRow("2 floor", "row 2 against the durable floor of the same 100k in one go", times, floorTimes, 1.3);
+  pairedRow("2", "100k assets as 5 requests of 20k: first POST → all Succeeded", "ms", times, baseTimes, atMost(1.5));
+  pairedRow("2 floor", "row 2 against the durable floor of the same 100k in one go", "ms", times, floorTimes, atMost(1.3));
 }
 
 /** The ids of assets `from` … `from + count - 1`, as a delete job's body. */
@@ -220,23 +217,8 @@ async function deletes() {
     if (withTombstones.deleted !== records100k) throw new Error(`the plain script deleted ${withTombstones.deleted} of ${records100k}, with tombstones`);
     tombstoneBaseTimes.push(withTombstones.ms);
   }
-  medianRow("d1", `100k assets deleted, one request: POST → Succeeded (deleted: ${Math.min(...deletedCounts)})`, times, baseTimes, 1.5, {
-    name: "deleted",
-    expected: records100k,
-    counts: deletedCounts,
-    key: "deletedCounts",
-  });
-  rows.push({
-    row: "d1t",
-    what: "row d1's runs against a plain script deleting the same ids and leaving the same tombstones (one INSERT an id into importd's tombstones table)",
-    importd: median(times),
-    baseline: median(tombstoneBaseTimes),
-    unit: "ms",
-    ratio: median(times) / median(tombstoneBaseTimes),
-    target: "none (for comparison)",
-    ok: undefined,
-    details: { runs: times, baselineRuns: tombstoneBaseTimes },
-  });
+  pairedRow("d1", `100k assets deleted, one request: POST → Succeeded (deleted: ${Math.min(...deletedCounts)})`, "ms", times, baseTimes, atMost(1.5, everyRun("deleted", deletedCounts, records100k)), { deletedCounts });
+  pairedRow("d1t", "row d1's runs against a plain script deleting the same ids and leaving the same tombstones (one INSERT an id into importd's tombstones table)", "ms", times, tombstoneBaseTimes, null);
 }
 
 /**
@@ -266,12 +248,8 @@ async function mirror() {
       deletedCounts.push((await latestOutput(server)).deleted ?? 0);
     });
   }
-  medianRow("d2", `a mirror of 100k assets that drops 10%: its completion, POST → Succeeded (deleted: ${Math.min(...deletedCounts)}), against deleting all but the kept ids`, times, baseTimes, 1.5, {
-    name: "deleted",
-    expected: dropped,
-    counts: deletedCounts,
-    key: "deletedCounts",
-  });
+  const what = `a mirror of 100k assets that drops 10%: its completion, POST → Succeeded (deleted: ${Math.min(...deletedCounts)}), against deleting all but the kept ids`;
+  pairedRow("d2", what, "ms", times, baseTimes, atMost(1.5, everyRun("deleted", deletedCounts, dropped)), { deletedCounts });
 }
 
 /** One run of the plain export script: the assets of `assetsFile` imported untimed, then read in id order to an NDJSON file. */
@@ -302,30 +280,35 @@ async function exports() {
     await withServer(async (server) => {
       const { id } = await server.post("assets", Bun.file(file100k));
       await server.waitSucceeded(id);
-      const poll = async (into: number[]) => {
-        const sent = performance.now();
-        await (await fetch(`${server.base}/v2/status/${id}`, { headers: { "api-key": server.key } })).arrayBuffer();
-        into.push(performance.now() - sent);
+      const exportAll = async () => {
+        const response = await fetch(`${server.base}/v2/exports/assets`, { headers: { "api-key": server.key } });
+        let lines = 0;
+        for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, at + 1)) lines++;
+        return lines;
       };
-      for (let n = 0; n < 200; n++) await poll(idlePolls);
-      let exporting = true;
       const start = performance.now();
-      const poller = (async () => {
-        while (exporting) await poll(exportPolls);
-      })();
-      const response = await fetch(`${server.base}/v2/exports/assets`, { headers: { "api-key": server.key } });
-      let lines = 0;
-      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, at + 1)) lines++;
+      const lines = await exportAll();
       times.push(performance.now() - start);
-      exporting = false;
-      await poller;
+      // Row e2 on a second export: polls one after another take a core of their own, which row e1 would pay.
+      // The pollers run in a process of their own, as row 5's, so that this one's reading does not delay their clock;
+      // each poller's first 300 ms are left out (its start and first connection are not the server's).
+      const url = `${server.base}/v2/status/${id}`;
+      const idleFrom = performance.timeOrigin + performance.now() + 300;
+      const idlePoller = startPoller(url, server.key, 1);
+      await Bun.sleep(1_300);
+      idlePolls.push(...(await idlePoller.stop({ from: idleFrom, to: performance.timeOrigin + performance.now() })));
+      const busyPoller = startPoller(url, server.key, 1);
+      await Bun.sleep(300);
+      const polledFrom = performance.timeOrigin + performance.now();
+      await exportAll();
+      exportPolls.push(...(await busyPoller.stop({ from: polledFrom, to: performance.timeOrigin + performance.now() })));
       counts.push(lines);
     });
   }
   const p99 = percentile(exportPolls, 99);
   rows.push({
     row: "e2",
-    what: `a job's status polled during row e1's export (${exportPolls.length} polls, one after another): p99, against the same polls before it`,
+    what: `a job's status polled during an export as row e1's (${exportPolls.length} polls, one after another, from another process): p99, against the same polls before it`,
     importd: p99,
     baseline: percentile(idlePolls, 99),
     unit: "ms",
@@ -334,12 +317,8 @@ async function exports() {
     ok: p99 <= 10,
     details: { p50: percentile(exportPolls, 50), max: Math.max(...exportPolls), idleP50: percentile(idlePolls, 50) },
   });
-  medianRow("e1", `100k assets exported as NDJSON: GET → last byte (records: ${Math.min(...counts)}), against a plain script reading the table to a file`, times, baseTimes, 1.5, {
-    name: "records",
-    expected: records100k,
-    counts,
-    key: "counts",
-  });
+  const what = `100k assets exported as NDJSON: GET → last byte (records: ${Math.min(...counts)}), against a plain script reading the table to a file`;
+  pairedRow("e1", what, "ms", times, baseTimes, atMost(1.5, everyRun("records", counts, records100k)), { counts });
 }
 
 async function timeTo202() {
@@ -390,10 +369,9 @@ async function statusThroughput() {
     rows.push({ row: "4", what: "GET status throughput: wrk not installed (apt-get install wrk)", importd: NaN, baseline: NaN, unit: "req/s", ratio: NaN, target: "≥ 0.5×", ok: false });
     return;
   }
-  // Four short runs a side rather than two long ones, alternated: a median of four shrugs off one noisy sample
-  // (one of two bare-server samples once ran at 82,000 req/s against 49,000, and set the ratio).
+  // Short runs, alternated, rather than two long ones: one noisy sample (a bare-server run once at 82,000 req/s
+  // against 49,000) is one pair of five, not the ratio.
   const seconds = quick ? 3 : 5;
-  const rounds = quick ? 1 : 4;
   await withServer(async (server) => {
     const { id } = await server.post("assets", assetsBody(10));
     await server.waitSucceeded(id);
@@ -405,21 +383,21 @@ async function statusThroughput() {
     // Alternated, so that a noisy neighbour hurts both alike.
     const measure = async () => {
       const samples = { importd: [] as number[], bare: [] as number[] };
-      for (let i = 0; i < rounds; i++) {
+      for (let i = 0; i < pairs; i++) {
         samples.bare.push(await wrk(`http://127.0.0.1:${port}/`, {}, seconds, 50));
         samples.importd.push(await wrk(url, { "api-key": server.key }, seconds, 50));
       }
-      return { ...samples, ratio: median(samples.importd) / median(samples.bare) };
+      return samples;
     };
     try {
       const plain = await measure();
-      rows.push({ row: "4", what: `GET /v2/status/{id}, 50 connections, ${rounds} × ${seconds} s (wrk)`, importd: median(plain.importd), baseline: median(plain.bare), unit: "req/s", ratio: plain.ratio, target: "≥ 0.5×", ok: plain.ratio >= 0.5, details: plain });
+      pairedRow("4", `GET /v2/status/{id}, 50 connections, ${seconds} s a run (wrk)`, "req/s", plain.importd, plain.bare, atLeast(0.5));
       // The same, while 2,000 other clients long-poll a job that stays Pending (each held up to 60 s, longer than this takes).
       const polls = await holdPolls(server.base, server.key, await parkJob(server.dataDir), heldPolls);
       try {
         await waitHeld(server.process.url, heldPolls);
         const held = await measure();
-        rows.push({ row: "4", what: `the same, with ${heldPolls.toLocaleString("en")} long polls held open`, importd: median(held.importd), baseline: median(held.bare), unit: "req/s", ratio: held.ratio, target: "≥ 0.4×", ok: held.ratio >= 0.4, details: held });
+        pairedRow("4", `the same, with ${heldPolls.toLocaleString("en")} long polls held open`, "req/s", held.importd, held.bare, atLeast(0.4));
       } finally {
         polls.close();
       }
@@ -429,15 +407,19 @@ async function statusThroughput() {
   });
 }
 
-/** Starts the poller; `stop()` returns its latencies. */
+/**
+ * Starts the poller; `stop()` returns its latencies, those of the polls sent within `window` (epoch ms) if given: a
+ * poller started for a window is up some tens of milliseconds later, and polls before or after it are idle ones.
+ */
 function startPoller(url: string, key: string, connections: number) {
   const proc = spawn([bun, join(here, "lib/poller.ts"), url, key, String(connections)], { stdin: "pipe", stdout: "pipe", stderr: "pipe" });
   return {
-    async stop(): Promise<number[]> {
+    async stop(window?: { from: number; to: number }): Promise<number[]> {
       proc.stdin.end();
       const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
       if (code !== 0) throw new Error(`poller failed: ${err}`);
-      return (JSON.parse(out) as { latencies: number[] }).latencies;
+      const { latencies, sentAt } = JSON.parse(out) as { latencies: number[]; sentAt: number[] };
+      return window ? latencies.filter((_, i) => sentAt[i]! >= window.from && sentAt[i]! <= window.to) : latencies;
     },
   };
 }
@@ -486,7 +468,7 @@ type Rates = { acceptedPerSecond: number; completedPerSecond: number; cpuMs?: Re
  * Each of the 20 clients sends its share one job at a time, client i to servers[i mod n]; resolves to each
  * client's last job id once all are accepted.
  */
-function sendSmallJobs(servers: BenchServer[], count: number, firstAsset: number): Promise<number[]> {
+function sendSmallJobs(servers: JobClient[], count: number, firstAsset: number): Promise<number[]> {
   const share = count / smallJobClients;
   return Promise.all(
     Array.from({ length: smallJobClients }, async (_, client) => {
@@ -503,7 +485,7 @@ function sendSmallJobs(servers: BenchServer[], count: number, firstAsset: number
  * client's last id. `cpuMs`, if given, says how much CPU each process of interest has used so far: the rates
  * then carry what each used during the timed part.
  */
-async function smallJobRates(servers: BenchServer[], waitDone: (lasts: number[]) => Promise<void>, cpuMs?: () => Record<string, number>): Promise<Rates> {
+async function smallJobRates(servers: JobClient[], waitDone: (lasts: number[]) => Promise<void>, cpuMs?: () => Record<string, number>): Promise<Rates> {
   // A running server, not one just started: the first few hundred requests are spent compiling its hot
   // paths (the JIT took a quarter of the server's CPU time in a cold run). The baseline loop warms up the same way,
   // and each of several instances takes as many as one alone would.
@@ -522,31 +504,50 @@ async function smallJobRates(servers: BenchServer[], waitDone: (lasts: number[])
   return rates;
 }
 
-async function manySmallJobs() {
-  const jobs = smallJobs;
-  const clients = smallJobClients;
-  // Redis + BullMQ cannot be installed from the lockfile here (this registry lacks msgpackr-extract's platform
-  // packages, so `npm ci` fails): the baseline is the issue's fallback, a minimal durable bun:sqlite queue loop.
-  const baselineName = "bun:sqlite queue loop";
-  // Jobs of an environment run in id order: once the last is terminal, all are. Where the CPU goes, by thread of
-  // the server and for this script (the 20 clients): bench/history/performance-log.md, "Round three, third part".
-  const cpuOf = (server: BenchServer) => () => ({ ...threadCpuMsOf(server.pid), "bench (the clients)": ownCpuMs() });
-  const measure = () => withServer((server) => smallJobRates([server], (lasts) => server.waitSucceeded(Math.max(...lasts), 2), cpuOf(server)));
-  // Each run is short (a second or two), so a slow moment weighs a lot: baseline and importd runs alternate.
-  const baselineRuns: Rates[] = [];
-  const importdRuns: Rates[] = [];
-  for (let i = 0; i < repeats; i++) {
-    baselineRuns.push(await runScript<Rates>("baselines/sqlite-queue.ts", [mkdtempSync(join(work, "queue-")), jobs, smallWarmUpJobs]));
-    importdRuns.push(await measure());
+/** A fresh HTTP queue floor (bench/baselines/http-queue.ts) in a directory of its own, for the time of `fn`. */
+async function withHttpQueue<T>(fn: (queue: JobClient & { pid: number }) => Promise<T>): Promise<T> {
+  const proc = spawn([bun, join(here, "baselines/http-queue.ts"), mkdtempSync(join(work, "http-queue-"))], { env: runtimeEnv, stdout: "pipe", stderr: "inherit" });
+  try {
+    const port = Number(new TextDecoder().decode((await proc.stdout.getReader().read()).value).trim());
+    return await fn({ ...jobClient(`http://127.0.0.1:${port}`, "none"), pid: proc.pid });
+  } finally {
+    proc.kill();
+    await proc.exited;
   }
-  // µs of CPU a job, by thread name, in each run: ticks of 10 ms, so about ±5 µs over 2,000 jobs.
-  const cpuUsPerJob = importdRuns.map((run) => Object.fromEntries(Object.entries(run.cpuMs ?? {}).filter(([, ms]) => ms > 0).map(([name, ms]) => [name, Math.round((ms * 1000) / jobs)])));
-  log(`row 7: CPU per job (µs), by thread: ${cpuUsPerJob.map((run) => JSON.stringify(run)).join(" ")}`);
+}
+
+/** µs of CPU a job, by thread or process name, in each run: ticks of 10 ms, so about ±5 µs over 2,000 jobs. */
+const cpuUsPerJob = (runs: Rates[]) =>
+  runs.map((run) => Object.fromEntries(Object.entries(run.cpuMs ?? {}).filter(([, ms]) => ms > 0).map(([name, ms]) => [name, Math.round((ms * 1000) / smallJobs)])));
+
+/**
+ * Row 7 (issue 45): importd against the HTTP queue floor, the least an HTTP service does for the same jobs (a
+ * durable commit before each 202, then an apply in a transaction of its own), driven by the same 20 clients, polled
+ * the same way; and against the queue loop without HTTP, no target, so that what HTTP costs stays in sight.
+ */
+async function manySmallJobs() {
+  const doneWhenLastIs = (client: JobClient) => (lasts: number[]) => client.waitSucceeded(Math.max(...lasts), 2);
+  // Jobs of an environment run in id order, and the floor applies them so: once the last is terminal, all are. Where
+  // importd's CPU goes, by thread of the server and for this script (the 20 clients): bench/history/performance-log.md,
+  // "Round three, third part".
+  const importdCpu = (server: BenchServer) => () => ({ ...threadCpuMsOf(server.pid), "bench (the clients)": ownCpuMs() });
+  const floorCpu = (pid: number) => () => ({ "http-queue": cpuMsOf(pid), "bench (the clients)": ownCpuMs() });
+  const floorRuns: Rates[] = [];
+  const loopRuns: Rates[] = [];
+  const importdRuns: Rates[] = [];
+  for (let i = 0; i < pairs; i++) {
+    floorRuns.push(await withHttpQueue((queue) => smallJobRates([queue], doneWhenLastIs(queue), floorCpu(queue.pid))));
+    loopRuns.push(await runScript<Rates>("baselines/sqlite-queue.ts", [mkdtempSync(join(work, "queue-")), smallJobs, smallWarmUpJobs]));
+    importdRuns.push(await withServer((server) => smallJobRates([server], doneWhenLastIs(server), importdCpu(server))));
+  }
+  const cpu = { cpuUsPerJob: cpuUsPerJob(importdRuns), floorCpuUsPerJob: cpuUsPerJob(floorRuns) };
+  log(`row 7: CPU per job (µs), importd by thread: ${cpu.cpuUsPerJob.map((run) => JSON.stringify(run)).join(" ")}`);
+  log(`row 7: CPU per job (µs), the HTTP queue floor: ${cpu.floorCpuUsPerJob.map((run) => JSON.stringify(run)).join(" ")}`);
+  const rate = (runs: Rates[], kind: "accepted" | "completed") => runs.map((run) => run[`${kind}PerSecond`]);
   for (const kind of ["accepted", "completed"] as const) {
-    const importd = median(importdRuns.map((run) => run[`${kind}PerSecond`]));
-    const base = median(baselineRuns.map((run) => run[`${kind}PerSecond`]));
-    const details = { runs: importdRuns.map((run) => run[`${kind}PerSecond`]), baselineRuns: baselineRuns.map((run) => run[`${kind}PerSecond`]), cpuUsPerJob };
-    rows.push({ row: `7 ${kind}`, what: `${jobs} one-record jobs from ${clients} clients: ${kind}/s (baseline: ${baselineName})`, importd, baseline: base, unit: "jobs/s", ratio: importd / base, target: "≥ 1×", ok: importd / base >= 1, details });
+    const what = `${smallJobs} one-record jobs from ${smallJobClients} clients: ${kind}/s`;
+    pairedRow(`7 ${kind}`, `${what}, against the HTTP queue floor`, "jobs/s", rate(importdRuns, kind), rate(floorRuns, kind), atLeast(0.7), cpu);
+    pairedRow(`7 ${kind}, loop`, "the same against the bun:sqlite queue loop (no HTTP)", "jobs/s", rate(importdRuns, kind), rate(loopRuns, kind), null);
   }
 }
 
@@ -587,7 +588,7 @@ async function postgresEndToEnd() {
   if (!postgresAvailable) return postgresSkipped("pg1", [["pg 1a", what("empty table"), "ms", "≤ 1.5×"], ["pg 1b", what("the same again (all unchanged)"), "ms", "≤ 1.3×"]]);
   const importdRuns = { empty: [] as ImportPhases[], update: [] as ImportPhases[] };
   const mergeRuns: MergeRun[] = [];
-  for (let i = 0; i < repeats; i++) {
+  for (let i = 0; i < pairs; i++) {
     // Alternating, each on a database of its own, so that a slow minute weighs on both sides alike.
     await withFreshDatabase((url) =>
       withServer(async (server) => {
@@ -601,9 +602,7 @@ async function postgresEndToEnd() {
   for (const [row, label, kind, target] of [["pg 1a", "empty table", "empty", 1.5], ["pg 1b", "the same again (all unchanged)", "update", 1.3]] as const) {
     const times = importdRuns[kind].map((run) => run.totalMs);
     const baseTimes = mergeRuns.map((run) => run[`${kind}Ms`]);
-    const ratio = median(times) / median(baseTimes);
-    const details = { runs: times, baselineRuns: baseTimes, phases: importdRuns[kind], baselinePhases: mergeRuns.map((run) => run.phases[kind]) };
-    rows.push({ row, what: what(label), importd: median(times), baseline: median(baseTimes), unit: "ms", ratio, target: `≤ ${target}×`, ok: ratio <= target, details });
+    pairedRow(row, what(label), "ms", times, baseTimes, atMost(target), { phases: importdRuns[kind], baselinePhases: mergeRuns.map((run) => run.phases[kind]) });
   }
 }
 
@@ -616,10 +615,14 @@ function ownCpuMs(): number {
   return (user + system) / 1000;
 }
 
-/** Row pg 7: row 7's 2,000 one-record jobs, completed/s with 3 instances on one database ÷ with 1 instance. */
+/**
+ * Row pg 7: row 7's 2,000 one-record jobs, completed/s with 3 instances on one database ÷ with 1 instance. Issue 45:
+ * on one 2-core machine with the database on the same cores this measures contention, not scale-out, so the target
+ * is only that more instances do not collapse the rate (scale-out is argued in docs/operations/postgresql.md).
+ */
 async function postgresSmallJobs() {
-  const what = `${smallJobs} one-record jobs from ${smallJobClients} clients on PostgreSQL: completed/s, ${pgInstances} instances (${pgWorkersEach} worker each) vs 1 (${pgInstances * pgWorkersEach} workers)`;
-  if (!postgresAvailable) return postgresSkipped("pg7", [["pg 7", what, "jobs/s", "≥ 1×"]]);
+  const what = `${smallJobs} one-record jobs from ${smallJobClients} clients on PostgreSQL: completed/s, ${pgInstances} instances (${pgWorkersEach} worker each) vs 1 (${pgInstances * pgWorkersEach} workers), no collapse`;
+  if (!postgresAvailable) return postgresSkipped("pg7", [["pg 7", what, "jobs/s", "≥ 0.8×"]]);
   // On PostgreSQL ids are not commit order, but a run follows commit order (its sequence), and each client's jobs
   // commit one after the other: once every client's last job is terminal, all are.
   const everyLast = (server: BenchServer) => async (lasts: number[]) => {
@@ -635,21 +638,18 @@ async function postgresSmallJobs() {
     withFreshDatabase((url) => withInstances(url, instances, workersEach, (servers) => smallJobRates(servers, everyLast(servers[0]!), cpuOf(url, servers))));
   const oneRuns: Rates[] = [];
   const manyRuns: Rates[] = [];
-  for (let i = 0; i < repeats; i++) {
+  for (let i = 0; i < pairs; i++) {
     oneRuns.push(await measure(1, pgInstances * pgWorkersEach));
     manyRuns.push(await measure(pgInstances, pgWorkersEach));
   }
   const completed = (runs: Rates[]) => runs.map((run) => run.completedPerSecond);
-  const ratio = median(completed(manyRuns)) / median(completed(oneRuns));
   const details = {
-    runs: completed(manyRuns),
-    baselineRuns: completed(oneRuns),
     accepted: manyRuns.map((run) => run.acceptedPerSecond),
     baselineAccepted: oneRuns.map((run) => run.acceptedPerSecond),
     cpuMs: manyRuns.map((run) => run.cpuMs),
     baselineCpuMs: oneRuns.map((run) => run.cpuMs),
   };
-  rows.push({ row: "pg 7", what, importd: median(completed(manyRuns)), baseline: median(completed(oneRuns)), unit: "jobs/s", ratio, target: "≥ 1×", ok: ratio >= 1, details });
+  pairedRow("pg 7", what, "jobs/s", completed(manyRuns), completed(oneRuns), atLeast(0.8), details);
 }
 
 /**
@@ -673,7 +673,6 @@ async function smallJobsWithHangingWebhook() {
     const without: Rates[] = [];
     const toHanging: Rates[] = [];
     const toAnswering: Rates[] = [];
-    // A run is a second or two: five alternated rounds, so that a slow moment weighs on every side.
     for (let i = 0; i < pairs; i++) {
       without.push(await measure());
       toHanging.push(await measure(hanging));
@@ -686,9 +685,7 @@ async function smallJobsWithHangingWebhook() {
         // The hanging itself, apart from what any subscription costs (every ended job writes its outbox row).
         [`7h ${kind}`, `row 7 with a webhook subscription whose receiver hangs vs one whose receiver answers: ${kind}/s`, toAnswering],
       ] as const) {
-        const importd = median(rate(toHanging, kind));
-        const base = median(rate(baseRuns, kind));
-        rows.push({ row, what, importd, baseline: base, unit: "jobs/s", ratio: importd / base, target: "≥ 0.9×", ok: importd / base >= 0.9, details: { runs: rate(toHanging, kind), baselineRuns: rate(baseRuns, kind) } });
+        pairedRow(row, what, "jobs/s", rate(toHanging, kind), rate(baseRuns, kind), atLeast(0.9));
       }
     }
   } finally {
@@ -726,15 +723,20 @@ try {
 }
 
 const format = (value: number, unit: string) => (Number.isNaN(value) ? "—" : `${value >= 100 ? Math.round(value).toLocaleString("en") : round(value, 2)} ${unit}`);
+const spread = (pairs: Row["pairs"]) => (pairs ? `${pairs.count}: ${round(pairs.lowest)}–${round(pairs.highest)}×` : "—");
+const verdict = (ok: boolean | null) => (ok === null ? "" : ok ? "ok" : "MISSED");
 const table = [
-  "| # | what | importd | baseline | ratio | target | |",
-  "|---|---|---:|---:|---:|---|---|",
-  ...rows.map((r) => `| ${r.row} | ${r.what} | ${format(r.importd, r.unit)} | ${format(r.baseline, r.unit)} | ${Number.isNaN(r.ratio) ? "—" : `${round(r.ratio)}×`} | ${r.target} | ${r.ok === undefined ? "—" : r.ok ? "ok" : "MISSED"} |`),
+  "| # | what | importd | baseline | ratio | pairs: lowest–highest | target | |",
+  "|---|---|---:|---:|---:|---|---|---|",
+  ...rows.map((r) => `| ${r.row} | ${r.what} | ${format(r.importd, r.unit)} | ${format(r.baseline, r.unit)} | ${Number.isNaN(r.ratio) ? "—" : `${round(r.ratio)}×`} | ${spread(r.pairs)} | ${r.target} | ${verdict(r.ok)} |`),
 ].join("\n");
 console.log(table);
+console.log("\nimportd and baseline: each side's median. ratio: for rows of pairs, the median of the pair ratios (importd ÷ baseline, run i against run i), which decides the row.");
 
 const cpu = cpus()[0]?.model ?? "unknown";
 const machine = { cpu, cores: cpus().length, memoryGiB: round(totalmem() / 2 ** 30, 1), freeMemoryGiB: round(freemem() / 2 ** 30, 1), kernel: release(), bun: Bun.version };
-const results = { date: new Date().toISOString(), quick, repeats, machine, durationSeconds: round((performance.now() - started) / 1000, 1), rows };
+const results = { date: new Date().toISOString(), quick, repeats, pairs, machine, durationSeconds: round((performance.now() - started) / 1000, 1), rows };
 writeFileSync(join(here, "results.json"), `${JSON.stringify(results, null, 2)}\n`);
-console.error(`[bench] ${rows.filter((r) => r.ok).length} of ${rows.filter((r) => r.ok !== undefined).length} targets met in ${results.durationSeconds} s; bench/results.json written`);
+const targeted = rows.filter((r) => r.ok !== null);
+console.error(`[bench] ${targeted.filter((r) => r.ok).length} of ${targeted.length} targets met in ${results.durationSeconds} s; bench/results.json written`);
+if (quick) console.error(`[bench] --quick: ${pairs} pair a row, a look and not a verdict; the targets are judged on the full run's 5`);

@@ -273,7 +273,7 @@ type Options = typeof options;
  * delays and their 24 hours, so that a test sees a day of retries in seconds. `syncLifetimeMs`: instead of a sync's 24
  * hours (domain/job.ts, syncLifetimeMs), so that a test sees one expire.
  */
-export type TestHooks = { killProcessOnRecordId?: string; killProcessAfterCommitOnRecordId?: string; maxAttempts?: number; webhookRetryScale?: number; syncLifetimeMs?: number; exportStallMs?: number };
+export type TestHooks = { killProcessOnRecordId?: string; killProcessAfterCommitOnRecordId?: string; maxAttempts?: number; webhookRetryScale?: number; syncLifetimeMs?: number; exportStallMs?: number; exportThreadEndsAfterChunks?: number };
 
 export type Config = Readonly<{ [K in keyof Options]: Options[K]["default"] } & { testHooks?: TestHooks }>;
 

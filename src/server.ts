@@ -10,6 +10,7 @@ import { internalError } from "./http/problem";
 import { pathOf, routable } from "./http/request-target";
 import { answerHeaders, withHeaders } from "./http/security-headers";
 import { retainedSince, type Services } from "./http/services";
+import { RecordExports } from "./worker/exports";
 import { IntakeService } from "./worker/intake-service";
 import { UploadGate } from "./http/uploads";
 import type { Log } from "./log";
@@ -212,7 +213,10 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
     minBytesPerSecond: config.bodyMinBytesPerSecond,
   });
   const subscriptions = new WebhookSubscriptions({ store: store.webhooks, allow: config.webhookAllow, log });
-  const services: Services = { config, log, access, failedAuthentications, intake, uploads, jobs: jobReads, queue: store.queue, jobWaits, records: store.records, syncs: store.syncs, webhooks: store.webhooks, subscriptions, deliveries, metrics, readiness };
+  // Resolved from src/ like the worker threads' entry. An export thread writes nothing: it needs no thread number of
+  // the pool's (SQLite's write-lock turn), and takes 0, which no pool thread has.
+  const exports = new RecordExports({ entry: new URL("./worker/export-thread.ts", import.meta.url), store: store.handleFor(0), endThreadAfterChunks: config.testHooks?.exportThreadEndsAfterChunks });
+  const services: Services = { config, log, access, failedAuthentications, intake, uploads, jobs: jobReads, queue: store.queue, jobWaits, records: store.records, exports, syncs: store.syncs, webhooks: store.webhooks, subscriptions, deliveries, metrics, readiness };
 
   const app = buildApp(services);
   const consoleFiles = ConsoleFiles.open();
@@ -288,6 +292,7 @@ export async function startServer(config: Config, log: Log): Promise<RunningServ
         await Promise.race([requests.idle(), untilDeadline()]);
         await server.stop(true);
         await consoleFiles.stop();
+        await exports.close();
         // Start no job; let the running ones commit. Whoever stopped us is told what the wait is for.
         const running = scheduler.runningJobIds;
         if (running.length > 0) {

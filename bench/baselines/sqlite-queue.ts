@@ -1,4 +1,6 @@
-// Fallback baseline for row 7 when redis-server is not installed: a minimal durable bun:sqlite queue.
+// Row 7's second baseline, untargeted since issue 45 (its target is the HTTP queue floor, http-queue.ts): a minimal
+// durable bun:sqlite queue with no HTTP, so that the table shows what HTTP costs. It was the issue's fallback for
+// Redis + BullMQ, which cannot be installed from the lockfile here.
 // Usage: bun sqlite-queue.ts <dir> <jobs> [warm-up jobs]   Enqueue each job in its own transaction, then claim
 // and complete them in a loop; the warm-up jobs go through the same loop first, untimed.
 import { Database } from "bun:sqlite";

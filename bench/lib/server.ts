@@ -10,17 +10,21 @@ import { fromSourceWith, spawnServer, type ServerProcess } from "../../tests/hel
 import { referenceData } from "./data";
 import { runtimeVariables } from "./runtime";
 
-export type BenchServer = {
+/** What a client of importd's jobs API does: the bench's only way in, to importd and to row 7's HTTP queue floor alike. */
+export type JobClient = {
   base: string;
   key: string;
-  pid: number;
-  dataDir: string;
-  process: ServerProcess;
   /** A file is posted as a client uploading it would (curl's --data-binary @file): see bench/history/performance-log.md, "Running it". */
   post(resource: string, body: Uint8Array | string | BunFile): Promise<{ id: number }>;
   status(id: number): Promise<JobStatus>;
   /** Polls every `intervalMs` until the job is terminal; throws unless it Succeeded. */
   waitSucceeded(id: number, intervalMs?: number): Promise<void>;
+};
+
+export type BenchServer = JobClient & {
+  pid: number;
+  dataDir: string;
+  process: ServerProcess;
   stop(): Promise<void>;
 };
 
@@ -34,22 +38,12 @@ type JobStatus = {
 
 const terminal = new Set(["Succeeded", "PartiallySucceeded", "Failed"]);
 
-/**
- * `joinKey`: the key of an instance already running on the same database (given `--database-url`); only the
- * first instance on a database prints one, and it has imported the reference data for all.
- */
-export async function startBenchServer(extraArgs: string[] = [], joinKey?: string): Promise<BenchServer> {
-  const dataDir = mkdtempSync(join(tmpdir(), "importd-bench-"));
-  const process = await spawnServer(dataDir, extraArgs, undefined, fromSourceWith(runtimeVariables));
-  const base = `${process.url}/default`;
-  const key = joinKey ?? process.firstRunKey!;
+/** A client of the jobs API under `base` (an environment's URL), sending `key`. */
+export function jobClient(base: string, key: string): JobClient {
   const headers = { "api-key": key };
-  const server: BenchServer = {
+  const client: JobClient = {
     base,
     key,
-    pid: process.proc.pid,
-    dataDir,
-    process,
     async post(resource, body) {
       const response = await fetch(`${base}/v2/${resource}`, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: body as BodyInit });
       const json = (await response.json()) as { id: number };
@@ -61,7 +55,7 @@ export async function startBenchServer(extraArgs: string[] = [], joinKey?: strin
     },
     async waitSucceeded(id, intervalMs = 5) {
       for (;;) {
-        const job = await server.status(id);
+        const job = await client.status(id);
         if (terminal.has(job.importJobStatus)) {
           if (job.importJobStatus !== "Succeeded") throw new Error(`job ${id} ${job.importJobStatus}: ${JSON.stringify(job.output).slice(0, 300)}`);
           return;
@@ -69,6 +63,22 @@ export async function startBenchServer(extraArgs: string[] = [], joinKey?: strin
         await Bun.sleep(intervalMs);
       }
     },
+  };
+  return client;
+}
+
+/**
+ * `joinKey`: the key of an instance already running on the same database (given `--database-url`); only the
+ * first instance on a database prints one, and it has imported the reference data for all.
+ */
+export async function startBenchServer(extraArgs: string[] = [], joinKey?: string): Promise<BenchServer> {
+  const dataDir = mkdtempSync(join(tmpdir(), "importd-bench-"));
+  const process = await spawnServer(dataDir, extraArgs, undefined, fromSourceWith(runtimeVariables));
+  const server: BenchServer = {
+    ...jobClient(`${process.url}/default`, joinKey ?? process.firstRunKey!),
+    pid: process.proc.pid,
+    dataDir,
+    process,
     async stop() {
       process.proc.kill("SIGTERM");
       await process.proc.exited;

@@ -1,6 +1,7 @@
 import type { Access } from "../access/access";
 import type { FailureLimiter } from "../access/failure-limiter";
 import type { Config } from "../config";
+import type { RecordExports } from "../worker/exports";
 import type { IntakeService } from "../worker/intake-service";
 import type { JobWaits } from "../jobs/job-waits";
 import type { Log } from "../log";
@@ -23,6 +24,8 @@ export type Services = {
   queue: Pick<JobQueue, "cancel">;
   jobWaits: JobWaits;
   records: RecordReads;
+  /** Exports, each read in a thread of its own. */
+  exports: RecordExports;
   /** Syncs (mirrors): opened and read here; their imports and completions go through `intake`. */
   syncs: SyncStore;
   webhooks: WebhookStore;

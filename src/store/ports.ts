@@ -246,18 +246,17 @@ export interface RecordReads {
   tombstone(resource: ResourceDefinition, environmentId: number, id: string): Promise<Tombstone | undefined>;
   /** A page of the resource's tombstones in the order the deletions happened; `after` is the last position of the previous page. */
   tombstones(resource: ResourceDefinition, environmentId: number, limit: number, after?: number): Promise<Tombstone[]>;
-  /**
-   * Opens one snapshot of the resource's records in the environment (an export, DECISIONS 14): what was committed when
-   * it opened, nothing written since, read a slice at a time in id order. It holds a read transaction on a connection
-   * of its own (never the one the other reads use, which would then see the snapshot too): close it.
-   */
-  snapshot(resource: ResourceDefinition, environmentId: number, options?: SnapshotOptions): Promise<RecordSnapshot>;
 }
 
 /** `updatedSince`: only the records written at or after it (an ISO timestamp as toISOString writes it). */
 export type SnapshotOptions = { updatedSince?: string };
 
-/** A resource's records as of one moment, in id order, as GET /v2/<resource>/{id} gives each. */
+/**
+ * A resource's records in one environment as of one moment (an export, DECISIONS 14), in id order, as
+ * GET /v2/<resource>/{id} gives each: what was committed when it opened, nothing written since. It holds a read
+ * transaction on a connection of its own (never one the other reads use, which would then see the snapshot too): close
+ * it. Opened by store/open.ts's openSnapshot, in an export's thread.
+ */
 export interface RecordSnapshot {
   /**
    * The records of the next `limit` ids after the last slice's, those updatedSince leaves out left out (so a slice may

@@ -32,6 +32,15 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** The ids of the assets an export of the environment gives, as NDJSON. */
+async function exportedIds(base: string, key: string): Promise<string[]> {
+  const response = await fetch(`${base}/v2/exports/assets`, { headers: { "api-key": key } });
+  expect(response.status).toBe(200);
+  const text = await response.text();
+  expect(text.endsWith("\n")).toBe(true);
+  return text.trimEnd().split("\n").map((line) => (JSON.parse(line) as { id: string }).id);
+}
+
 test("the compiled binary, alone in an empty directory and without Bun, serves a whole import", async () => {
   expect(Bun.which("bun", { PATH: bareEnv.PATH })).toBeNull();
   expect(readdirSync(dir)).toEqual(["importd"]);
@@ -54,6 +63,8 @@ test("the compiled binary, alone in an empty directory and without Bun, serves a
   expect(job.output).toMatchObject({ total: 500, applied: 500, rejected: 0 });
   const asset = await fetch(`${base}/v2/assets/${assets(1)[0]!.id}`, { headers: { "api-key": key } });
   expect(asset.status).toBe(200);
+  // An export: its thread is another entrypoint inside the binary.
+  expect(await exportedIds(base, key)).toHaveLength(500);
   // The OpenAPI document, and Swagger UI's own files embedded in the binary.
   expect((await fetch(`${running.url}/swagger/json`)).status).toBe(200);
   const ui = await fetch(`${running.url}/swagger/assets/swagger-ui-bundle.js`);
@@ -121,6 +132,7 @@ test.skipIf(!requirePostgres("the compiled binary on PostgreSQL"))("the compiled
     const big = await importAndWait(base, "assets", key, assets(copyFromRecords + 500));
     expect(big.output).toMatchObject({ applied: copyFromRecords + 500, rejected: 0 });
     expect((await importAndWait(base, "assets", key, assets(3, 50_000))).importJobStatus).toBe("Succeeded");
+    expect(await exportedIds(base, key)).toHaveLength(copyFromRecords + 503);
     running.proc.kill("SIGTERM");
     expect(await running.proc.exited).toBe(0);
     running = undefined;

@@ -232,6 +232,27 @@ describe("GET /{env}/v2/exports/<resource>", () => {
     }
   }, 60_000);
 
+  test("an export whose thread is lost is cut short and logged; the next export gets a new thread and is whole", async () => {
+    const losing = await startTestServer({ testHooks: { exportThreadEndsAfterChunks: 2 } });
+    try {
+      await seedReferenceData(losing.base, losing.key);
+      await importAndWait(losing.base, "assets", losing.key, assets(5_000));
+      const cut = await pausedExport(losing.base, losing.key);
+      expect((await cut.head).status).toBe(200);
+      // Two slices of 1,000 records came, then the thread ended: no last, empty chunk.
+      expect(await cut.complete()).toBe(false);
+      await until(() => losing.logs.some((entry) => entry.msg === "export cut short"), { what: "the cut export to be logged" });
+      expect(losing.logs.find((entry) => entry.msg === "export cut short")).toMatchObject({ level: "error", resource: "assets" });
+      expect(String(losing.logs.find((entry) => entry.msg === "export cut short")!.error)).toContain("the exports' thread ended");
+      // A new thread; this one is lost after two slices of its own, so ask for less than that.
+      const next = await exportOf("subareas", { base: losing.base, key: losing.key });
+      expect(next.status).toBe(200);
+      expect((await ndjson(next)).length).toBeGreaterThan(0);
+    } finally {
+      await losing.close();
+    }
+  }, 60_000);
+
   test("round trip: an export imported again with importd import leaves every record unchanged, as NDJSON and as CSV", async () => {
     const { base, key } = await server.addEnvironment("roundtrip");
     await seedReferenceData(base, key);

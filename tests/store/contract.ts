@@ -5,7 +5,8 @@ import { Access } from "../../src/access/access";
 import { groupLimits, runNext } from "../../src/jobs/apply";
 import { resourceByPath } from "../../src/resources/registry";
 import { StaleClaim } from "../../src/store/errors";
-import type { JobListOptions, Store } from "../../src/store/ports";
+import { openSnapshot } from "../../src/store/open";
+import type { JobListOptions, RecordSnapshot, Store } from "../../src/store/ports";
 import { copyFromRecords } from "../../src/store/postgres/records";
 import { asset } from "../helpers/records";
 
@@ -353,7 +354,7 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
     describe("snapshots, for exports (DECISIONS 14)", () => {
       const subareas = resourceByPath("subareas")!;
       /** Every record of the snapshot, a slice of `limit` at a time, each slice's size too. */
-      const readAll = async (snapshot: Awaited<ReturnType<Store["records"]["snapshot"]>>, limit: number) => {
+      const readAll = async (snapshot: RecordSnapshot, limit: number) => {
         const records: Array<Record<string, unknown>> = [];
         const slices: number[] = [];
         for (let slice = await snapshot.next(limit); slice !== undefined; slice = await snapshot.next(limit)) {
@@ -370,7 +371,7 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
         await enqueue(e2, subAreas("Elsewhere"));
         await runNext(queue, e1, { token: token() });
         await runNext(queue, e2, { token: token() });
-        const snapshot = await store.records.snapshot(subareas, e1);
+        const snapshot = await openSnapshot(store.handleFor(0), subareas, e1);
         // Written after it opened: a change, a new record, a deletion.
         await enqueue(e1, [{ id: "b", name: "b changed" }, { id: "new", name: "New" }]);
         await runNext(queue, e1, { token: token() });
@@ -384,7 +385,7 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
         await snapshot.close();
         await snapshot.close();
         // A new one sees what was written since.
-        const after = await store.records.snapshot(subareas, e1);
+        const after = await openSnapshot(store.handleFor(0), subareas, e1);
         const now = (await readAll(after, 100)).records;
         await after.close();
         expect(now.map((record) => record.id)).toEqual([...ids.filter((id) => id !== "A"), "new"].sort());
@@ -400,15 +401,15 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
         const since = new Date().toISOString();
         await enqueue(e1, [{ id: "south", name: "South, changed" }]);
         await runNext(queue, e1, { token: token() });
-        const all = await store.records.snapshot(subareas, e1);
+        const all = await openSnapshot(store.handleFor(0), subareas, e1);
         const { records } = await readAll(all, 100);
         await all.close();
         for (const record of records) expect(record).toEqual((await store.records.get(subareas, e1, record.id as string))!);
-        const changed = await store.records.snapshot(subareas, e1, { updatedSince: since });
+        const changed = await openSnapshot(store.handleFor(0), subareas, e1, { updatedSince: since });
         // Slices of one id each: the first (north) and the last (west) hold nothing written since.
         expect(await readAll(changed, 1)).toEqual({ records: [(await store.records.get(subareas, e1, "south"))!], slices: [0, 1, 0] });
         await changed.close();
-        const fromFirst = await store.records.snapshot(subareas, e1, { updatedSince: updatedAt });
+        const fromFirst = await openSnapshot(store.handleFor(0), subareas, e1, { updatedSince: updatedAt });
         expect((await readAll(fromFirst, 100)).records).toHaveLength(3);
         await fromFirst.close();
       });

@@ -1,8 +1,7 @@
 import { Elysia, t, type AnyElysia } from "elysia";
-import { RecordCsv } from "../../resources/record-csv";
 import type { ResourceDefinition } from "../../resources/definition";
 import { resources } from "../../resources/registry";
-import type { RecordSnapshot } from "../../store/ports";
+import type { RecordExport } from "../../worker/exports";
 import { authentication } from "../auth";
 import { environmentParameter, problemResponses, resourceOperationIds } from "../openapi";
 import { youSent } from "../paging";
@@ -10,13 +9,8 @@ import { environmentBusy, serverBusy, validationProblem } from "../problem";
 import { resourceSchemas } from "../schemas";
 import type { Services } from "../services";
 
-// Exports (DECISIONS 14): every record of a resource, from one snapshot, in id order, streamed a slice at a time.
-
-/**
- * Records read per turn. On SQLite a slice is read on the server thread (its own connection), between which the
- * thread takes other requests: 1,000 assets are about 2 ms, what a status poll may wait behind an export.
- */
-const recordsPerSlice = 1_000;
+// Exports (DECISIONS 14): every record of a resource, from one snapshot, in id order, streamed a chunk at a time as
+// the export's thread reads and writes them (worker/exports.ts).
 
 /**
  * Exports at a time, in this process and per environment. Each holds a snapshot (on PostgreSQL a connection of its
@@ -40,8 +34,6 @@ function updatedSinceOf(text: string | undefined): string | undefined {
   return new Date(time).toISOString();
 }
 
-const yieldTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
 /**
  * A client that takes nothing for this long loses its export: its snapshot holds the SQLite WAL (or a PostgreSQL
  * connection) while it waits, and Bun does not close a connection whose answer is stuck in its send buffer (a
@@ -53,34 +45,26 @@ const stalledExportMs = 120_000;
 class ExportStalled extends Error {}
 
 /**
- * The snapshot's records as a byte stream, a slice per pull: only what the client has taken is read (the stream's
- * backpressure), and each slice gives the thread back to other requests. The snapshot is closed at the end, when the
- * client goes away, or on a fault (the body is then cut short: a client sees it unfinished).
+ * The export as a byte stream, a chunk per pull: only what the client has taken is read (the stream's backpressure).
+ * The export is closed at the end, when the client goes away, or on a fault (the body is then cut short: a client sees
+ * it unfinished).
  */
-function recordStream(
-  snapshot: RecordSnapshot,
-  head: string,
-  encode: (records: Array<Record<string, unknown>>) => string,
-  stallMs: number,
-  onEnd: (error?: unknown) => void,
-): ReadableStream<Uint8Array> {
-  const encoder = new TextEncoder();
+function recordStream(records: RecordExport, stallMs: number, onEnd: (error?: unknown) => void): ReadableStream<Uint8Array> {
   let ended = false;
   let stall: ReturnType<typeof setTimeout> | undefined;
   const end = async (error?: unknown) => {
     if (ended) return;
     ended = true;
     clearTimeout(stall);
-    await snapshot.close().catch(() => {});
+    await records.close();
     onEnd(error);
   };
-  let started = false;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       clearTimeout(stall);
       // Until the next pull: the client has not taken this chunk yet.
-      const enqueue = (text: string) => {
-        controller.enqueue(encoder.encode(text));
+      const enqueue = (chunk: Uint8Array) => {
+        controller.enqueue(chunk);
         stall = setTimeout(() => {
           const stalled = new ExportStalled(`its client took nothing for ${stallMs / 1000} s`);
           void end(stalled);
@@ -88,22 +72,14 @@ function recordStream(
         }, stallMs);
       };
       try {
-        if (!started) {
-          started = true;
-          if (head !== "") return enqueue(head);
-        }
-        for (;;) {
-          await yieldTurn();
-          if (ended) return;
-          const records = await snapshot.next(recordsPerSlice);
-          if (records === undefined) {
-            await end();
-            return controller.close();
-          }
-          // A slice updatedSince left empty: on to the next, a turn later.
-          if (records.length > 0) return enqueue(encode(records));
-        }
+        const chunk = await records.next();
+        if (ended) return;
+        if (chunk !== undefined) return enqueue(chunk);
+        await end();
+        controller.close();
       } catch (error) {
+        // Gone meanwhile (the client left): nothing is owed to a canceled stream.
+        if (ended) return;
         await end(error);
         controller.error(error);
       }
@@ -113,17 +89,6 @@ function recordStream(
 }
 
 function exportRoute(services: Services, resource: ResourceDefinition, inFlight: { all: number; byEnvironment: Map<number, number> }) {
-  const csv = new RecordCsv(resource);
-  const ndjson = (records: Array<Record<string, unknown>>) => {
-    let text = "";
-    for (const record of records) text += `${JSON.stringify(record)}\n`;
-    return text;
-  };
-  const rows = (records: Array<Record<string, unknown>>) => {
-    let text = "";
-    for (const record of records) text += csv.line(record);
-    return text;
-  };
   return new Elysia().use(authentication(services)).get(
     `/exports/${resource.path}`,
     async ({ query, request, environmentId }) => {
@@ -142,15 +107,15 @@ function exportRoute(services: Services, resource: ResourceDefinition, inFlight:
         if (left === 0) inFlight.byEnvironment.delete(environmentId);
         else inFlight.byEnvironment.set(environmentId, left);
       };
-      let snapshot: RecordSnapshot;
+      let records: RecordExport;
       try {
-        snapshot = await services.records.snapshot(resource, environmentId, { updatedSince });
+        records = await services.exports.open(resource, environmentId, { updatedSince, format: asCsv ? "csv" : "ndjson" });
       } catch (error) {
         release();
         throw error;
       }
       const stallMs = services.config.testHooks?.exportStallMs ?? stalledExportMs;
-      const body = recordStream(snapshot, asCsv ? csv.header : "", asCsv ? rows : ndjson, stallMs, (error) => {
+      const body = recordStream(records, stallMs, (error) => {
         release();
         if (error instanceof ExportStalled) services.log({ level: "warn", msg: "export ended: its client stopped reading", resource: resource.path, environmentId, why: error.message });
         else if (error) services.log({ level: "error", msg: "export cut short", resource: resource.path, environmentId, error: String((error as Error)?.stack ?? error) });

@@ -2,11 +2,10 @@ import { and, asc, eq, getTableColumns, getTableName, gt } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
 import pg from "pg";
 import type { ResourceDefinition } from "../../resources/definition";
-import type { RecordReads, RecordSnapshot, Referrers, RunRecords, SnapshotOptions, Tombstone, UpsertCounts } from "../ports";
+import type { RecordReads, Referrers, RunRecords, Tombstone, UpsertCounts } from "../ports";
 import { statement, type Db, type Queryable, type Statement, type Transaction } from "./connection";
 import { answer } from "./faults";
 import { recordTables } from "./schema";
-import { openPostgresSnapshot } from "./snapshots";
 import { PostgresSyncs } from "./syncs";
 import { endTombstones, findTombstone, tombstonePage, writeTombstones } from "./tombstones";
 
@@ -211,14 +210,12 @@ export class PostgresRecords implements RecordReads {
 
   /**
    * `any`: a statement outside any transaction (the tombstones' reads). `copyFrom`: the batch size from which records
-   * go by COPY (another only to measure both ways). `connect`: a new connection outside the pool, for an export's
-   * snapshot.
+   * go by COPY (another only to measure both ways).
    */
   constructor(
     private readonly db: Db,
     private readonly any: Queryable,
     private readonly copyFrom = copyFromRecords,
-    private readonly connect?: () => pg.Client,
   ) {
     this.syncs = new PostgresSyncs(any);
   }
@@ -262,10 +259,5 @@ export class PostgresRecords implements RecordReads {
 
   tombstones(resource: ResourceDefinition, environmentId: number, limit: number, after?: number): Promise<Tombstone[]> {
     return answer(() => tombstonePage(this.any, environmentId, resource.path, limit, after));
-  }
-
-  snapshot(resource: ResourceDefinition, environmentId: number, options?: SnapshotOptions): Promise<RecordSnapshot> {
-    if (!this.connect) throw new Error("these records were opened without a way to connect: no snapshot");
-    return openPostgresSnapshot(this.connect(), resource, environmentId, options);
   }
 }

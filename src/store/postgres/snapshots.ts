@@ -5,16 +5,17 @@ import type { PgColumn } from "drizzle-orm/pg-core";
 import pg from "pg";
 import type { ResourceDefinition } from "../../resources/definition";
 import type { RecordSnapshot, SnapshotOptions } from "../ports";
-import { statement, type Statement } from "./connection";
+import { openClient, statement, type Statement } from "./connection";
 import { answer } from "./faults";
 import { recordTables } from "./schema";
 
 /**
- * Opens the snapshot on `client`, a connection outside the thread's pool: an export may take minutes, and the pool's few
- * connections are the status polls'. The client is ended with the snapshot.
+ * Opens the snapshot on a connection of its own to `url`, outside any pool: an export may take minutes, and a pool's
+ * few connections are the status polls' and the runs'. `instance`: the serving instance whose connection it is (see
+ * liveness.ts). The connection is ended with the snapshot.
  */
-export function openPostgresSnapshot(client: pg.Client, resource: ResourceDefinition, environmentId: number, options: SnapshotOptions = {}): Promise<RecordSnapshot> {
-  return answer(() => PostgresSnapshot.open(client, resource, environmentId, options));
+export function openPostgresSnapshot(url: string, instance: string | undefined, resource: ResourceDefinition, environmentId: number, options: SnapshotOptions = {}): Promise<RecordSnapshot> {
+  return answer(() => PostgresSnapshot.open(openClient(url, { instance }), resource, environmentId, options));
 }
 
 const slices = new Map<string, Statement>();

@@ -55,7 +55,7 @@ export class PostgresStore implements Store {
     private readonly liveness?: InstanceLiveness,
   ) {
     const any = onPool(pool);
-    this.records = new PostgresRecords(db, any, undefined, () => openClient(url, { instance }));
+    this.records = new PostgresRecords(db, any);
     this.queue = new PostgresJobQueue(pool, this.records, outboxRows, any, instance);
     this.jobs = new PostgresJobReads(any);
     this.syncs = new PostgresSyncs(any);

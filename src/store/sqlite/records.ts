@@ -2,11 +2,10 @@ import type { Statement } from "bun:sqlite";
 import { and, asc, eq, getTableColumns, getTableName, gt } from "drizzle-orm";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { ResourceDefinition } from "../../resources/definition";
-import type { RecordReads, RecordSnapshot, Referrers, RunRecords, SnapshotOptions, Tombstone, UpsertCounts } from "../ports";
+import type { RecordReads, Referrers, RunRecords, Tombstone, UpsertCounts } from "../ports";
 import type { Db } from "./database";
 import { answer } from "./faults";
 import { recordTables } from "./schema";
-import { openSqliteSnapshot } from "./snapshots";
 import { SqliteSyncs } from "./syncs";
 import { SqliteTombstones } from "./tombstones";
 
@@ -238,9 +237,5 @@ export class RecordTables implements RecordReads {
 
   tombstones(resource: ResourceDefinition, environmentId: number, limit: number, after?: number): Promise<Tombstone[]> {
     return answer(() => this.tombstoneTable.page(environmentId, resource.path, limit, after));
-  }
-
-  snapshot(resource: ResourceDefinition, environmentId: number, options?: SnapshotOptions): Promise<RecordSnapshot> {
-    return openSqliteSnapshot(this.db.$client.filename, resource, environmentId, options);
   }
 }

@@ -5,18 +5,19 @@ import { getTableColumns, getTableName } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { ResourceDefinition } from "../../resources/definition";
 import type { RecordSnapshot, SnapshotOptions } from "../ports";
+import { databaseFile } from "./database";
 import { answer } from "./faults";
 import { recordTables } from "./schema";
 
 const busyTimeoutMs = 5_000;
 
 /**
- * Opens the snapshot on `file`, the data directory's database. Its own connection, not the server thread's: a read
- * transaction there would hold every other read of that connection (status polls) in the export's past. Read-only,
- * it takes no write lock; it keeps the WAL from being folded back past its start until it closes.
+ * Opens the snapshot on the data directory's database. Its own connection, not the server thread's: a read transaction
+ * there would hold every other read of that connection (status polls) in the export's past. Read-only, it takes no
+ * write lock; it keeps the WAL from being folded back past its start until it closes.
  */
-export function openSqliteSnapshot(file: string, resource: ResourceDefinition, environmentId: number, options: SnapshotOptions = {}): Promise<RecordSnapshot> {
-  return answer(() => SqliteSnapshot.open(file, resource, environmentId, options));
+export function openSqliteSnapshot(dataDir: string, resource: ResourceDefinition, environmentId: number, options: SnapshotOptions = {}): Promise<RecordSnapshot> {
+  return answer(() => SqliteSnapshot.open(databaseFile(dataDir), resource, environmentId, options));
 }
 
 class SqliteSnapshot implements RecordSnapshot {
