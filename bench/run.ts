@@ -450,8 +450,10 @@ async function bigImport() {
       baseline: idleP99,
       unit: "ms",
       ratio,
-      target: "≤ 3× and < 10 ms",
-      ok: ratio <= 3 && busyP99 < 10,
+      // Issue 45: the ratio to an idle p99 of under a millisecond measured the contention for 2 cores, not
+      // importd (docs/performance.md, "What limits each row"); the target is what a user feels, the ratio stays shown.
+      target: "p99 < 10 ms",
+      ok: busyP99 < 10,
       details: { polls: busy.length, idlePolls: idle.length, busyP50: percentile(busy, 50), idleP50: percentile(idle, 50), busyMax: Math.max(...busy) },
     });
     const rssRatio = peak / plain.peakRssBytes;

@@ -54,9 +54,12 @@ const css = loadedOnce(() => import("swagger-ui-dist/swagger-ui.css", { with: { 
 export const swaggerUi = (title: string) => {
   const html = page(title);
   return new Elysia({ name: "importd-swagger-ui" })
+    // Runs before routing, for every request: most are not for this page, and a search of the URL tells them apart.
     .onRequest(({ request }) => {
       if (request.method !== "GET") return;
-      const path = pathOf(request.url);
+      const url = request.url;
+      if (!url.includes(uiPath)) return;
+      const path = pathOf(url);
       if (path === uiPath || path === `${uiPath}/`) return new Response(html, { headers: { "content-type": "text/html; charset=utf-8", ...pageHeaders(swaggerPolicy) } });
     })
     .get(`${assets}/swagger-ui-bundle.js`, bundle, { detail: { hide: true } })

@@ -42,6 +42,21 @@ describe("GET /{env}/v2/status/{id}", () => {
     expect(body.output).toBeNull();
   });
 
+  test("a job polled again after it changed is answered as it is now, as application/json, not as it was first sent", async () => {
+    const env = await server.addEnvironment("polled-twice");
+    const job = await server.parkJob(env.slug);
+    const before = await status(env.base, env.key, job.id);
+    expect(before.headers.get("content-type")).toBe("application/json;charset=utf-8");
+    expect((await before.json()).importJobStatus).toBe("Pending");
+    // The same poll again, nothing committed in between: the same document.
+    expect((await (await status(env.base, env.key, job.id)).json()).importJobStatus).toBe("Pending");
+    await server.query("UPDATE jobs SET status = 'Processing', started_at = ? WHERE id = ?", new Date().toISOString(), job.id);
+    const after = await status(env.base, env.key, job.id);
+    expect(after.headers.get("content-type")).toBe("application/json;charset=utf-8");
+    expect(after.headers.get("retry-after")).not.toBeNull();
+    expect(await after.json()).toMatchObject({ id: job.id, importJobStatus: "Processing", output: null });
+  });
+
   test("404 Problem Details for an unknown job id", async () => {
     const response = await status(server.base, server.key, 987654);
     expect(response.status).toBe(404);
