@@ -147,7 +147,7 @@ export class Transaction implements Queryable {
    * COPY … FROM STDIN, fed `chunks`, within the bulk deadline. A COPY the server refuses (a bad value, a full disk)
    * rejects with its SQLSTATE, the transaction then aborted.
    */
-  copyIn(text: string, chunks: Iterable<string> | AsyncIterable<string>): Promise<void> {
+  copyIn(text: string, chunks: Iterable<string | Uint8Array> | AsyncIterable<string | Uint8Array>): Promise<void> {
     return this.send(() => pipeline(Readable.from(chunks), this.client.query(Object.assign(copyFrom(text), { query_timeout: deadlines.bulkStatementMs }))));
   }
 

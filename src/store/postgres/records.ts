@@ -17,19 +17,16 @@ const sharedColumns = new Set(["environmentId", "id", "updatedAt", "lastJobId"])
  * near 2,000, and takes 0.8 times as long at 20,000.
  */
 export const copyFromRecords = 2_000;
-const copyChunkChars = 256 * 1024;
+const copyChunkBytes = 256 * 1024;
 
-// COPY's text format: backslash, tab, newline and carriage return escaped; \N is NULL.
-const copyEscapes: Record<string, string> = { "\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r" };
-const needsEscape = /[\\\t\n\r]/;
-const escaped = /[\\\t\n\r]/g;
-
-/** One value in COPY's text format (numbers are finite: validation made them so). */
-export function copyField(value: unknown): string {
-  if (value === null || value === undefined) return "\\N";
-  const text = typeof value === "string" ? value : String(value);
-  return needsEscape.test(text) ? text.replace(escaped, (character) => copyEscapes[character]!) : text;
-}
+// COPY's binary format (PostgreSQL's COPY page, "Binary Format"): the signature, no flags, no header extension; then
+// each row as its number of fields and each field as its length in bytes (-1: NULL) and its value, in network order:
+// text as UTF-8, double precision as an IEEE 754 double; -1 in place of a row ends it. Against the text format, the
+// server took half the time to take in 100k assets (no line split, no escapes, no number parsed), the run's COPY half
+// as long, though building the rows in JS takes a little longer (bench/history/performance-log.md, "Row pg 1a's COPY").
+const copyHeader = Buffer.from("PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0", "latin1");
+const copyTrailer = -1;
+const copiedTypes = new Set(["text", "double precision"]);
 
 /**
  * One resource's table. The upsert, the hot path of every job, is a statement that inserts, updates where something
@@ -43,6 +40,8 @@ class ResourceTable {
   private readonly upsertByJson: Statement;
   private readonly createStaging: string;
   private readonly copyStaging: string;
+  // Which of sentFields are double precision; the others are text (the constructor checks).
+  private readonly sentDoubles: boolean[];
   private readonly mergeStaging: Statement;
   private readonly existingIds: Statement;
   private readonly removeIds: Statement;
@@ -98,7 +97,10 @@ class ResourceTable {
     this.createStaging =
       `CREATE TEMP TABLE IF NOT EXISTS ${staging} (${this.sentFields.map((field) => `${name(field)} ${sqlType(field)}`).join(", ")}) ON COMMIT DELETE ROWS; ` +
       `DELETE FROM ${staging}`;
-    this.copyStaging = `COPY ${staging} (${this.sentFields.map(name).join(", ")}) FROM STDIN`;
+    this.copyStaging = `COPY ${staging} (${this.sentFields.map(name).join(", ")}) FROM STDIN WITH (FORMAT binary)`;
+    const uncopied = this.sentFields.find((field) => !copiedTypes.has(sqlType(field)));
+    if (uncopied) throw new Error(`${resource.path}.${uncopied}: COPY writes no ${sqlType(uncopied)} (only ${[...copiedTypes].join(", ")})`);
+    this.sentDoubles = this.sentFields.map((field) => sqlType(field) === "double precision");
     this.mergeStaging = statement(merge(staging, this.sentFields.map(name)), { bulk: true });
 
     this.existingIds = statement(`SELECT "id" FROM ${tableName} WHERE "environment_id" = $1 AND "id" = ANY($2::text[])`);
@@ -136,7 +138,7 @@ class ResourceTable {
     let merge: pg.QueryConfig;
     if (records.length >= this.copyFrom) {
       await run.query(this.createStaging);
-      await run.copyIn(this.copyStaging, this.copyText(records));
+      await run.copyIn(this.copyStaging, this.copyRows(records));
       merge = this.mergeStaging(environmentId, updatedAt, jobId);
     } else {
       // Sent as text: a parameter typed jsonb would go through the client's jsonb serializer.
@@ -146,21 +148,45 @@ class ResourceTable {
     return { created, updated: written - created, unchanged: records.length - written };
   }
 
-  /** The records as COPY text, a chunk at a time. */
-  private *copyText(records: ReadonlyArray<{ id: string }>): Generator<string> {
-    let chunk = "";
+  /** The records in COPY's binary format, a chunk at a time. */
+  private *copyRows(records: ReadonlyArray<{ id: string }>): Generator<Uint8Array> {
+    const fields = this.sentFields;
+    const doubles = this.sentDoubles;
+    let chunk = Buffer.allocUnsafe(copyChunkBytes);
+    let at = copyHeader.copy(chunk);
     for (const record of records) {
-      // A loop, not map and join: about a quarter faster on 100k records.
-      const values = this.valuesOf(record);
-      let line = copyField(values[0]);
-      for (let column = 1; column < values.length; column++) line += "\t" + copyField(values[column]);
-      chunk += line + "\n";
-      if (chunk.length >= copyChunkChars) {
-        yield chunk;
-        chunk = "";
+      // A lone surrogate goes as U+FFFD, as by the JSON way (the store's contract tests check both ways).
+      const row = this.resource.toRow(record as never) as Record<string, unknown>;
+      // The most the row can take (UTF-8 is at most 3 bytes per UTF-16 unit), with the trailer's 2: a full chunk goes,
+      // and a new one takes its place (bigger, for a row longer than a chunk).
+      let most = 4 + fields.length * 12;
+      for (let column = 0; column < fields.length; column++) {
+        const value = column === 0 ? record.id : row[fields[column]!];
+        if (typeof value === "string") most += value.length * 3;
+      }
+      if (at + most > chunk.length) {
+        yield chunk.subarray(0, at);
+        chunk = Buffer.allocUnsafe(Math.max(copyChunkBytes, most));
+        at = 0;
+      }
+      at = chunk.writeInt16BE(fields.length, at);
+      for (let column = 0; column < fields.length; column++) {
+        const value = column === 0 ? record.id : row[fields[column]!];
+        if (value === null || value === undefined) {
+          at = chunk.writeInt32BE(-1, at);
+        } else if (doubles[column]) {
+          at = chunk.writeInt32BE(8, at);
+          at = chunk.writeDoubleBE(value as number, at);
+        } else {
+          const bytes = chunk.write(value as string, at + 4, "utf8");
+          chunk.writeInt32BE(bytes, at);
+          at += 4 + bytes;
+        }
       }
     }
-    if (chunk) yield chunk;
+    // The row before made room for it.
+    at = chunk.writeInt16BE(copyTrailer, at);
+    yield chunk.subarray(0, at);
   }
 
   /** Which of `ids` exist in the environment, as the run's transaction sees it: one index probe per id. */
