@@ -172,6 +172,23 @@ export function storeContract(backend: string, freshStore: () => Promise<Store>)
       expect(await store.records.get(subareas, e1, "s5999")).toMatchObject({ name: `${records[5_999]!.name}!`, lastJobId: second.id });
     });
 
+    // On PostgreSQL a big batch's rows go by binary COPY in chunks of 256 kB, each text with its length in UTF-8 bytes:
+    // texts of 1 to 4 bytes a character, at their longest, fill several chunks.
+    test("a big job's texts at their longest, in characters of 1 to 4 bytes of UTF-8, are stored as sent", async () => {
+      const { queue, e1 } = await setUp();
+      const characters = ["a", "ü", "✓", "💧"];
+      const records = Array.from({ length: copyFromRecords }, (_, i) => ({ id: `long${i}`, name: characters[i % 4]!.repeat(255 - (i % 7)) }));
+      const job = await enqueue(e1, records);
+      await runNext(queue, e1, { token: token() });
+      expect((await store.jobs.find(e1, job.id, ""))!.output).toMatchObject({ applied: copyFromRecords, created: copyFromRecords });
+      const stored = new Map<string, unknown>();
+      for (let after: string | undefined, page; (page = await store.records.page(resourceByPath("subareas")!, e1, 1_000, after)).length > 0; after = page.at(-1)!.id as string) {
+        for (const record of page) stored.set(record.id as string, record.name);
+      }
+      expect(records.every((record) => stored.get(record.id) === record.name)).toBe(true);
+      expect(stored.size).toBe(copyFromRecords);
+    });
+
     // A big batch goes another way on PostgreSQL (COPY into a temporary table, then one merge): both are checked.
     test.each([
       ["a small batch", 0],
