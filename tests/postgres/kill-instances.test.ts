@@ -18,7 +18,7 @@ import { tempDir } from "../helpers/server";
 // job applied out of order, twice after a later one, or not at all leaves a record wrong. Each environment has a
 // webhook subscription: every job's end is delivered, whichever instance ended it and whichever was killed, none lost;
 // a delivery sent again (its instance killed before it could store the attempt) carries the same webhook-id.
-// The streams go on until the instances have been killed PG_KILL_KILLS times: 6 on every landing, 20 in `npm run
+// The streams go on until the instances have been killed PG_KILL_KILLS times: 4 on every landing, 20 in `npm run
 // test:long`; `npm run pg:kill` runs 200.
 const killsWanted = Number(process.env.PG_KILL_KILLS ?? 4);
 const seed = Number(process.env.PG_KILL_SEED ?? 20261123);
