@@ -36,12 +36,18 @@ test("migrating creates every table and is idempotent", () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** The data directory's database as an older version left it: its first `count` migrations applied, no later one. */
+function migratedUpTo(dir: string, count: number) {
+  const db = openDatabase(dir);
+  const internals = db as unknown as { dialect: { migrate(m: unknown, session: unknown, config: object): void }; session: unknown };
+  internals.dialect.migrate(embeddedMigrations().slice(0, count), internals.session, {});
+  return db;
+}
+
 test("upgrading a database with jobs numbers them in their id order, and new jobs come after them", async () => {
   const dir = tempDir();
-  const db = openDatabase(dir);
   // The database as the version before job sequences left it: migrated up to 0003, two jobs in one environment.
-  const internals = db as unknown as { dialect: { migrate(m: unknown, session: unknown, config: object): void }; session: unknown };
-  internals.dialect.migrate(embeddedMigrations().slice(0, 4), internals.session, {});
+  const db = migratedUpTo(dir, 4);
   db.$client.exec("INSERT INTO environments (slug, created_at) VALUES ('old', '2026-01-01T00:00:00.000Z')");
   for (const status of ["Succeeded", "Pending"]) {
     db.$client.query("INSERT INTO jobs (environment_id, type, status, record_count, created_at) VALUES (1, 'SubArea', ?, 1, '2026-01-01T00:00:00.000Z')").run(status);
@@ -63,10 +69,8 @@ test("upgrading a database with jobs numbers them in their id order, and new job
 
 test("upgrading tombstones to a table keyed by their record keeps them, and hands out no position again, not even a purged one's", async () => {
   const dir = tempDir();
-  const db = openDatabase(dir);
   // The database as the version before left it: migrated up to 0010, three tombstones, the newest then ended.
-  const internals = db as unknown as { dialect: { migrate(m: unknown, session: unknown, config: object): void }; session: unknown };
-  internals.dialect.migrate(embeddedMigrations().slice(0, 11), internals.session, {});
+  const db = migratedUpTo(dir, 11);
   db.$client.exec("INSERT INTO environments (slug, created_at) VALUES ('old', '2026-01-01T00:00:00.000Z')");
   for (const id of ["a", "b", "c"]) db.$client.query("INSERT INTO tombstones (environment_id, resource, id, job_id, deleted_at) VALUES (1, 'subareas', ?, 7, '2026-01-02T00:00:00.000Z')").run(id);
   db.$client.exec("DELETE FROM tombstones WHERE id = 'c'");
