@@ -189,10 +189,12 @@ export class WorkerPool {
   // But a slot that is only doing its upkeep (a checkpoint) is waited for by the tasks that prefer it: a run after a
   // checkpoint, its batch held parsed, is what the slot did before it told of its upkeep.
   private dispatch(): void {
-    const free = (slot: Slot | undefined) => slot !== undefined && slot.ready && slot.running.length === 0 && !slot.upkeep;
+    // Ready, and no task of ours running there: free, unless it is doing its upkeep.
+    const answered = (slot: Slot | undefined): slot is Slot => slot !== undefined && slot.ready && slot.running.length === 0;
+    const free = (slot: Slot | undefined) => answered(slot) && !slot.upkeep;
     const waitsForUpkeep = (pending: Pending) => {
       const preferred = pending.placement?.prefer === undefined ? undefined : this.slots[pending.placement.prefer];
-      return preferred !== undefined && preferred.ready && preferred.running.length === 0 && preferred.upkeep === true;
+      return answered(preferred) && preferred.upkeep === true;
     };
     const lane = this.slots[0];
     // A dead thread is replaced by one not ready yet (see replace): not ready covers both.
