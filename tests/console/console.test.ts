@@ -44,7 +44,7 @@ if (requireChromium("the console in headless Chromium")) {
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
     await screenshot(page, "sign-in-refused");
     await page.close();
-  }, 30_000);
+  }, 60_000);
 
   test("signed in with the keyboard alone: the key is in the tab's session storage, not in the URL or a cookie; the jobs are listed newest first and filtered", async () => {
     const page = await context.newPage();
@@ -85,7 +85,7 @@ if (requireChromium("the console in headless Chromium")) {
     const later = await importBatch(server.base, "subareas", server.key, [{ id: "later", name: "Later" }]);
     expect(await until(ids, { holds: (shown) => shown.includes(later.id), what: `job ${later.id} listed` })).toContain(later.id);
     await page.close();
-  }, 30_000);
+  }, 60_000);
 
   test("an environment without jobs says so, and its link leads to the Import screen", async () => {
     const empty = await server.addEnvironment("empty");
@@ -100,7 +100,7 @@ if (requireChromium("the console in headless Chromium")) {
     await page.getByRole("heading", { name: "Import a file" }).waitFor();
     expect(page.url()).toEndWith("#/import");
     await page.close();
-  }, 30_000);
+  }, 60_000);
 
   test("a job's page: counts, message and rejected records; the CSV downloaded is the CLI's, with _error and _index", async () => {
     const page = await context.newPage();
@@ -122,7 +122,7 @@ if (requireChromium("the console in headless Chromium")) {
     expect(csv.slice(1).map((line) => line.split(",")[0])).toEqual(["A-0000100", "A-0000101", "A-0000102"]);
     expect(csv.slice(1).every((line) => line.includes("nowhere"))).toBe(true);
     await page.close();
-  }, 30_000);
+  }, 60_000);
 
   test("a pending job is canceled from its page, and says so", async () => {
     const parked = await server.parkJob("default", "until released");
@@ -136,7 +136,7 @@ if (requireChromium("the console in headless Chromium")) {
     await parked.release();
     await screenshot(page, "job-canceled");
     await page.close();
-  }, 30_000);
+  }, 60_000);
 
   test("records: one found by id, a missing one said so, and the resource paged", async () => {
     const page = await context.newPage();
@@ -153,7 +153,7 @@ if (requireChromium("the console in headless Chromium")) {
     await page.getByRole("button", { name: "Find" }).click();
     await expect(page.getByRole("alert").textContent()).resolves.toBe("No asset has the id 'no-such-asset' in the environment 'default'.");
     await page.close();
-  }, 30_000);
+  }, 60_000);
 
   test("pages: on to the next page of a listing and back again", async () => {
     // 30 asset types beside the 2 seeded: a first page of 25 and a second of 7.
@@ -174,7 +174,7 @@ if (requireChromium("the console in headless Chromium")) {
     await page.getByRole("button", { name: "Previous" }).click();
     expect(await until(firstIds, { holds: (ids) => ids.length === 25, what: "the first page of 25 jobs again" })).toEqual(first);
     await page.close();
-  }, 30_000);
+  }, 60_000);
 
   test("in a narrow window nothing spills sideways: the tables scroll within their box, the import form wraps", async () => {
     const narrow = await browser.newContext({ viewport: { width: 390, height: 800 } });
@@ -188,5 +188,5 @@ if (requireChromium("the console in headless Chromium")) {
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= innerWidth)).toBe(true);
     await screenshot(page, "import-narrow");
     await narrow.close();
-  }, 30_000);
+  }, 60_000);
 }

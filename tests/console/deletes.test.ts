@@ -55,7 +55,7 @@ if (requireChromium("delete jobs in the console, in headless Chromium")) {
     expect((await until(ids, { holds: (shown) => shown.length === 2, what: "the 2 delete jobs listed" })).map(Number)).toEqual([refused, deletion]);
     expect(new URL(page.url()).hash).toBe("#/jobs?operation=delete");
     await page.close();
-  }, 30_000);
+  }, 60_000);
 
   test("a delete job's page: its operation, and deleted, not found and rejected counts; its rejected ids with why", async () => {
     const page = await context.newPage();
@@ -75,5 +75,5 @@ if (requireChromium("delete jobs in the console, in headless Chromium")) {
     expect(await page.locator("table.rejected tbody").textContent()).toContain("refer");
     await screenshot(page, "delete-job-rejected");
     await page.close();
-  }, 30_000);
+  }, 60_000);
 }

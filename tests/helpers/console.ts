@@ -23,7 +23,12 @@ export async function signIn(page: Page, url: string, key: string, environment =
   await page.getByRole("button", { name: "Sign in" }).click();
 }
 
-/** The console's tests' browser: trusting the test server's certificate in the HTTPS pass, a 1280×800 window, downloads kept. */
+/**
+ * The console's tests' browser: trusting the test server's certificate in the HTTPS pass, a 1280×800 window, downloads
+ * kept. Its actions wait Playwright's 30 s at most, so each test gives itself at least 60 s: a page that stops
+ * answering (seen once in CI, three passes on two cores) then fails with Playwright's call log, which says what it
+ * waited for, and not with bun's bare timeout, which also kills what the test started.
+ */
 export async function consoleBrowser(): Promise<{ browser: Browser; context: BrowserContext }> {
   const browser = await launchBrowser({ trusted: testTls ? [testTls.cert] : [] });
   return { browser, context: await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true }) };
