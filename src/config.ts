@@ -271,9 +271,10 @@ type Options = typeof options;
  * being at fault. `killProcessAfterCommitOnRecordId`: the same, right after the run that applied the record
  * commits (its webhook events are in the outbox, none sent yet). `webhookRetryScale`: multiplies the webhook retry
  * delays and their 24 hours, so that a test sees a day of retries in seconds. `syncLifetimeMs`: instead of a sync's 24
- * hours (domain/job.ts, syncLifetimeMs), so that a test sees one expire.
+ * hours (domain/job.ts, syncLifetimeMs), so that a test sees one expire. `copyHoldsAfterTable`: `storage copy` waits,
+ * in its transaction, once it has written this table, so that a test kills it there and not by luck.
  */
-export type TestHooks = { killProcessOnRecordId?: string; killProcessAfterCommitOnRecordId?: string; maxAttempts?: number; webhookRetryScale?: number; syncLifetimeMs?: number; exportStallMs?: number; exportThreadEndsAfterChunks?: number };
+export type TestHooks = { killProcessOnRecordId?: string; killProcessAfterCommitOnRecordId?: string; maxAttempts?: number; webhookRetryScale?: number; syncLifetimeMs?: number; exportStallMs?: number; exportThreadEndsAfterChunks?: number; copyHoldsAfterTable?: string };
 
 export type Config = Readonly<{ [K in keyof Options]: Options[K]["default"] } & { testHooks?: TestHooks }>;
 

@@ -97,7 +97,7 @@ export async function main(argv: string[], { testHooks }: { testHooks?: TestHook
   }
   if (argv[0] === "jobs") return (await import("./cli/jobs-command")).jobsCommand(argv.slice(1), process.env, io);
   if (argv[0] === "webhook") return (await import("./cli/webhook-command")).webhookCommand(argv.slice(1), process.env, io);
-  if (argv[0] === "storage") return (await import("./cli/storage-command")).storageCommand(argv.slice(1), process.env, io);
+  if (argv[0] === "storage") return (await import("./cli/storage-command")).storageCommand(argv.slice(1), process.env, io, testHooks);
   const { values, positionals } = parseArgs({
     args: negativeValuesJoined(argv),
     options: { ...parseArgsOptions(), help: { type: "boolean", short: "h" }, version: { type: "boolean", short: "v" } },

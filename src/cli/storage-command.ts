@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { ConfigError, loadConfig, options } from "../config";
-import type { CopyReport } from "../store/copy";
+import { ConfigError, loadConfig, options, type TestHooks } from "../config";
+import type { CopyReport, OnTable } from "../store/copy";
 import { DatabaseError } from "../store/errors";
 import { withPostgresSnapshot } from "../store/postgres/dump";
 import { redactedUrl } from "../store/postgres/url";
@@ -69,7 +69,7 @@ importd storage copy --from <postgres-url> --data-dir <dir>
 const actions = "use storage backup --data-dir <dir> --to <file>, storage restore --from <file> --data-dir <dir>, storage copy --data-dir <dir> --to <postgres-url>, or storage copy --from <postgres-url> --data-dir <dir>";
 
 /** `importd storage backup | restore | copy`: their own flags (--to, --from and --force are no server options). */
-export async function storageCommand(argv: string[], env: Record<string, string | undefined>, io: Output): Promise<number> {
+export async function storageCommand(argv: string[], env: Record<string, string | undefined>, io: Output, testHooks?: TestHooks): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     options: { "data-dir": { type: "string" }, to: { type: "string" }, from: { type: "string" }, force: { type: "boolean" }, help: { type: "boolean", short: "h" } },
@@ -114,7 +114,11 @@ export async function storageCommand(argv: string[], env: Record<string, string 
   const { dataDir } = loadConfig({ "data-dir": values["data-dir"] }, env);
 
   const started = performance.now();
-  const onTable = (table: string, rows: number) => io.err(`  ${table.padEnd(18)} ${rows.toLocaleString("en-US").padStart(12)} rows`);
+  const onTable = async (table: string, rows: number) => {
+    io.err(`  ${table.padEnd(18)} ${rows.toLocaleString("en-US").padStart(12)} rows`);
+    // A copy caught mid-way, for the test that kills it there: it waits, in its transaction, to be killed.
+    if (table === testHooks?.copyHoldsAfterTable) await new Promise(() => {});
+  };
   const seconds = () => ((performance.now() - started) / 1000).toFixed(1);
   if (flag === "--from") {
     const report = await copyFromPostgres(databaseUrl, dataDir, onTable);
@@ -145,7 +149,7 @@ const megabytes = (bytes: number) => `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
  * Copies the database in `dataDir` into the (empty) PostgreSQL database at `databaseUrl`, in one transaction: a copy
  * that fails leaves that database as empty as it was. `onTable` hears of each table once it is copied.
  */
-export async function copyToPostgres(dataDir: string, databaseUrl: string, onTable: (name: string, rows: number) => void = () => {}): Promise<CopyReport> {
+export async function copyToPostgres(dataDir: string, databaseUrl: string, onTable: OnTable = () => {}): Promise<CopyReport> {
   // Opening would create an empty database: a mistyped directory must be said, not copied as nothing.
   if (!existsSync(databaseFile(dataDir))) {
     throw new DatabaseError(`there is no importd database in ${dataDir} (no ${databaseFile(dataDir)}): give --data-dir the directory the appliance's server used`);
@@ -168,7 +172,7 @@ export async function copyToPostgres(dataDir: string, databaseUrl: string, onTab
  * run on it): from one snapshot, written under a temporary name and renamed into place once whole. The PostgreSQL
  * database is only read.
  */
-export async function copyFromPostgres(databaseUrl: string, dataDir: string, onTable: (name: string, rows: number) => void = () => {}): Promise<CopyReport> {
+export async function copyFromPostgres(databaseUrl: string, dataDir: string, onTable: OnTable = () => {}): Promise<CopyReport> {
   const target = NewSqliteDatabase.claim(dataDir);
   try {
     return await withPostgresSnapshot(databaseUrl, (source) => target.fill(source, onTable));

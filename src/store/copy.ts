@@ -50,6 +50,9 @@ export type CopySource = {
 /** Rows copied, by table. */
 export type CopyReport = Record<string, number>;
 
+/** Told of each table once it is written, in the copy's transaction; awaited, so a caller may hold the copy there. */
+export type OnTable = (name: string, rows: number) => void | Promise<void>;
+
 /** A batch of rows this big (about) is enough: the next one is read. */
 export const maxBatchBytes = 16 * 1024 * 1024;
 

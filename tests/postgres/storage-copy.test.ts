@@ -291,19 +291,28 @@ if (requirePostgres("importd storage copy")) {
   }, 120_000);
 
   test("the way down killed half-way leaves no database at the real name; the next copy removes what it left and writes the whole", async () => {
-    // Payloads big enough (3 × 24 MB) that the copy is caught writing.
     const dataDir = dir("importd-down-kill-");
     expect((await importd(["env", "create", "default", "--data-dir", dataDir])).code).toBe(0);
     const store = SqliteStore.open(dataDir, { outbox: outboxRows });
-    for (let i = 0; i < 3; i++) await enqueueJob(store.queue, 1, "Asset", 1, new Uint8Array(24 * 1024 * 1024).fill(65 + i));
+    for (let i = 0; i < 3; i++) await enqueueJob(store.queue, 1, "Asset", 1, new Uint8Array(64 * 1024).fill(65 + i));
     await store.close();
     const source = await database();
     expect((await importd(["storage", "copy", "--data-dir", dataDir, "--to", source.url])).code).toBe(0);
 
+    // Held by a test hook once it has written its last table, before its commit and rename: killed there, not by luck.
     const down = dir("importd-down-killed-");
-    const launch = fromSourceWith({});
-    const copy = Bun.spawn([...launch.command, "storage", "copy", "--from", source.url, "--data-dir", down], { cwd: launch.cwd, env: launch.env, stdout: "ignore", stderr: "ignore" });
-    const partial = await until(() => readdirSync(down).find((name) => name.startsWith("importd.sqlite.copying-")), { what: "the copy's partial file", deadlineMs: 30_000, everyMs: 2 });
+    const last = copiedTableNames.at(-1)!;
+    const launch = fromSourceWith({ IMPORTD_TEST_COPY_HOLDS_AFTER_TABLE: last });
+    const copy = Bun.spawn([...launch.command, "storage", "copy", "--from", source.url, "--data-dir", down], { cwd: launch.cwd, env: launch.env, stdout: "ignore", stderr: "pipe" });
+    let told = "";
+    void (async () => {
+      for await (const chunk of copy.stderr) told += new TextDecoder().decode(chunk);
+    })();
+    await until(() => told, { holds: (said) => said.includes(` ${last} `), what: `the copy held after ${last}`, deadlineMs: 30_000, everyMs: 10 });
+    await Bun.sleep(200);
+    expect(copy.exitCode).toBeNull();
+    const partial = readdirSync(down).find((name) => name.startsWith("importd.sqlite.copying-"));
+    expect(partial).toBeDefined();
     copy.kill("SIGKILL");
     await copy.exited;
     const left = readdirSync(down).filter((name) => name.startsWith("importd.sqlite"));

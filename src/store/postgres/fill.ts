@@ -1,6 +1,6 @@
 // Filling an empty database with another store's data, for `importd storage copy` (see store/copy.ts).
 import pg from "pg";
-import { checkCopied, type CopyReport, type CopySource, type Row } from "../copy";
+import { checkCopied, type CopyReport, type CopySource, type OnTable, type Row } from "../copy";
 import { DatabaseError } from "../errors";
 import { deadlines, inTransaction } from "./connection";
 import { answer } from "./faults";
@@ -12,7 +12,7 @@ import { identityColumns } from "./schema";
  * writing meanwhile, that the database holds no importd data. Counts each table afterwards against the source,
  * and sets the generated ids to carry on after the source's last ones (purged jobs' ids included).
  */
-export function fillEmptyDatabase(pool: pg.Pool, source: CopySource, onTable: (name: string, rows: number) => void): Promise<CopyReport> {
+export function fillEmptyDatabase(pool: pg.Pool, source: CopySource, onTable: OnTable): Promise<CopyReport> {
   return answer(() =>
     inTransaction(pool, async (tx) => {
       const names = source.tables.map((table) => table.name);
@@ -30,7 +30,7 @@ export function fillEmptyDatabase(pool: pg.Pool, source: CopySource, onTable: (n
         const [{ count }] = (await tx.query<{ count: number }>(`SELECT count(*)::bigint AS count FROM ${quoted(table.name)}`)) as [{ count: number }];
         checkCopied(table, count);
         report[table.name] = count;
-        onTable(table.name, count);
+        await onTable(table.name, count);
       }
       for (const [name, column] of Object.entries(identityColumns)) {
         const last = source.lastIds[name] ?? 0;

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
-import type { CopyReport, CopySource } from "../copy";
+import type { CopyReport, CopySource, OnTable } from "../copy";
 import type { OutboxRows, Store, StoreEvents, StoreHandle } from "../ports";
 import { PostgresAccessStore } from "./access";
 import { drizzle } from "drizzle-orm/node-postgres";
@@ -103,7 +103,7 @@ export class PostgresStore implements Store {
   }
 
   /** Fills this database, which must hold no importd data yet, with `source` (storage copy; see fill.ts). */
-  fill(source: CopySource, onTable: (name: string, rows: number) => void): Promise<CopyReport> {
+  fill(source: CopySource, onTable: OnTable): Promise<CopyReport> {
     return fillEmptyDatabase(this.pool, source, onTable);
   }
 

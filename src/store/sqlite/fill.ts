@@ -4,7 +4,7 @@ import { Database } from "bun:sqlite";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import { closeSync, existsSync, openSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { checkCopied, type CopyReport, type CopySource } from "../copy";
+import { checkCopied, type CopyReport, type CopySource, type OnTable } from "../copy";
 import { fileMode } from "../data-directory";
 import { DatabaseError } from "../errors";
 import { describeFailure, moveIntoPlace } from "./backup";
@@ -46,7 +46,7 @@ export class NewSqliteDatabase {
    * source, sets the AUTOINCREMENT counters (sqlite_sequence) to carry on after the source's last ids (purged rows'
    * included), and only then renames it into place. Whatever stops it, there is no database at the real name.
    */
-  async fill(source: CopySource, onTable: (name: string, rows: number) => void): Promise<CopyReport> {
+  async fill(source: CopySource, onTable: OnTable): Promise<CopyReport> {
     const file = `${databaseFile(this.dataDir)}.copying-${process.pid}`;
     try {
       // Made 0600 before anything is in it: the database holds key hashes and webhook secrets.
@@ -73,7 +73,7 @@ export class NewSqliteDatabase {
   }
 }
 
-async function fillDatabase(client: Database, source: CopySource, onTable: (name: string, rows: number) => void): Promise<CopyReport> {
+async function fillDatabase(client: Database, source: CopySource, onTable: OnTable): Promise<CopyReport> {
   client.exec("PRAGMA foreign_keys = ON");
   migrate(drizzle({ client, schema }) as Db);
   client.exec("BEGIN IMMEDIATE");
@@ -91,7 +91,7 @@ async function fillDatabase(client: Database, source: CopySource, onTable: (name
       const { count } = client.query(`SELECT count(*) AS count FROM ${quoted(table.name)}`).get() as { count: number };
       checkCopied(table, count);
       report[table.name] = count;
-      onTable(table.name, count);
+      await onTable(table.name, count);
     }
     // Inserting an id moves the counter up to it; a purged row's id, beyond the highest row copied, is set here. The
     // tombstones' positions are counted there too, by importd (schema.ts), from the counter their migration made.
