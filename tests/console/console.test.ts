@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { importBatch, waitForJob } from "../helpers/api";
 import { requireChromium } from "../helpers/browser";
-import { consoleBrowser, screenshot, signIn as signInAs } from "../helpers/console";
+import { consoleBrowser, screenshot, sharedTab, signIn as signInAs } from "../helpers/console";
 import { until } from "../helpers/until";
 import { asset, assets, seedReferenceData } from "../helpers/records";
 import { startTestServer, type TestServer } from "../helpers/server";
@@ -17,6 +17,7 @@ if (requireChromium("the console in headless Chromium")) {
   let browser: Browser;
   let context: BrowserContext;
   let partial: number;
+  let tab: () => Promise<Page>;
 
   beforeAll(async () => {
     server = await startTestServer();
@@ -26,6 +27,7 @@ if (requireChromium("the console in headless Chromium")) {
     partial = (await importBatch(server.base, "assets", server.key, records)).id;
     expect((await waitForJob(server.base, server.key, partial)).importJobStatus).toBe("PartiallySucceeded");
     ({ browser, context } = await consoleBrowser());
+    tab = sharedTab(context);
   }, 60_000);
 
   afterAll(async () => {
@@ -36,18 +38,17 @@ if (requireChromium("the console in headless Chromium")) {
   const signIn = (page: Page, key = server.key) => signInAs(page, server.url, key);
 
   test("a wrong key is refused in words that name both causes, and nothing is kept", async () => {
-    const page = await context.newPage();
+    const page = await tab();
     await signIn(page, `${"0".repeat(64)}_1`);
     await expect(page.getByRole("alert").textContent()).resolves.toBe(
       "The API key was refused: it is wrong, or it is not a key of the environment 'default'. Check both and sign in again.",
     );
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
     await screenshot(page, "sign-in-refused");
-    await page.close();
   }, 60_000);
 
   test("signed in with the keyboard alone: the key is in the tab's session storage, not in the URL or a cookie; the jobs are listed newest first and filtered", async () => {
-    const page = await context.newPage();
+    const page = await tab();
     await page.goto(`${server.url}/console`);
     await page.getByLabel("Environment").focus();
     await page.keyboard.press("Tab");
@@ -84,12 +85,11 @@ if (requireChromium("the console in headless Chromium")) {
     // Live: a job imported meanwhile appears without a reload.
     const later = await importBatch(server.base, "subareas", server.key, [{ id: "later", name: "Later" }]);
     expect(await until(ids, { holds: (shown) => shown.includes(later.id), what: `job ${later.id} listed` })).toContain(later.id);
-    await page.close();
   }, 60_000);
 
   test("an environment without jobs says so, and its link leads to the Import screen", async () => {
     const empty = await server.addEnvironment("empty");
-    const page = await context.newPage();
+    const page = await tab();
     await signInAs(page, server.url, empty.key, empty.slug);
     await page.getByRole("heading", { name: "Jobs" }).waitFor();
     const note = page.getByText("No jobs yet");
@@ -99,11 +99,10 @@ if (requireChromium("the console in headless Chromium")) {
     await note.getByRole("link", { name: "import a file" }).click();
     await page.getByRole("heading", { name: "Import a file" }).waitFor();
     expect(page.url()).toEndWith("#/import");
-    await page.close();
   }, 60_000);
 
   test("a job's page: counts, message and rejected records; the CSV downloaded is the CLI's, with _error and _index", async () => {
-    const page = await context.newPage();
+    const page = await tab();
     await signIn(page);
     await page.getByRole("link", { name: String(partial), exact: true }).click();
     await page.getByRole("heading", { name: `Job ${partial}` }).waitFor();
@@ -121,12 +120,11 @@ if (requireChromium("the console in headless Chromium")) {
     expect(csv[0]).toEndWith(",_error,_index");
     expect(csv.slice(1).map((line) => line.split(",")[0])).toEqual(["A-0000100", "A-0000101", "A-0000102"]);
     expect(csv.slice(1).every((line) => line.includes("nowhere"))).toBe(true);
-    await page.close();
   }, 60_000);
 
   test("a pending job is canceled from its page, and says so", async () => {
     const parked = await server.parkJob("default", "until released");
-    const page = await context.newPage();
+    const page = await tab();
     await signIn(page);
     await page.goto(`${server.url}/console#/jobs/${parked.id}`);
     await page.getByRole("button", { name: "Cancel this job" }).click();
@@ -135,11 +133,10 @@ if (requireChromium("the console in headless Chromium")) {
     expect(await page.getByRole("button", { name: "Cancel this job" }).count()).toBe(0);
     await parked.release();
     await screenshot(page, "job-canceled");
-    await page.close();
   }, 60_000);
 
   test("records: one found by id, a missing one said so, and the resource paged", async () => {
-    const page = await context.newPage();
+    const page = await tab();
     await signIn(page);
     await page.getByRole("link", { name: "Records" }).click();
     await page.getByLabel("Id").fill("A-0000003");
@@ -152,14 +149,13 @@ if (requireChromium("the console in headless Chromium")) {
     await page.getByLabel("Id").fill("no-such-asset");
     await page.getByRole("button", { name: "Find" }).click();
     await expect(page.getByRole("alert").textContent()).resolves.toBe("No asset has the id 'no-such-asset' in the environment 'default'.");
-    await page.close();
   }, 60_000);
 
   test("pages: on to the next page of a listing and back again", async () => {
     // 30 asset types beside the 2 seeded: a first page of 25 and a second of 7.
     const types = Array.from({ length: 30 }, (_, i) => ({ id: `type-${String(i).padStart(2, "0")}`, name: `Type ${i}` }));
     await waitForJob(server.base, server.key, (await importBatch(server.base, "assettypes", server.key, types)).id);
-    const page = await context.newPage();
+    const page = await tab();
     await signIn(page);
     await page.goto(`${server.url}/console#/records/assettypes`);
     const firstIds = () => page.locator("table tbody tr td:first-child").allTextContents();
@@ -173,7 +169,6 @@ if (requireChromium("the console in headless Chromium")) {
     expect(await page.getByRole("button", { name: "Next" }).isDisabled()).toBe(true);
     await page.getByRole("button", { name: "Previous" }).click();
     expect(await until(firstIds, { holds: (ids) => ids.length === 25, what: "the first page of 25 jobs again" })).toEqual(first);
-    await page.close();
   }, 60_000);
 
   test("in a narrow window nothing spills sideways: the tables scroll within their box, the import form wraps", async () => {

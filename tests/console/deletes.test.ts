@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { importBatch, waitForJob } from "../helpers/api";
 import { requireChromium } from "../helpers/browser";
-import { consoleBrowser, screenshot, signIn as signInAs } from "../helpers/console";
+import { consoleBrowser, screenshot, sharedTab, signIn as signInAs } from "../helpers/console";
 import { until } from "../helpers/until";
 import { assets, seedReferenceData } from "../helpers/records";
 import { startTestServer, type TestServer } from "../helpers/server";
@@ -14,6 +14,7 @@ if (requireChromium("delete jobs in the console, in headless Chromium")) {
   let server: TestServer;
   let browser: Browser;
   let context: BrowserContext;
+  let tab: () => Promise<Page>;
   let deletion: number;
   let refused: number;
   let imported: number;
@@ -30,6 +31,7 @@ if (requireChromium("delete jobs in the console, in headless Chromium")) {
     refused = (await importBatch(server.base, "deletions/subareas", server.key, [assets(3)[2]!.subAreaId])).id;
     expect((await waitForJob(server.base, server.key, refused)).importJobStatus).toBe("Failed");
     ({ browser, context } = await consoleBrowser());
+    tab = sharedTab(context);
   }, 60_000);
 
   afterAll(async () => {
@@ -41,7 +43,7 @@ if (requireChromium("delete jobs in the console, in headless Chromium")) {
   const rowOf = (page: Page, id: number) => page.locator("table.jobs tbody tr").filter({ has: page.getByRole("link", { name: String(id), exact: true }) });
 
   test("the jobs list tags a delete job and gives its deleted and not found; the Operation filter lists delete jobs alone", async () => {
-    const page = await context.newPage();
+    const page = await tab();
     await signIn(page);
     await rowOf(page, deletion).waitFor();
     const cells = await rowOf(page, deletion).locator("td").allTextContents();
@@ -54,11 +56,10 @@ if (requireChromium("delete jobs in the console, in headless Chromium")) {
     const ids = () => page.locator("table.jobs tbody tr td:first-child a").allTextContents();
     expect((await until(ids, { holds: (shown) => shown.length === 2, what: "the 2 delete jobs listed" })).map(Number)).toEqual([refused, deletion]);
     expect(new URL(page.url()).hash).toBe("#/jobs?operation=delete");
-    await page.close();
   }, 60_000);
 
   test("a delete job's page: its operation, and deleted, not found and rejected counts; its rejected ids with why", async () => {
-    const page = await context.newPage();
+    const page = await tab();
     await signIn(page);
     await page.getByRole("link", { name: String(deletion), exact: true }).click();
     await page.getByRole("heading", { name: `Job ${deletion}` }).waitFor();
@@ -74,6 +75,5 @@ if (requireChromium("delete jobs in the console, in headless Chromium")) {
     expect(await until(() => page.locator("table.rejected tbody tr").count(), { holds: (rows) => rows === 1, what: "the rejected id shown" })).toBe(1);
     expect(await page.locator("table.rejected tbody").textContent()).toContain("refer");
     await screenshot(page, "delete-job-rejected");
-    await page.close();
   }, 60_000);
 }

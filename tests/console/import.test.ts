@@ -5,7 +5,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { createClient } from "../../src/client";
 import { testTls } from "../helpers/backend";
 import { requireChromium } from "../helpers/browser";
-import { consoleBrowser, screenshot, signIn } from "../helpers/console";
+import { consoleBrowser, sharedTab, screenshot, signIn } from "../helpers/console";
 import { heldRequests, type HeldRequests } from "../helpers/held-requests";
 import { until } from "../helpers/until";
 import { seedReferenceData } from "../helpers/records";
@@ -41,6 +41,7 @@ if (requireChromium("the console's import in headless Chromium")) {
   let server: TestServer;
   let browser: Browser;
   let context: BrowserContext;
+  let tab: () => Promise<Page>;
   let environment: { slug: string; key: string; base: string };
   let proxy: HeldRequests;
 
@@ -50,6 +51,7 @@ if (requireChromium("the console's import in headless Chromium")) {
     environment = await server.addEnvironment("imports");
     await seedReferenceData(environment.base, environment.key);
     ({ browser, context } = await consoleBrowser());
+    tab = sharedTab(context);
   }, 60_000);
 
   afterEach(() => proxy.release());
@@ -92,7 +94,7 @@ if (requireChromium("the console's import in headless Chromium")) {
   }
 
   async function openImport(): Promise<Page> {
-    const page = await context.newPage();
+    const page = await tab();
     await signIn(page, proxy.url, environment.key, environment.slug);
     await page.getByRole("link", { name: "Import" }).click();
     await page.getByRole("heading", { name: "Import a file" }).waitFor();
@@ -162,7 +164,6 @@ if (requireChromium("the console's import in headless Chromium")) {
     const stored = await client().getRecord("assets", "WEB-2998");
     expect(stored).toMatchObject({ id: "WEB-2998", subAreaId: "north" });
     expect(await page.evaluate(() => sessionStorage.getItem("importd.import"))).toBeNull();
-    await page.close();
   }, 240_000);
 
   test("a reload in the middle of applying says what had been queued; the same file chosen again sends only the rest", async () => {
@@ -212,7 +213,6 @@ if (requireChromium("the console's import in headless Chromium")) {
     expect(jobs.reduce((sum, job) => sum + (job.output?.applied ?? 0), 0)).toBe(rows);
     expect(await page.evaluate(() => sessionStorage.getItem("importd.import"))).toBeNull();
     expect(await note.count()).toBe(0);
-    await page.close();
   }, 240_000);
 
   test("a column the resource does not define stops the import before anything is sent, in the console's words; ticking the box imports without it", async () => {
@@ -234,7 +234,6 @@ if (requireChromium("the console's import in headless Chromium")) {
     const verdict = page.getByRole("region", { name: "Dry run verdict" });
     expect(await verdict.locator(".verdict").textContent({ timeout: 30_000 })).toBe("Of 2 records, applying would create 2, update 0 and leave 0 unchanged; 0 would be rejected.");
     expect(await verdict.locator(".quiet").textContent()).toBe("Not imported, as asked: 'descripton'.");
-    await page.close();
   }, 60_000);
 
   test("a server that refuses big requests (413, as a proxy's limit would) gets the same import in smaller ones", async () => {
@@ -251,7 +250,6 @@ if (requireChromium("the console's import in headless Chromium")) {
     expect(summary).toStartWith("2,000 records: 2,000 applied (2,000 created, 0 updated, 0 unchanged), 0 rejected, in ");
     // About 750 KB of JSON in requests under 200 KB each (the server's --max-body-bytes here).
     expect(Number(/in (\d+) jobs/.exec(summary)?.[1])).toBeGreaterThanOrEqual(4);
-    await page.close();
   }, 120_000);
 
   test("Stop in the middle of applying: the page says what had been queued, and the same file resumes from there", async () => {
@@ -269,7 +267,6 @@ if (requireChromium("the console's import in headless Chromium")) {
     const jobIds = (await result.getByRole("link", { name: /^Job \d+$/ }).allTextContents()).map((text) => Number(text.slice(4)));
     const jobs = await Promise.all(jobIds.map((id) => client().getJob(id)));
     expect(jobs.reduce((sum, job) => sum + (job.output?.applied ?? 0), 0)).toBe(rows);
-    await page.close();
   }, 120_000);
 
   test("signing out stops a running import (its worker holds the key); signed in again, the page says what had been queued", async () => {
@@ -282,6 +279,5 @@ if (requireChromium("the console's import in headless Chromium")) {
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.getByRole("link", { name: "Import" }).click();
     expect(await page.getByRole("status", { name: "Interrupted import" }).textContent()).toContain("The import of signed-out.csv (");
-    await page.close();
   }, 120_000);
 }

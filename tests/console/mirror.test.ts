@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Browser, BrowserContext } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { createClient } from "../../src/client";
 import { testTls } from "../helpers/backend";
 import { requireChromium } from "../helpers/browser";
-import { consoleBrowser, screenshot, signIn } from "../helpers/console";
+import { consoleBrowser, screenshot, sharedTab, signIn } from "../helpers/console";
 import { heldRequests, type HeldRequests } from "../helpers/held-requests";
 import { until } from "../helpers/until";
 import { asset, seedReferenceData } from "../helpers/records";
@@ -24,6 +24,7 @@ if (requireChromium("the console's mirror in headless Chromium")) {
   let server: TestServer;
   let browser: Browser;
   let context: BrowserContext;
+  let tab: () => Promise<Page>;
   let proxy: HeldRequests;
 
   beforeAll(async () => {
@@ -32,6 +33,7 @@ if (requireChromium("the console's mirror in headless Chromium")) {
     proxy = heldRequests(server.url);
     await seedReferenceData(server.base, server.key);
     ({ browser, context } = await consoleBrowser());
+    tab = sharedTab(context);
   }, 60_000);
   afterAll(async () => {
     proxy?.close();
@@ -47,7 +49,7 @@ if (requireChromium("the console's mirror in headless Chromium")) {
     const file = join(dir, "assets-today.csv");
     writeFileSync(file, [header, ...Array.from({ length: 15 }, (_, i) => row(i + 5))].join("\n") + "\n");
 
-    const page = await context.newPage();
+    const page = await tab();
     await signIn(page, server.url, server.key);
     await page.getByRole("link", { name: "Import" }).click();
     await page.getByRole("heading", { name: "Import a file" }).waitFor();
@@ -95,7 +97,6 @@ if (requireChromium("the console's mirror in headless Chromium")) {
     await page.getByRole("heading", { name: `Job ${completion.id}` }).waitFor();
     expect(await page.locator(".facts").textContent()).toContain("OperationsyncCompletion: a mirror's completion, which deletes the records its sync's imports did not send");
     expect(await page.getByLabel("Counts").textContent()).toBe("Deleted5Considered5Rejected0");
-    await page.close();
   }, 120_000);
 
   test("a mirror reloaded in the middle of applying resumes in the same sync: the jobs before and after the reload are in it", async () => {
@@ -106,7 +107,7 @@ if (requireChromium("the console's mirror in headless Chromium")) {
     await client().waitForJob((await client().importRecords("assets", Array.from({ length: 10 }, (_, i) => asset(90_000 + i)) as never)).id);
     const long = (i: number) => `${asset(i).id},north,"Water main ${i}, between the mill and the station and a little further on",ACT,water,pipe,LineString`;
     writeFileSync(file, [header, ...Array.from({ length: rows }, (_, i) => long(10_000 + i))].join("\n") + "\n");
-    const page = await context.newPage();
+    const page = await tab();
     await signIn(page, proxy.url, server.key);
     await page.getByRole("link", { name: "Import" }).click();
     await page.getByLabel("Resource").selectOption("assets");
@@ -149,7 +150,6 @@ if (requireChromium("the console's mirror in headless Chromium")) {
     expect(sync).toMatchObject({ state: "completed", recordsSent: rows });
     expect(sync.jobs.filter((job) => job.operation === "upsert").map((job) => job.id)).toEqual(jobs);
     expect(await storedIds()).toHaveLength(rows);
-    await page.close();
   }, 180_000);
 
   test("the dry run counts exactly: a sub area an asset refers to is kept, not counted as deleted as paging the records would; the page says what the server's completion says", async () => {
@@ -160,7 +160,7 @@ if (requireChromium("the console's mirror in headless Chromium")) {
     const file = join(dir, "subareas-today.csv");
     writeFileSync(file, "id,name\nnorth,North district\nsouth,South district\n");
 
-    const page = await context.newPage();
+    const page = await tab();
     await signIn(page, server.url, server.key);
     await page.getByRole("link", { name: "Import" }).click();
     await page.getByLabel("Resource").selectOption("subareas");
@@ -187,6 +187,5 @@ if (requireChromium("the console's mirror in headless Chromium")) {
     await outcome.waitFor({ timeout: 60_000 });
     expect(await outcome.textContent()).toMatch(/^Mirror \(sync \d+, job \d+ PartiallySucceeded\): Deleted 2 of 3 sub area records; 1 was rejected: /);
     expect((await server.query<{ id: string }>("SELECT id FROM sub_areas ORDER BY id")).map((r) => r.id)).toEqual(["east", "north", "south"]);
-    await page.close();
   }, 120_000);
 }

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { importBatch, postJson, waitForJob } from "../helpers/api";
 import { requireChromium } from "../helpers/browser";
-import { consoleBrowser, screenshot, signIn as signInAs } from "../helpers/console";
+import { consoleBrowser, screenshot, sharedTab, signIn as signInAs } from "../helpers/console";
 import { until } from "../helpers/until";
 import { asset, assets, seedReferenceData } from "../helpers/records";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server";
@@ -57,11 +57,12 @@ if (requireChromium("the console's screens in headless Chromium")) {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  // A tab per width, which that width's tests take turns in (sharedTab).
+  const tabs = new Map<number, () => Promise<Page>>();
   async function open(width: number): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width, height: 800 }, acceptDownloads: true });
-    return await context.newPage();
+    if (!tabs.has(width)) tabs.set(width, sharedTab(await browser.newContext({ viewport: { width, height: 800 }, acceptDownloads: true })));
+    return await tabs.get(width)!();
   }
-  const close = (page: Page) => page.context().close();
   const fitsSideways = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth <= innerWidth);
   const style = (page: Page, selector: string, property: string) =>
     page.locator(selector).first().evaluate((element, name) => getComputedStyle(element).getPropertyValue(name), property);
@@ -81,7 +82,6 @@ if (requireChromium("the console's screens in headless Chromium")) {
       expect((await real.locator("td").allTextContents())[4]).toBe("7");
       expect(await fitsSideways(page)).toBe(true);
       await screenshot(page, `screen-jobs-${width}`);
-      await close(page);
     }, 60_000);
 
     test(`${width} px: a job's rejected records: ids unbroken, reasons in the console's words, records wrapped between words`, async () => {
@@ -111,7 +111,6 @@ if (requireChromium("the console's screens in headless Chromium")) {
       });
       expect(await fitsSideways(page)).toBe(true);
       await screenshot(page, `screen-job-${width}`);
-      await close(page);
     }, 60_000);
 
     test(`${width} px: a dry run's page: its counts and message in the conditional`, async () => {
@@ -128,7 +127,6 @@ if (requireChromium("the console's screens in headless Chromium")) {
       });
       expect(await fitsSideways(page)).toBe(true);
       await screenshot(page, `screen-job-dry-run-${width}`);
-      await close(page);
     }, 60_000);
 
     test(`${width} px: the import screen's rejected rows: line numbers unbroken, no "|" after an empty last cell, reasons in the console's words`, async () => {
@@ -161,7 +159,6 @@ if (requireChromium("the console's screens in headless Chromium")) {
       });
       expect(await fitsSideways(page)).toBe(true);
       await screenshot(page, `screen-import-dry-run-${width}`);
-      await close(page);
     }, 90_000);
 
     test(`${width} px: records`, async () => {
@@ -176,7 +173,6 @@ if (requireChromium("the console's screens in headless Chromium")) {
       expect(await style(page, "table tbody td:first-child", "white-space")).toBe("nowrap");
       expect(await fitsSideways(page)).toBe(true);
       await screenshot(page, `screen-records-${width}`);
-      await close(page);
     }, 60_000);
   }
 }
