@@ -3,13 +3,8 @@ import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, options, type TestHooks } from "../config";
 import type { CopyReport, OnTable } from "../store/copy";
 import { DatabaseError } from "../store/errors";
-import { withPostgresSnapshot } from "../store/postgres/dump";
 import { redactedUrl } from "../store/postgres/url";
-import { PostgresStore } from "../store/postgres/store";
 import { databaseFile } from "../store/sqlite/database";
-import { NewSqliteDatabase } from "../store/sqlite/fill";
-import { SqliteStore } from "../store/sqlite/store";
-import { outboxRows } from "../webhooks/outbox";
 import { UsageError, type Output } from "./errors";
 
 export const storageUsage = `importd storage: the appliance's SQLite data, backed up, restored, and copied to or from PostgreSQL
@@ -154,6 +149,8 @@ export async function copyToPostgres(dataDir: string, databaseUrl: string, onTab
   if (!existsSync(databaseFile(dataDir))) {
     throw new DatabaseError(`there is no importd database in ${dataDir} (no ${databaseFile(dataDir)}): give --data-dir the directory the appliance's server used`);
   }
+  // Loaded here, not with the command: a usage error or a backup need neither store's code.
+  const [{ SqliteStore }, { PostgresStore }, { outboxRows }] = await Promise.all([import("../store/sqlite/store"), import("../store/postgres/store"), import("../webhooks/outbox")]);
   const source = SqliteStore.openStopped(dataDir);
   try {
     const target = await PostgresStore.open(databaseUrl, { outbox: outboxRows });
@@ -173,6 +170,7 @@ export async function copyToPostgres(dataDir: string, databaseUrl: string, onTab
  * database is only read.
  */
 export async function copyFromPostgres(databaseUrl: string, dataDir: string, onTable: OnTable = () => {}): Promise<CopyReport> {
+  const [{ NewSqliteDatabase }, { withPostgresSnapshot }] = await Promise.all([import("../store/sqlite/fill"), import("../store/postgres/dump")]);
   const target = NewSqliteDatabase.claim(dataDir);
   try {
     return await withPostgresSnapshot(databaseUrl, (source) => target.fill(source, onTable));
