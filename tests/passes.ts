@@ -70,7 +70,19 @@ const overTls = [
   ...files("console", ["console"]),
 ];
 
-const noSetUp = async () => ({ env: {}, tearDown() {} });
+/**
+ * Bun's allocator (mimalloc) hands freed memory back to the system 100 ms after it is freed, and takes it back, page
+ * fault by page fault, when it is needed again. The tests allocate and free in bursts (a server started, a batch, an
+ * export), and that churn was a sixth of all the CPU a CI run burnt (perf: the allocator's purge thread 6%, and the
+ * page faults after it). In these passes freed memory stays with the process: a test process, each server it spawns
+ * and each command (CPU-s, same file: http/exports 15.3-20.1 to 10.4-12.0, durability/crash 21-26 to 18-21).
+ * Nothing is shipped this way. What it changes is what a test reads of a process's memory, so the tests that
+ * read it start the process they read as shipped (`asShipped` in tests/helpers/process.ts), and the TLS pass keeps
+ * the shipped setting throughout (tests/jobs/long-poll reads its own process's memory there).
+ */
+export const keepFreedMemory = { MIMALLOC_PURGE_DELAY: "-1" };
+
+const noSetUp = async () => ({ env: keepFreedMemory, tearDown() {} });
 
 // Run after the passes side by side, alone on the machine, where what they time is importd's and not the load's:
 // the fencing test's instance takes a paused one's job over in 8 s alone, and did not within 150 s at load 14 (twice
@@ -88,7 +100,7 @@ export const passes: Pass[] = [
     async setUp() {
       const { requirePostgres } = await import("./helpers/postgres");
       if (!requirePostgres(`the PostgreSQL pass (${onPostgres.length} files)`)) throw new SkippedPass("no PostgreSQL server binaries");
-      return { env: { TEST_BACKEND: "postgres" }, tearDown() {} };
+      return { env: { TEST_BACKEND: "postgres", ...keepFreedMemory }, tearDown() {} };
     },
   },
   {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { projectRoot } from "../helpers/process";
+import { projectRoot, shippedEnv } from "../helpers/process";
 import { seedReferenceData } from "../helpers/records";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server";
 
@@ -56,7 +56,7 @@ test(`imports a ${megabytes} MB CSV with 1% bad rows of every kind: each bad row
   const started = performance.now();
   const proc = Bun.spawn([process.execPath, "src/main.ts", "import", file, "--resource", "assets", "--base-url", server.base], {
     cwd: projectRoot,
-    env: { ...process.env, IMPORTD_API_KEY: server.key },
+    env: { ...shippedEnv, IMPORTD_API_KEY: server.key },
     stdout: "pipe",
     stderr: "ignore",
   });

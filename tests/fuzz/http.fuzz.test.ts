@@ -4,7 +4,7 @@ import { connect } from "node:net";
 import { rmSync } from "node:fs";
 import { resources } from "../../src/resources/registry";
 import { terminal } from "../helpers/api";
-import { spawnServer, type ServerProcess } from "../helpers/process";
+import { asShipped, spawnServer, type ServerProcess } from "../helpers/process";
 import { asset, seedReferenceData } from "../helpers/records";
 import { tempDir } from "../helpers/server";
 
@@ -22,7 +22,7 @@ let server: ServerProcess;
 let key: string;
 let cases = 0;
 beforeAll(async () => {
-  server = await spawnServer(dataDir, ["--workers", "2", "--auth-failures-per-minute", "0"]);
+  server = await spawnServer(dataDir, ["--workers", "2", "--auth-failures-per-minute", "0"], 30_000, asShipped);
   key = server.firstRunKey!;
   await seedReferenceData(`${server.url}/default`, key);
 });

@@ -77,6 +77,15 @@ export type Launch = { command: string[]; cwd: string; env?: Record<string, stri
 const fromSource: Launch = { command: [process.execPath, "src/main.ts"], cwd: projectRoot };
 
 /**
+ * The environment of a process whose memory a test reads: the runner's (less its IMPORTD_* variables) without the
+ * allocator setting of the passes that keep freed memory (keepFreedMemory in tests/passes.ts), so that the process
+ * gives memory back as the shipped program does, and what the test reads is what an operator would see.
+ */
+export const shippedEnv = Object.fromEntries(Object.entries(cleanEnv).filter(([name]) => name !== "MIMALLOC_PURGE_DELAY")) as Record<string, string>;
+/** From source, as shipped (see shippedEnv): for a server whose memory the test reads. */
+export const asShipped: Launch = { ...fromSource, env: shippedEnv };
+
+/**
  * From source, with these variables on top of the runner's own (less its IMPORTD_* ones), e.g. a test hook: an
  * IMPORTD_TEST_* variable, which only tests/fixtures/with-test-hooks.ts reads (the shipped program does not).
  */

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync, rmSync } from "node:fs";
 import { importAndWait } from "../helpers/api";
-import { spawnServer, type ServerProcess } from "../helpers/process";
+import { asShipped, spawnServer, type ServerProcess } from "../helpers/process";
 import { asset, seedReferenceData } from "../helpers/records";
 import { tempDir } from "../helpers/server";
 
@@ -21,7 +21,7 @@ let key: string;
 const residentBytes = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${server.proc.pid}/status`, "utf8"))![1]) * 1024;
 
 beforeAll(async () => {
-  server = await spawnServer(dir);
+  server = await spawnServer(dir, [], 30_000, asShipped);
   base = `${server.url}/default`;
   key = server.firstRunKey!;
   await seedReferenceData(base, key);
