@@ -182,7 +182,9 @@ let databases = 0;
 export async function createTestDatabase(template = "template0", options = ""): Promise<{ name: string; url: string; drop(): Promise<void> }> {
   const server = await postgresServer();
   const name = `importd_test_${process.pid}_${++databases}`;
-  await server.admin((sql) => sql.unsafe(`CREATE DATABASE "${name}" TEMPLATE "${template}" ${options}`));
+  // FILE_COPY: the template's files copied whole, not PostgreSQL 15's default (WAL_LOG, every block of the copy
+  // through shared buffers and the WAL): 49 against 135 ms of the server's CPU a database, and the tests make hundreds.
+  await server.admin((sql) => sql.unsafe(`CREATE DATABASE "${name}" TEMPLATE "${template}" STRATEGY = FILE_COPY ${options}`));
   return {
     name,
     url: server.url(name),
