@@ -108,14 +108,17 @@ async function startPostgresOnce(): Promise<PostgresServer> {
   // Under a watchdog shell that outlives this process: bun test runs no exit handlers, so the server would
   // otherwise run on after the tests. When this process is gone, the shell shuts the server down at once
   // (SIGQUIT to the pid in postmaster.pid: runuser, which starts it as root, does not pass signals on) and
-  // removes its directory.
+  // removes its directory. It waits on `tail --pid`, which looks for this process once a second without starting
+  // one (a `sleep 1` loop started some 3,000 processes a CI run), and on the server, whichever ends first.
   const watchdog = [
-    `"$@" & while kill -0 ${process.pid} 2>/dev/null && kill -0 $! 2>/dev/null; do sleep 1; done`,
+    `"$@" & server=$!`,
+    `tail --pid=${process.pid} -f /dev/null & tests=$!`,
+    `wait -n "$server" "$tests"; kill "$tests" 2>/dev/null`,
     `kill -QUIT "$(head -n 1 '${dataDir}/postmaster.pid' 2>/dev/null)" 2>/dev/null; wait; rm -rf '${dir}'`,
   ].join("; ");
   const server: Subprocess = spawn(
     [
-      "sh", "-c", watchdog, "sh",
+      "bash", "-c", watchdog, "bash",
       ...asServerUser([
         join(binDir, "postgres"),
         "-D", dataDir,
