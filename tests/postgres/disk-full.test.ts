@@ -20,6 +20,7 @@ if (requirePostgres("importd on PostgreSQL with a full disk")) {
   const tablespaceDir = join(mountPoint, "tablespace");
   const filler = join(mountPoint, "filler");
   const name = `importd_diskfull_${process.pid}`;
+  const dataDir = tempDir("importd-pg-diskfull-data-");
   let server: ServerProcess | undefined;
 
   afterAll(async () => {
@@ -32,6 +33,7 @@ if (requirePostgres("importd on PostgreSQL with a full disk")) {
     });
     Bun.spawnSync(["umount", "-l", mountPoint]);
     rmSync(mountPoint, { recursive: true, force: true });
+    rmSync(dataDir, { recursive: true, force: true });
   });
 
 
@@ -49,7 +51,7 @@ if (requirePostgres("importd on PostgreSQL with a full disk")) {
     const url = pg.url(name);
     await (await PostgresStore.open(url, { outbox: outboxRows })).close();
 
-    server = await spawnServer(tempDir("importd-pg-diskfull-data-"), ["--database-url", url, "--workers", "2"]);
+    server = await spawnServer(dataDir, ["--database-url", url, "--workers", "2"]);
     const key = server.firstRunKey!;
     const base = `${server.url}/default`;
     await seedReferenceData(base, key);

@@ -64,7 +64,9 @@ if (requirePostgres("importd on PostgreSQL over TLS")) {
   test("verify-full against another authority, by a name the certificate lacks, or with a missing sslrootcert: one line without the password", async () => {
     const { caFile } = await postgresServer();
     const url = await database();
-    const other = join(tempDir("importd-pg-tls-other-"), "other-ca.crt");
+    const otherDir = tempDir("importd-pg-tls-other-");
+    cleanups.push(() => rmSync(otherDir, { recursive: true, force: true }));
+    const other = join(otherDir, "other-ca.crt");
     writeFileSync(other, (await testAuthority("somebody else")).cert);
     const cases: Array<[Record<string, string>, RegExp, string?]> = [
       [{ sslmode: "verify-full", sslrootcert: other }, /^cannot trust the TLS certificate of the database server postgres:\/\/importd_test:\*\*\*@127\.0\.0\.1:\d+\/\S+ \(/],
