@@ -82,7 +82,7 @@ const overTls = [
  */
 export const keepFreedMemory = { MIMALLOC_PURGE_DELAY: "-1" };
 
-const noSetUp = async () => ({ env: keepFreedMemory, tearDown() {} });
+const keepingFreedMemory = async () => ({ env: keepFreedMemory, tearDown() {} });
 
 // Run after the passes side by side, alone on the machine, where what they time is importd's and not the load's:
 // the fencing test's instance takes a paused one's job over in 8 s alone, and did not within 150 s at load 14 (twice
@@ -92,7 +92,7 @@ const noSetUp = async () => ({ env: keepFreedMemory, tearDown() {} });
 const alone = ["tests/postgres/fencing.test.ts", "tests/postgres/database-faults.test.ts"];
 
 export const passes: Pass[] = [
-  { name: "sqlite", files: [], ignore: alone, processes: 2, setUp: noSetUp },
+  { name: "sqlite", files: [], ignore: alone, processes: 2, setUp: keepingFreedMemory },
   {
     name: "postgres",
     files: onPostgres,
@@ -127,7 +127,7 @@ export const passes: Pass[] = [
     },
   },
   // After the others, without them, in the SQLite pass's environment.
-  { name: "alone", files: alone.map((path) => `./${path}`), alone: true, processes: 2, setUp: noSetUp },
+  { name: "alone", files: alone.map((path) => `./${path}`), alone: true, processes: 2, setUp: keepingFreedMemory },
 ];
 
 /** A pass that cannot run here (outside CI, without PostgreSQL), said so instead of run. */

@@ -2,6 +2,7 @@ import type { Subprocess } from "bun";
 import { Database } from "bun:sqlite";
 import { databaseFile } from "../../src/store/sqlite/database";
 import { join, resolve } from "node:path";
+import { keepFreedMemory } from "../passes";
 import { testBackend, testTls } from "./backend";
 import { freshPostgresDatabase } from "./postgres-store";
 import { testSql } from "./sql";
@@ -81,7 +82,7 @@ const fromSource: Launch = { command: [process.execPath, "src/main.ts"], cwd: pr
  * allocator setting of the passes that keep freed memory (keepFreedMemory in tests/passes.ts), so that the process
  * gives memory back as the shipped program does, and what the test reads is what an operator would see.
  */
-export const shippedEnv = Object.fromEntries(Object.entries(cleanEnv).filter(([name]) => name !== "MIMALLOC_PURGE_DELAY")) as Record<string, string>;
+export const shippedEnv = Object.fromEntries(Object.entries(cleanEnv).filter(([name]) => !(name in keepFreedMemory))) as Record<string, string>;
 /** From source, as shipped (see shippedEnv): for a server whose memory the test reads. */
 export const asShipped: Launch = { ...fromSource, env: shippedEnv };
 
