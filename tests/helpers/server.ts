@@ -1,6 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
 import { loadConfig, type Config } from "../../src/config";
 import { startServer, type RunningServer } from "../../src/server";
 import { Access } from "../../src/access/access";
@@ -13,6 +11,7 @@ import { freshPostgresDatabase } from "./postgres-store";
 import { testSql, type TestSql } from "./sql";
 import { checkAnswersOf, stopChecking } from "./contract";
 import { asset } from "./records";
+import { tempDir } from "./temp-dirs";
 
 /** Queues a job straight into the store, without an idempotency key (so it is always a new job). */
 export async function enqueueJob(queue: JobQueue, environmentId: number, type: string, recordCount: number, body: Uint8Array): Promise<Job> {
@@ -21,7 +20,7 @@ export async function enqueueJob(queue: JobQueue, environmentId: number, type: s
   return enqueued!.job;
 }
 
-export const tempDir = (prefix = "importd-test-") => mkdtempSync(join(tmpdir(), prefix));
+export { tempDir };
 
 /** Over TLS (TEST_TRANSPORT=tls), the settings that make a server the test starts serve the tests' certificate. */
 export const testTlsConfig = (): Partial<Config> => (testTls ? { tlsCert: testTls.cert, tlsKey: testTls.key } : {});
