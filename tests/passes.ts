@@ -29,7 +29,12 @@
 //     check there; over HTTPS the console's sign-in, live jobs and cancel run (tests/console/console);
 //   - on HTTPS, job semantics (tests/jobs/* but long-poll, whose held answers are the transport's business), the
 //     stored data (idempotency, rejected, reads, status, observability), keys and rate limits: the same whatever
-//     carries the request, and run on PostgreSQL, where the store matters.
+//     carries the request, and run on PostgreSQL, where the store matters; tests/http/security-headers, whose
+//     HSTS test starts an HTTPS server of its own in the SQLite pass (the other headers are the same on both).
+// Within a file that the HTTPS pass runs, the tests of what the transport does not change (what the client reads
+// or refuses before it sends, a listing's paging, a layout) are `notOverHttps` (tests/helpers/backend.ts): not
+// registered there. The HTTPS pass keeps each command's and page's requests going through: an import, a resume,
+// a mirror and its dry run, a delete, the console's sign-in, job page and cancel, an export read, left and stalled.
 // The tests of SQLite's file (tests/cli/database-file, server-lock, tests/durability/disk-full and crash) have their
 // PostgreSQL counterparts in tests/postgres/* (tests/postgres/kill-instances for crash), which the SQLite pass runs.
 
@@ -63,7 +68,7 @@ const onPostgres = [
 ];
 
 const overTls = [
-  ...files("http", ["edge", "exports", "half-close", "imports", "limits", "security-headers", "trusted-proxies", "uploads"]),
+  ...files("http", ["edge", "exports", "half-close", "imports", "limits", "trusted-proxies", "uploads"]),
   ...files("jobs", ["long-poll"]),
   ...files("client", ["client", "import-command", "import-mirror", "delete-command", "import-server-lost"]),
   ...files("webhooks", ["cli"]),

@@ -5,6 +5,7 @@ import { createClient } from "../../src/client";
 import { importd } from "../helpers/process";
 import { asset, seedReferenceData } from "../helpers/records";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server";
+import { notOverHttps } from "../helpers/backend";
 
 // `importd delete <file of ids>`: the ids read from text, CSV, NDJSON or JSON, sent as delete jobs in chunks, with the
 // import's journal, rejected file and exit codes.
@@ -50,7 +51,7 @@ describe("importd delete", () => {
     expect(existsSync(join(dir, "ids.rejected.csv"))).toBe(false);
   }, 60_000);
 
-  test("a referred-to record is rejected with its reason, into <file>.rejected.csv; the same command on that file deletes it once the reason is gone", async () => {
+  notOverHttps("a referred-to record is rejected with its reason, into <file>.rejected.csv; the same command on that file deletes it once the reason is gone", async () => {
     await seed(10);
     const file = write("areas.txt", "north\nnowhere\n");
     const run = await remove(file, [], "subareas");
@@ -75,7 +76,7 @@ describe("importd delete", () => {
     await seedReferenceData(server.base, server.key);
   }, 60_000);
 
-  test("the CSV file importd import took: its id column is read, the other columns are not", async () => {
+  notOverHttps("the CSV file importd import took: its id column is read, the other columns are not", async () => {
     const file = write("assets.csv", `name;id;status\nOne;${asset(20).id};ACT\nTwo;${asset(21).id};ACT\n`);
     await seed(20, 21);
     const run = await remove(file);
@@ -88,7 +89,7 @@ describe("importd delete", () => {
     expect(noId.stderr).toContain("no-id.csv line 1 has no id column ('name,status'): importd delete reads a CSV file's ids from its column named id.");
   }, 60_000);
 
-  test("NDJSON records and a JSON array of ids; --dry-run deletes nothing and says what would be", async () => {
+  notOverHttps("NDJSON records and a JSON array of ids; --dry-run deletes nothing and says what would be", async () => {
     await seed(30, 31);
     const ndjson = write("records.ndjson", `${JSON.stringify(asset(30))}\n${JSON.stringify({ name: "no id here" })}\n`);
     const dry = await remove(ndjson, ["--dry-run"]);
@@ -106,7 +107,7 @@ describe("importd delete", () => {
     expect(await stored(asset(31).id)).toBe(false);
   }, 60_000);
 
-  test("--dry-run says what would be, in its progress lines and its summary: would delete, would not find, would reject; never that it deleted", async () => {
+  notOverHttps("--dry-run says what would be, in its progress lines and its summary: would delete, would not find, would reject; never that it deleted", async () => {
     await seed(40);
     await client.waitForJob((await client.importRecords("subareas", [{ id: "east-dry", name: "East" }] as never)).id);
     const file = write("dry-areas.txt", "north\nnowhere\neast-dry\n");
@@ -125,7 +126,7 @@ describe("importd delete", () => {
     expect((await server.query("SELECT id FROM sub_areas WHERE id = 'east-dry'")).length).toBe(1);
   }, 60_000);
 
-  test("ids are sent in chunks, in order, each with an Idempotency-Key of its own (--chunk-bytes)", async () => {
+  notOverHttps("ids are sent in chunks, in order, each with an Idempotency-Key of its own (--chunk-bytes)", async () => {
     const indexes = Array.from({ length: 120 }, (_, i) => 100 + i);
     await seed(...indexes);
     const file = write("many.txt", indexes.map((i) => asset(i).id).join("\n"));
@@ -162,7 +163,7 @@ describe("importd delete", () => {
     expect(fresh.stdout).toContain("2 ids, 0 deleted, 2 not found");
   }, 60_000);
 
-  test("a delete job that fails as a whole (given up after its attempts): every id it took is rejected, for its reason, exit 1", async () => {
+  notOverHttps("a delete job that fails as a whole (given up after its attempts): every id it took is rejected, for its reason, exit 1", async () => {
     // Every job of this server is given up at its first claim, as the fourth claim of one that kept crashing is.
     const failing = await startTestServer({ testHooks: { maxAttempts: 0 } });
     try {
@@ -182,7 +183,7 @@ describe("importd delete", () => {
     }
   }, 60_000);
 
-  test("usage and file problems exit 2 with one line", async () => {
+  notOverHttps("usage and file problems exit 2 with one line", async () => {
     const noResource = await importd(["delete", write("x.txt", "a\n"), "--base-url", server.base], env());
     expect(noResource.code).toBe(2);
     expect(noResource.stderr).toContain("--resource must be one of");

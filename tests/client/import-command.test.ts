@@ -5,6 +5,7 @@ import { importd, projectRoot } from "../helpers/process";
 import { asset, seedReferenceData } from "../helpers/records";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server";
 import { until } from "../helpers/until";
+import { notOverHttps } from "../helpers/backend";
 
 let server: TestServer;
 const dir = tempDir("importd-import-");
@@ -97,7 +98,7 @@ describe("importd import", () => {
     expect(await stored("CSV-5")).toMatchObject({ name: 'Ash "the old"' });
   }, 60_000);
 
-  test("CSV: a number cell that is not a number is said in a spreadsheet's words, with its value and the fix, before anything is sent", async () => {
+  notOverHttps("CSV: a number cell that is not a number is said in a spreadsheet's words, with its value and the fix, before anything is sent", async () => {
     // Issue 44: `12,5` got "'Start Point' must be a number. You sent a string." A person sent a cell, not a string.
     const file = write("decimal-comma.csv", [header, "DC-1,north,Comma,ACT,water,pipe,LineString,\"12,5\",20,,,,,", "DC-2,north,Two,ACT,water,pipe,LineString,1,2,MAIN,MAIN,ten,2,m"].join("\n"));
     const checked = await importd(["import", file, "--resource", "assets", "--validate-only"]);
@@ -117,7 +118,7 @@ describe("importd import", () => {
     expect(await stored("DC-2")).toMatchObject({ locationStart: 1 });
   }, 60_000);
 
-  test("NDJSON and JSON arrays, with the rejected records written back in the same format", async () => {
+  notOverHttps("NDJSON and JSON arrays, with the rejected records written back in the same format", async () => {
     const ndjson = write("batch.ndjson", `${JSON.stringify(asset(1))}\n\n${JSON.stringify({ ...asset(2), assetTypeId: "nothing" })}\nnot json\n`);
     const nd = await run(ndjson);
     expect(nd.code).toBe(1);
@@ -184,7 +185,7 @@ describe("importd import", () => {
     expect(existsSync(`${file}.importd-progress`)).toBe(false);
   }, 120_000);
 
-  test("--restart does not resume an interrupted import: every request is sent again as a new job", async () => {
+  notOverHttps("--restart does not resume an interrupted import: every request is sent again as a new job", async () => {
     const file = write("restart.ndjson", Array.from({ length: 300 }, (_, i) => JSON.stringify(asset(9000 + i))).join("\n"));
     // An interrupted run's journal: two chunks went through.
     const first = await run(file, ["--chunk-bytes", "40000"]);
@@ -203,7 +204,7 @@ describe("importd import", () => {
     expect(restarted.stdout).not.toContain("interrupted run");
   }, 60_000);
 
-  test("running a finished import again sends it again: rows rejected for missing reference data are applied once it exists", async () => {
+  notOverHttps("running a finished import again sends it again: rows rejected for missing reference data are applied once it exists", async () => {
     const env = await server.addEnvironment("rerun");
     const rows = [
       "RR-1,north,Main St,ACT,water,pipe,Point,,,,,,,",
@@ -246,7 +247,7 @@ describe("importd import", () => {
     expect(existsSync(join(dir, "rerun.rejected.csv"))).toBe(false);
   }, 120_000);
 
-  test("counts add up: read = applied + rejected, and a row refused here before sending is rejected but not sent", async () => {
+  notOverHttps("counts add up: read = applied + rejected, and a row refused here before sending is rejected but not sent", async () => {
     const file = write("counts.csv", [header, "CT-1,north,Ok,ACT,water,pipe,Point,,,,,,,", "CT-2,north,Short row", "CT-3,west,Elm,ACT,water,pipe,Point,,,,,,,"].join("\n"));
     const result = await run(file);
     expect(result.code).toBe(1);
@@ -256,7 +257,7 @@ describe("importd import", () => {
     expect(result.stderr).toContain("3 records read, 2 records sent, 1 applied, 2 rejected (1 before sending)");
   }, 60_000);
 
-  test("the rejected file is in the input's line order, across chunks and kinds of rejection", async () => {
+  notOverHttps("the rejected file is in the input's line order, across chunks and kinds of rejection", async () => {
     const lines = Array.from({ length: 120 }, (_, i) => {
       const n = 7000 + i;
       if (i % 10 === 3) return "not json"; // unreadable: rejected here
@@ -274,7 +275,7 @@ describe("importd import", () => {
     expect(written).toEqual(expected);
   }, 60_000);
 
-  test("--validate-only checks the whole file locally, prints every problem with its line, and sends nothing", async () => {
+  notOverHttps("--validate-only checks the whole file locally, prints every problem with its line, and sends nothing", async () => {
     const file = write("check.csv", [header, "V-1,north,Ok,ACT,water,pipe,Point,,,,,,,", "V-2,north,,ACT,water,pipe,Circle,,,,,,,", "V-3,north,Ok,ACT,water,pipe,Point,9,1,,,,,"].join("\n"));
     const requests = server.logs.filter((entry) => entry.msg === "request").length;
     const result = await importd(["import", file, "--resource", "assets", "--validate-only"]);
@@ -292,7 +293,7 @@ describe("importd import", () => {
     expect((await importd(["import", write("clean.csv", [header, "V-4,north,Ok,ACT,water,pipe,Point,,,,,,,"].join("\n")), "--resource", "assets", "--validate-only"])).code).toBe(0);
   }, 60_000);
 
-  test("--validate-only finds the NUL character, which the server refuses too", async () => {
+  notOverHttps("--validate-only finds the NUL character, which the server refuses too", async () => {
     const file = write("nul.ndjson", [asset(1), asset(2, { name: "Main\u0000St" })].map((record) => JSON.stringify(record)).join("\n"));
     const result = await importd(["import", file, "--resource", "assets", "--validate-only"]);
     expect(result.code).toBe(1);

@@ -6,6 +6,7 @@ import { importd, projectRoot } from "../helpers/process";
 import { asset, seedReferenceData } from "../helpers/records";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server";
 import { until } from "../helpers/until";
+import { notOverHttps } from "../helpers/backend";
 
 // `importd import --mirror`: the file sent in a sync, which is then completed, deleting the records the file does not
 // have; its dry run, its guard, and a resumed mirror that keeps its sync. Each test has a server of its own: a mirror
@@ -89,7 +90,7 @@ describe("importd import --mirror", () => {
     expect(await storedIds()).toHaveLength(20);
   }, 120_000);
 
-  test("the percent guard deletes nothing and exits 1 in the server's words; the same command with --max-delete-percent completes the same sync without sending the file again", async () => {
+  notOverHttps("the percent guard deletes nothing and exits 1 in the server's words; the same command with --max-delete-percent completes the same sync without sending the file again", async () => {
     const { client } = await fresh();
     await seedTwenty();
     const file = csv("truncated.csv", range(0, 15));
@@ -151,7 +152,7 @@ describe("importd import --mirror", () => {
     expect(existsSync(`${file}.importd-progress`)).toBe(false);
   }, 180_000);
 
-  test("a resumed mirror whose sync ended meanwhile says so and what to do, and the same command then mirrors anew", async () => {
+  notOverHttps("a resumed mirror whose sync ended meanwhile says so and what to do, and the same command then mirrors anew", async () => {
     const { client } = await fresh();
     await seedTwenty();
     const file = csv("ended.csv", range(0, 19));
@@ -171,7 +172,7 @@ describe("importd import --mirror", () => {
     expect(again.stdout).toMatch(/Mirror \(sync \d+, job \d+\): .*Deleted 0/);
   }, 120_000);
 
-  test("a record refused before any job took it stops the mirror before it deletes: importd would not know the file has it", async () => {
+  notOverHttps("a record refused before any job took it stops the mirror before it deletes: importd would not know the file has it", async () => {
     const { client } = await fresh();
     await seedTwenty();
     const file = csv("invalid.csv", range(0, 20));
@@ -187,7 +188,7 @@ describe("importd import --mirror", () => {
     expect(existsSync(`${file}.importd-progress`)).toBe(false);
   }, 120_000);
 
-  test("a sync that expires while the file is sent: nothing deleted, and the same command is what to run again", async () => {
+  notOverHttps("a sync that expires while the file is sent: nothing deleted, and the same command is what to run again", async () => {
     // Syncs that expire as soon as they open: the mirror's first request finds its sync ended (409).
     server = await startTestServer({ testHooks: { syncLifetimeMs: 1 } });
     await seedReferenceData(server.base, server.key);
@@ -200,7 +201,7 @@ describe("importd import --mirror", () => {
     expect(existsSync(`${file}.importd-progress`)).toBe(false);
   }, 120_000);
 
-  test("usage: the limits go with --mirror, one at a time, in range; --mirror does not go with --validate-only", async () => {
+  notOverHttps("usage: the limits go with --mirror, one at a time, in range; --mirror does not go with --validate-only", async () => {
     const file = csv("usage.csv", [1]);
     const base = ["import", file, "--resource", "assets", "--base-url", "http://127.0.0.1:9/default"];
     const env = { IMPORTD_API_KEY: "k" };

@@ -7,6 +7,7 @@ import { consoleBrowser, screenshot, sharedTab, signIn as signInAs } from "../he
 import { until } from "../helpers/until";
 import { asset, assets, seedReferenceData } from "../helpers/records";
 import { startTestServer, type TestServer } from "../helpers/server";
+import { notOverHttps } from "../helpers/backend";
 
 // The console (DECISIONS 11) in headless Chromium, against a real server (SQLite, PostgreSQL and HTTPS in the
 // three passes of npm test): sign-in, the jobs live, a job's page with its rejected records and their CSV, cancel,
@@ -37,7 +38,7 @@ if (requireChromium("the console in headless Chromium")) {
 
   const signIn = (page: Page, key = server.key) => signInAs(page, server.url, key);
 
-  test("a wrong key is refused in words that name both causes, and nothing is kept", async () => {
+  notOverHttps("a wrong key is refused in words that name both causes, and nothing is kept", async () => {
     const page = await tab();
     await signIn(page, `${"0".repeat(64)}_1`);
     await expect(page.getByRole("alert").textContent()).resolves.toBe(
@@ -87,7 +88,7 @@ if (requireChromium("the console in headless Chromium")) {
     expect(await until(ids, { holds: (shown) => shown.includes(later.id), what: `job ${later.id} listed` })).toContain(later.id);
   }, 60_000);
 
-  test("an environment without jobs says so, and its link leads to the Import screen", async () => {
+  notOverHttps("an environment without jobs says so, and its link leads to the Import screen", async () => {
     const empty = await server.addEnvironment("empty");
     const page = await tab();
     await signInAs(page, server.url, empty.key, empty.slug);
@@ -135,7 +136,7 @@ if (requireChromium("the console in headless Chromium")) {
     await screenshot(page, "job-canceled");
   }, 60_000);
 
-  test("records: one found by id, a missing one said so, and the resource paged", async () => {
+  notOverHttps("records: one found by id, a missing one said so, and the resource paged", async () => {
     const page = await tab();
     await signIn(page);
     await page.getByRole("link", { name: "Records" }).click();
@@ -151,7 +152,7 @@ if (requireChromium("the console in headless Chromium")) {
     await expect(page.getByRole("alert").textContent()).resolves.toBe("No asset has the id 'no-such-asset' in the environment 'default'.");
   }, 60_000);
 
-  test("pages: on to the next page of a listing and back again", async () => {
+  notOverHttps("pages: on to the next page of a listing and back again", async () => {
     // 30 asset types beside the 2 seeded: a first page of 25 and a second of 7.
     const types = Array.from({ length: 30 }, (_, i) => ({ id: `type-${String(i).padStart(2, "0")}`, name: `Type ${i}` }));
     await waitForJob(server.base, server.key, (await importBatch(server.base, "assettypes", server.key, types)).id);
@@ -171,7 +172,7 @@ if (requireChromium("the console in headless Chromium")) {
     expect(await until(firstIds, { holds: (ids) => ids.length === 25, what: "the first page of 25 jobs again" })).toEqual(first);
   }, 60_000);
 
-  test("in a narrow window nothing spills sideways: the tables scroll within their box, the import form wraps", async () => {
+  notOverHttps("in a narrow window nothing spills sideways: the tables scroll within their box, the import form wraps", async () => {
     const narrow = await browser.newContext({ viewport: { width: 390, height: 800 } });
     const page = await narrow.newPage();
     await signIn(page);

@@ -7,7 +7,7 @@ import { asset, assets, seedReferenceData } from "../helpers/records";
 import { connect } from "node:net";
 import { connect as connectTls } from "node:tls";
 import { readFileSync } from "node:fs";
-import { testTls } from "../helpers/backend";
+import { notOverHttps, testTls } from "../helpers/backend";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server";
 import { until } from "../helpers/until";
 
@@ -103,7 +103,7 @@ describe("GET /{env}/v2/exports/<resource>", () => {
     expect(records[1]).not.toHaveProperty("geolocation");
   });
 
-  test("with Accept: text/csv, CSV in the importer's own layout: a column per field, dotted for nested ones, then updatedAt and lastJobId", async () => {
+  notOverHttps("with Accept: text/csv, CSV in the importer's own layout: a column per field, dotted for nested ones, then updatedAt and lastJobId", async () => {
     const { base, key } = await server.addEnvironment("csv");
     await seedReferenceData(base, key);
     const job = await importAndWait(base, "assets", key, [asset(1, { description: "=HYPERLINK(\"x\")", name: 'Main, "old"\nline two', geolocation: undefined }), asset(2, { description: "'quoted" })]);
@@ -123,7 +123,7 @@ describe("GET /{env}/v2/exports/<resource>", () => {
     expect(text.endsWith("\r\n")).toBe(true);
   });
 
-  test("?updatedSince= exports only the records written at or after it", async () => {
+  notOverHttps("?updatedSince= exports only the records written at or after it", async () => {
     const { base, key } = await server.addEnvironment("since");
     await seedReferenceData(base, key);
     await importAndWait(base, "assets", key, assets(3));
@@ -140,7 +140,7 @@ describe("GET /{env}/v2/exports/<resource>", () => {
     expect(await ndjson(await exportOf("assets", { base, key, query: "?updatedSince=2999-01-01" }))).toEqual([]);
   });
 
-  test("a bad updatedSince is a 400 naming it", async () => {
+  notOverHttps("a bad updatedSince is a 400 naming it", async () => {
     for (const bad of ["yesterday", "2026-13-45T00:00:00Z", "2026-11-27T10:00:00", ""]) {
       const response = await exportOf("assets", { query: `?updatedSince=${encodeURIComponent(bad)}` });
       expect(response.status).toBe(400);
@@ -149,19 +149,19 @@ describe("GET /{env}/v2/exports/<resource>", () => {
     }
   });
 
-  test("needs a key of the environment, and an unknown resource is a 404", async () => {
+  notOverHttps("needs a key of the environment, and an unknown resource is a 404", async () => {
     expect((await exportOf("assets", { key: "wrong" })).status).toBe(401);
     expect((await fetch(`${server.base}/v2/exports/assets`)).status).toBe(401);
     expect((await exportOf("pipes")).status).toBe(404);
   });
 
-  test("an empty resource is an empty body (CSV: its header alone)", async () => {
+  notOverHttps("an empty resource is an empty body (CSV: its header alone)", async () => {
     const { base, key } = await server.addEnvironment("empty");
     expect(await (await exportOf("subareas", { base, key })).text()).toBe("");
     expect(await (await exportOf("subareas", { base, key, accept: "text/csv" })).text()).toBe("id,name,description,updatedAt,lastJobId\r\n");
   });
 
-  test("is one snapshot: what jobs commit while the export streams is not seen, not even in part", async () => {
+  notOverHttps("is one snapshot: what jobs commit while the export streams is not seen, not even in part", async () => {
     const { base, key } = await server.addEnvironment("snapshot");
     await seedReferenceData(base, key);
     // 10,000 records of 3 kB: far more than the sockets' buffers hold, so the exports below are held mid-way.
@@ -232,7 +232,7 @@ describe("GET /{env}/v2/exports/<resource>", () => {
     }
   }, 60_000);
 
-  test("an export whose thread is lost is cut short and logged; the next export gets a new thread and is whole", async () => {
+  notOverHttps("an export whose thread is lost is cut short and logged; the next export gets a new thread and is whole", async () => {
     const losing = await startTestServer({ testHooks: { exportThreadEndsAfterChunks: 2 } });
     try {
       await seedReferenceData(losing.base, losing.key);
@@ -292,7 +292,7 @@ describe("importd export", () => {
     expect((await waitForJob(base, key, jobId)).output).toMatchObject({ created: 0, updated: 0, unchanged: 1_500 });
   }, 60_000);
 
-  test("NDJSON to stdout by default; --updated-since narrows it, and a bad one exits 2 saying why", async () => {
+  notOverHttps("NDJSON to stdout by default; --updated-since narrows it, and a bad one exits 2 saying why", async () => {
     const { base, key } = await server.addEnvironment("cli-stdout");
     await seedReferenceData(base, key);
     await importAndWait(base, "subareas", key, [{ id: "east", name: "East" }]);

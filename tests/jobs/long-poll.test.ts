@@ -4,6 +4,7 @@ import { preferredWait } from "../../src/jobs/job-waits";
 import { heldPolls as heldBy, importBatch, type JobDocument } from "../helpers/api";
 import { rawRequest } from "../helpers/raw-http";
 import { startTestServer, type TestServer } from "../helpers/server";
+import { notOverHttps } from "../helpers/backend";
 
 // Long polling (DECISIONS 7): GET /v2/status/{id} with `Prefer: wait=<seconds>` is answered as soon as the job
 // ends, or when the wait is over; capped at 60 s; Preference-Applied says the wait applied.
@@ -166,7 +167,7 @@ test("the typed client's waitForJob ends as soon as a small job does, not after 
   console.log(`a job ended, waitForJob answered: ${ms.toFixed(0)} ms`);
 }, 30_000);
 
-test("preferredWait reads RFC 7240's wait preference among others, caps it at 60, and ignores what is not a whole number", () => {
+notOverHttps("preferredWait reads RFC 7240's wait preference among others, caps it at 60, and ignores what is not a whole number", () => {
   expect(preferredWait(undefined)).toBeUndefined();
   expect(preferredWait("")).toBeUndefined();
   expect(preferredWait("wait=5")).toBe(5);
