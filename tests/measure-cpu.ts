@@ -6,9 +6,10 @@
 // CI is bound by CPU (tests/run.ts prints how busy it kept the machine): these sums, not wall times taken side by
 // side, say what a change to the tests saves. Needs root and cgroup v1's cpuacct (/sys/fs/cgroup/cpuacct), as on the
 // developers' machines; N files run side by side (2 by default), which moves a reading by some 10%, not its sum.
-import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { buildImportdForTests } from "./binary-for-tests";
 import { passes } from "./passes";
 
 const cgroups = "/sys/fs/cgroup/cpuacct";
@@ -28,6 +29,10 @@ function everyFile(dir = "tests"): string[] {
     return /\.test\.tsx?$/.test(entry.name) ? [`./${path}`] : [];
   });
 }
+
+// As npm test runs them: importd spawned from the binary built for the run (tests/binary-for-tests.ts).
+const built = buildImportdForTests();
+process.env.TEST_IMPORTD_BINARY = built.binary;
 
 type Run = { pass: string; file: string; env: Record<string, string>; preload: string[] };
 const runs: Run[] = [];
@@ -74,6 +79,7 @@ await Promise.all(
   }),
 );
 for (const tearDown of tearDowns) tearDown();
+rmSync(built.dir, { recursive: true, force: true });
 
 for (const { cpu, wall, pass, file, failed } of measured.sort((a, b) => b.cpu - a.cpu)) {
   console.log(`${cpu.toFixed(1).padStart(6)} CPU-s ${String(wall).padStart(4)} s  ${pass.padEnd(8)} ${file}${failed ? `  (${failed} failed)` : ""}`);

@@ -11,6 +11,7 @@
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { buildImportdForTests } from "./binary-for-tests";
 import { longFiles, longSettings, passes, SkippedPass, type Pass } from "./passes";
 
 const root = join(import.meta.dir, "..");
@@ -150,6 +151,9 @@ if (import.meta.main) {
   const chosen = named.length > 0 ? passes.filter((pass) => named.includes(pass.name)) : passes;
   const started = performance.now();
   const cpuBefore = cpuSeconds();
+  // Every pass spawns this binary where a test runs importd as a process (tests/binary-for-tests.ts).
+  const built = buildImportdForTests();
+  process.env.TEST_IMPORTD_BINARY = built.binary;
   console.log(`running ${chosen.map((pass) => `${pass.name}${pass.processes > 1 && !long ? ` (${pass.processes} processes)` : ""}`).join(", ")} side by side${long ? ", long suites at full settings" : ""}`);
   const run = (pass: Pass) =>
     runPass(pass, { args, long, measure, print: (text) => process.stdout.write(text) }).catch((error): PassResult => {
@@ -158,6 +162,7 @@ if (import.meta.main) {
     });
   const results = await Promise.all(chosen.filter((pass) => !pass.alone).map(run));
   for (const pass of chosen.filter((pass) => pass.alone)) results.push(await run(pass));
+  rmSync(built.dir, { recursive: true, force: true });
   console.log("");
   for (const result of results) {
     for (const failure of result.failures ?? []) console.log(`===== failed in pass ${result.name}:\n${failure}\n`);

@@ -1,7 +1,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { chmodSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { projectRoot, spawnServer, type Launch, type ServerProcess } from "../helpers/process";
+import { projectRoot, spawnServer, type Launch, type ServerProcess, importdCommand } from "../helpers/process";
 import { tempDir } from "../helpers/server";
 
 // The data directory is importd's user's alone (DECISIONS 15): 0700, and every file importd makes in it 0600, with
@@ -16,7 +16,7 @@ afterAll(() => {
 });
 
 // importd from source under `umask 022`, whatever the test runner's umask.
-const withUmask022: Launch = { command: ["sh", "-c", 'umask 022 && exec "$0" "$@"', process.execPath, "src/main.ts"], cwd: projectRoot };
+const withUmask022: Launch = { command: ["sh", "-c", 'umask 022 && exec "$0" "$@"', ...importdCommand], cwd: projectRoot };
 
 async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const proc = Bun.spawn([...withUmask022.command, ...args], { cwd: projectRoot, stdin: "ignore", stdout: "pipe", stderr: "pipe" });

@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { rmSync } from "node:fs";
-import { projectRoot } from "../helpers/process";
+import { projectRoot, importdCommand } from "../helpers/process";
 import { tempDir } from "../helpers/server";
 
 // A password in a database URL, in its user part or as ?password=, is never shown (DECISIONS 15): not in an error
@@ -20,7 +20,7 @@ const urls = [
 
 async function run(args: string[], env: Record<string, string> = {}) {
   const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("IMPORTD_")));
-  const proc = Bun.spawn([process.execPath, "src/main.ts", ...args], { cwd: projectRoot, env: { ...cleanEnv, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([...importdCommand, ...args], { cwd: projectRoot, env: { ...cleanEnv, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   const timer = setTimeout(() => proc.kill("SIGKILL"), 25_000);
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   clearTimeout(timer);

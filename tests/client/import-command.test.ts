@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { importd, projectRoot } from "../helpers/process";
+import { importd, projectRoot, importdCommand } from "../helpers/process";
 import { asset, seedReferenceData } from "../helpers/records";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server";
 import { until } from "../helpers/until";
@@ -156,7 +156,7 @@ describe("importd import", () => {
   test("an import interrupted with Ctrl-C says how to go on, exits 130, and resumes where it stopped, applying no request twice", async () => {
     const file = write("resume.ndjson", Array.from({ length: 2000 }, (_, i) => JSON.stringify(asset(5000 + i))).join("\n"));
     const before = (await jobCount());
-    const proc = Bun.spawn([process.execPath, "src/main.ts", "import", file, "--resource", "assets", "--base-url", server.base, "--chunk-bytes", "40000"], {
+    const proc = Bun.spawn([...importdCommand, "import", file, "--resource", "assets", "--base-url", server.base, "--chunk-bytes", "40000"], {
       cwd: projectRoot,
       env: { ...process.env, IMPORTD_API_KEY: server.key },
       stdout: "pipe",

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { importd, projectRoot } from "../helpers/process";
+import { importd, projectRoot, importdCommand } from "../helpers/process";
 import { asset, seedReferenceData } from "../helpers/records";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server";
 
@@ -420,7 +420,7 @@ test("the summary names its jobs, and says '1 record'", async () => {
 
 test("on a terminal (a pty, 80 columns): a binary file is one short line, and an import ends with its summary after the progress line", async () => {
   const inPty = async (args: string[]) => {
-    const command = ["stty cols 80 rows 24;", process.execPath, "src/main.ts", ...args].map((part) => (part.endsWith(";") ? part : `'${part}'`)).join(" ");
+    const command = ["stty cols 80 rows 24;", ...importdCommand, ...args].map((part) => (part.endsWith(";") ? part : `'${part}'`)).join(" ");
     const proc = Bun.spawn(["script", "-qfec", command, "/dev/null"], { cwd: projectRoot, env: { ...process.env, IMPORTD_API_KEY: server.key }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
     const [out, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
     return { out, code };

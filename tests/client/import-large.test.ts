@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { projectRoot, shippedEnv } from "../helpers/process";
+import { projectRoot, shippedEnv, importdCommand } from "../helpers/process";
 import { seedReferenceData } from "../helpers/records";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server";
 
@@ -54,7 +54,7 @@ afterAll(async () => {
 
 test(`imports a ${megabytes} MB CSV with 1% bad rows of every kind: each bad row accounted for, bounded client memory`, async () => {
   const started = performance.now();
-  const proc = Bun.spawn([process.execPath, "src/main.ts", "import", file, "--resource", "assets", "--base-url", server.base], {
+  const proc = Bun.spawn([...importdCommand, "import", file, "--resource", "assets", "--base-url", server.base], {
     cwd: projectRoot,
     env: { ...shippedEnv, IMPORTD_API_KEY: server.key },
     stdout: "pipe",

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createClient, type Sync } from "../../src/client";
-import { importd, projectRoot } from "../helpers/process";
+import { importd, projectRoot, importdCommand } from "../helpers/process";
 import { asset, seedReferenceData } from "../helpers/records";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server";
 import { until } from "../helpers/until";
@@ -126,7 +126,7 @@ describe("importd import --mirror", () => {
     const file = join(dir, "resume.ndjson");
     writeFileSync(file, range(5000, 2000).map((i) => JSON.stringify(asset(i))).join("\n"));
     const before = await jobCount();
-    const command = [process.execPath, "src/main.ts", "import", file, "--resource", "assets", "--base-url", server!.base, "--chunk-bytes", "40000", "--mirror"];
+    const command = [...importdCommand, "import", file, "--resource", "assets", "--base-url", server!.base, "--chunk-bytes", "40000", "--mirror"];
     const proc = Bun.spawn(command, { cwd: projectRoot, env: { ...process.env, IMPORTD_API_KEY: server!.key }, stdout: "pipe", stderr: "pipe" });
     await until(async () => (await jobCount()) - before >= 3, { what: "3 of the mirror's requests accepted", deadlineMs: 30_000, everyMs: 10 });
     proc.kill("SIGINT");

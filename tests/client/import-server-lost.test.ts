@@ -1,7 +1,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { projectRoot, spawnServer, type ServerProcess } from "../helpers/process";
+import { projectRoot, spawnServer, type ServerProcess, importdCommand } from "../helpers/process";
 import { asset, seedReferenceData } from "../helpers/records";
 import { tempDir } from "../helpers/server";
 
@@ -30,7 +30,7 @@ test("losing the server mid-import says what happened and that the same command 
 
   const file = join(dir, "lost.ndjson");
   writeFileSync(file, Array.from({ length: 3000 }, (_, i) => JSON.stringify(asset(i))).join("\n"));
-  const command = [process.execPath, "src/main.ts", "import", file, "--resource", "assets", "--base-url", base, "--chunk-bytes", "40000"];
+  const command = [...importdCommand, "import", file, "--resource", "assets", "--base-url", base, "--chunk-bytes", "40000"];
   const proc = Bun.spawn(command, { cwd: projectRoot, env: { ...cleanEnv, IMPORTD_API_KEY: key }, stdout: "pipe", stderr: "pipe" });
 
   // Kill the server once a few jobs are done (the plain progress line comes once per finished job).

@@ -4,7 +4,7 @@ import { existsSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { databaseFile } from "../../src/store/sqlite/database";
 import { postJson, waitForJob } from "../helpers/api";
-import { importd, projectRoot, spawnServer, type ServerProcess } from "../helpers/process";
+import { importd, projectRoot, spawnServer, type ServerProcess, importdCommand } from "../helpers/process";
 import { seededRandom } from "../helpers/random";
 import { asset, seedReferenceData } from "../helpers/records";
 import { tempDir } from "../helpers/server";
@@ -27,7 +27,7 @@ afterAll(() => {
 });
 
 const spawnBackup = (target: string) =>
-  Bun.spawn([process.execPath, "src/main.ts", "storage", "backup", "--data-dir", dataDir, "--to", target], { cwd: projectRoot, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  Bun.spawn([...importdCommand, "storage", "backup", "--data-dir", dataDir, "--to", target], { cwd: projectRoot, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
 
 test(`SIGKILL at ${kills} random moments of a backup beside a server taking imports: nothing at the target, the data directory untouched, the server serves on, the next backup cleans up and succeeds`, async () => {
   server = await spawnServer(dataDir, ["--workers", "2"]);

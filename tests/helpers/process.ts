@@ -68,14 +68,20 @@ export async function queryStore<T>(dataDir: string, text: string, ...params: un
 
 /** Runs one importd command from source to its end (on PostgreSQL under TEST_BACKEND=postgres: see above). */
 export async function importd(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  const proc = Bun.spawn([process.execPath, "src/main.ts", ...(await onTestBackend(args))], { cwd: projectRoot, env: { ...cleanEnv, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([...importdCommand, ...(await onTestBackend(args))], { cwd: projectRoot, env: { ...cleanEnv, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { code, stdout, stderr };
 }
 
-/** How to run importd: from source with this Bun by default, or a compiled binary in its own directory. */
+/**
+ * How the tests run importd as a process: the binary `npm test` built for its run (TEST_IMPORTD_BINARY, see
+ * tests/binary-for-tests.ts), as shipped; from source with this Bun when a test file is run by itself.
+ */
+export const importdCommand: string[] = process.env.TEST_IMPORTD_BINARY ? [process.env.TEST_IMPORTD_BINARY] : [process.execPath, "src/main.ts"];
+
+/** How to run importd: importdCommand by default, from source with test hooks, or a compiled binary in its own directory. */
 export type Launch = { command: string[]; cwd: string; env?: Record<string, string> };
-const fromSource: Launch = { command: [process.execPath, "src/main.ts"], cwd: projectRoot };
+const asTested: Launch = { command: importdCommand, cwd: projectRoot };
 
 /**
  * The environment of a process whose memory a test reads: the runner's (less its IMPORTD_* variables) without the
@@ -83,8 +89,8 @@ const fromSource: Launch = { command: [process.execPath, "src/main.ts"], cwd: pr
  * gives memory back as the shipped program does, and what the test reads is what an operator would see.
  */
 export const shippedEnv = Object.fromEntries(Object.entries(cleanEnv).filter(([name]) => !(name in keepFreedMemory))) as Record<string, string>;
-/** From source, as shipped (see shippedEnv): for a server whose memory the test reads. */
-export const asShipped: Launch = { ...fromSource, env: shippedEnv };
+/** With the shipped allocator setting (see shippedEnv): for a server whose memory the test reads. */
+export const asShipped: Launch = { ...asTested, env: shippedEnv };
 
 /**
  * From source, with these variables on top of the runner's own (less its IMPORTD_* ones), e.g. a test hook: an
@@ -97,7 +103,7 @@ export const fromSourceWith = (env: Record<string, string>): Launch => ({
 });
 
 /** Starts `importd serve` as its own process (so it can be killed) and waits until it listens. */
-export async function spawnServer(dataDir: string, extraArgs: string[] = [], timeoutMs = 30_000, launch: Launch = fromSource): Promise<ServerProcess> {
+export async function spawnServer(dataDir: string, extraArgs: string[] = [], timeoutMs = 30_000, launch: Launch = asTested): Promise<ServerProcess> {
   const args = await onTestBackend(["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, ...extraArgs]);
   const proc = Bun.spawn([...launch.command, ...args], {
     cwd: launch.cwd,

@@ -4,7 +4,7 @@ import { Access } from "../../src/access/access";
 import { parseKey } from "../../src/access/api-key";
 import { databaseFile } from "../../src/store/sqlite/database";
 import { importAndWait, postJson } from "../helpers/api";
-import { projectRoot } from "../helpers/process";
+import { projectRoot, importdCommand } from "../helpers/process";
 import { asset, seedReferenceData } from "../helpers/records";
 import { startTestServer, type TestServer } from "../helpers/server";
 
@@ -33,7 +33,7 @@ afterAll(() => server.close());
 /** Runs the CLI against the test server's store, as an operator would. */
 async function cli(...args: string[]) {
   const where = server.databaseUrl ? ["--database-url", server.databaseUrl] : ["--data-dir", server.dataDir];
-  const proc = Bun.spawn([process.execPath, "src/main.ts", ...args, ...where], { cwd: projectRoot, stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([...importdCommand, ...args, ...where], { cwd: projectRoot, stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   if (code !== 0) throw new Error(`importd ${args.join(" ")} exited ${code}: ${stderr}`);
   return stdout.trim();

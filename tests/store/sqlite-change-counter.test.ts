@@ -6,7 +6,7 @@ import { changeCounterOf, writeTransaction } from "../../src/store/sqlite/databa
 import { environments } from "../../src/store/sqlite/schema";
 import { SqliteStore } from "../../src/store/sqlite/store";
 import { outboxRows } from "../../src/webhooks/outbox";
-import { projectRoot } from "../helpers/process";
+import { projectRoot, importdCommand } from "../helpers/process";
 import { tempDir } from "../helpers/server";
 
 // The server's caches (src/store/read-cache.ts) go by the data directory's count of write transactions
@@ -67,7 +67,7 @@ test("a CLI command in another process shows", async () => {
   const dataDir = tempDir();
   const commits = open(dataDir, true).commits!;
   const mark = commits.mark();
-  const cli = Bun.spawn([process.execPath, "src/main.ts", "env", "create", "by-the-cli", "--data-dir", dataDir], { cwd: projectRoot, stdout: "pipe", stderr: "pipe" });
+  const cli = Bun.spawn([...importdCommand, "env", "create", "by-the-cli", "--data-dir", dataDir], { cwd: projectRoot, stdout: "pipe", stderr: "pipe" });
   expect(await cli.exited).toBe(0);
   expect(commits.unchangedSince(mark)).toBe(false);
 });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { chmodSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { assetCategories, assets, assetTypes, subAreas } from "../helpers/records";
-import { importd, projectRoot, spawnServer, type ServerProcess } from "../helpers/process";
+import { importd, projectRoot, spawnServer, type ServerProcess, importdCommand } from "../helpers/process";
 import { enqueueJob, tempDir } from "../helpers/server";
 import { until } from "../helpers/until";
 import { SqliteStore } from "../../src/store/sqlite/store";
@@ -77,7 +77,7 @@ test("a certificate and key that cannot be served are refused at start-up, each 
   } else chmodSync(unreadable, 0o000);
   const dataDir = dir("importd-tls-nobody-");
   chmodSync(dataDir, 0o777);
-  const command = [...(asRoot ? ["runuser", "-u", "nobody", "--"] : []), process.execPath, "src/main.ts", "serve", "--port", "0", "--data-dir", dataDir, "--tls-cert", good.cert, "--tls-key", unreadable];
+  const command = [...(asRoot ? ["runuser", "-u", "nobody", "--"] : []), ...importdCommand, "serve", "--port", "0", "--data-dir", dataDir, "--tls-cert", good.cert, "--tls-key", unreadable];
   const denied = Bun.spawnSync(command, { cwd: projectRoot, stdout: "pipe", stderr: "pipe", env: { PATH: process.env.PATH!, HOME: dataDir } });
   expect(denied.exitCode).toBe(2);
   expect(denied.stderr.toString().trim()).toMatch(/^importd: the TLS key \S+unreadable\.key cannot be read by the user \S+: give that user read access$/);
