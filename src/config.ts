@@ -273,8 +273,11 @@ type Options = typeof options;
  * delays and their 24 hours, so that a test sees a day of retries in seconds. `syncLifetimeMs`: instead of a sync's 24
  * hours (domain/job.ts, syncLifetimeMs), so that a test sees one expire. `copyHoldsAfterTable`: `storage copy` waits,
  * in its transaction, once it has written this table, so that a test kills it there and not by luck.
+ * `exportHold`: called as each export begins; given a promise, the export sends its first chunk, then waits for it
+ * before reading on, so that a test holds exports mid-way while it commits changes (a function: for a server in the
+ * test's own process only, and never posted to a thread).
  */
-export type TestHooks = { killProcessOnRecordId?: string; killProcessAfterCommitOnRecordId?: string; maxAttempts?: number; webhookRetryScale?: number; syncLifetimeMs?: number; exportStallMs?: number; exportThreadEndsAfterChunks?: number; copyHoldsAfterTable?: string };
+export type TestHooks = { killProcessOnRecordId?: string; killProcessAfterCommitOnRecordId?: string; maxAttempts?: number; webhookRetryScale?: number; syncLifetimeMs?: number; exportStallMs?: number; exportThreadEndsAfterChunks?: number; exportHold?: () => Promise<void> | undefined; copyHoldsAfterTable?: string };
 
 export type Config = Readonly<{ [K in keyof Options]: Options[K]["default"] } & { testHooks?: TestHooks }>;
 

@@ -69,7 +69,9 @@ export class WorkerPool {
     this.entry = options.entry;
     this.stores = options.stores;
     this.lightLane = options.lightLane ?? false;
-    this.testHooks = options.testHooks;
+    // Only the threads' own hooks are posted to them: config's others may be functions, which cannot be cloned across.
+    const { killProcessOnRecordId, killProcessAfterCommitOnRecordId, maxAttempts } = options.testHooks ?? {};
+    this.testHooks = options.testHooks && { killProcessOnRecordId, killProcessAfterCommitOnRecordId, maxAttempts };
     this.onCrash = options.onCrash ?? (() => {});
     for (let i = 0; i < options.size; i++) this.slots.push(this.spawn());
   }

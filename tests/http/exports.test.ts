@@ -16,8 +16,10 @@ import { until } from "../helpers/until";
 
 let server: TestServer;
 const dir = tempDir("importd-export-");
+/** What the next exports to begin wait for after their first chunk (TestHooks.exportHold); those after them, nothing. */
+const holds: Array<Promise<void>> = [];
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await startTestServer({ testHooks: { exportHold: () => holds.shift() } });
   await seedReferenceData(server.base, server.key);
 });
 afterAll(async () => {
@@ -30,6 +32,20 @@ const exportOf = (resource: string, { query = "", accept, base = server.base, ke
 const lines = (text: string) => text.split("\n").filter((line) => line !== "");
 const ndjson = async (response: Response) => lines(await response.text()).map((line) => JSON.parse(line) as Record<string, unknown>);
 const read = async (resource: string, id: string, base: string, key: string) => (await fetch(`${base}/v2/${resource}/${encodeURIComponent(id)}`, { headers: { "api-key": key } })).json();
+
+/**
+ * Holds the next `count` exports to begin, each after its first chunk, until the function this returns lets them go on:
+ * the test, not the sockets' buffers, keeps them mid-way.
+ */
+function holdExports(count: number): () => void {
+  let release = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  holds.push(...Array.from({ length: count }, () => held));
+  return () => {
+    holds.splice(0);
+    release();
+  };
+}
 
 /**
  * An export on a socket that stops reading after the first bytes, as a slow client's does: the server's writes back
@@ -164,51 +180,62 @@ describe("GET /{env}/v2/exports/<resource>", () => {
   notOverHttps("is one snapshot: what jobs commit while the export streams is not seen, not even in part", async () => {
     const { base, key } = await server.addEnvironment("snapshot");
     await seedReferenceData(base, key);
-    // 10,000 records of 3 kB: far more than the sockets' buffers hold, so the exports below are held mid-way.
-    const count = 10_000;
-    const long = (i: number, name?: string) => asset(i, { description: `${i} `.repeat(1_000).slice(0, 3_000), ...(name ? { name } : {}) });
-    for (let from = 0; from < count; from += 2_500) await importAndWait(base, "assets", key, Array.from({ length: 2_500 }, (_, i) => long(from + i)));
-    const exports = [await pausedExport(base, key), await pausedExport(base, key)];
-    for (const held of exports) expect((await held.head).status).toBe(200);
-    // Every record changed, one deleted and one created, all committed before the rest is read.
-    const job = await importAndWait(base, "assets", key, [...Array.from({ length: count }, (_, i) => long(i, "Changed")), asset(count + 1)]);
-    expect(job.importJobStatus).toBe("Succeeded");
-    const deletion = await waitForJob(base, key, ((await (await postJson(base, "deletions/assets", key, [asset(count - 1).id])).json()) as { id: number }).id);
-    expect(deletion.importJobStatus).toBe("Succeeded");
-    // Both exports are still streaming (an environment runs two at once: a third is refused)...
-    const third = await exportOf("assets", { base, key });
-    expect(third.status).toBe(429);
-    expect(third.headers.get("retry-after")).toBe("5");
-    await third.text();
-    // ...and read on, they show the records as they were when they began.
-    for (const held of exports) {
-      const records = lines(await held.rest()).map((line) => JSON.parse(line) as { id: string; name: string });
-      expect(records).toHaveLength(count);
-      expect(records.filter((record) => record.name === "Changed")).toEqual([]);
-      expect(records.map((record) => record.id)).toEqual(Array.from({ length: count }, (_, i) => asset(i).id));
+    // More than a slice (1,000 records, worker/exports.ts): the exports below send the first and are held there.
+    const count = 1_500;
+    await importAndWait(base, "assets", key, assets(count));
+    const release = holdExports(2);
+    try {
+      const exports = [await exportOf("assets", { base, key }), await exportOf("assets", { base, key })];
+      for (const held of exports) expect(held.status).toBe(200);
+      // Every record changed, one deleted and one created, all committed before the rest is read.
+      const job = await importAndWait(base, "assets", key, [...Array.from({ length: count }, (_, i) => asset(i, { name: "Changed" })), asset(count + 1)]);
+      expect(job.importJobStatus).toBe("Succeeded");
+      const deletion = await waitForJob(base, key, ((await (await postJson(base, "deletions/assets", key, [asset(count - 1).id])).json()) as { id: number }).id);
+      expect(deletion.importJobStatus).toBe("Succeeded");
+      // Both exports are still streaming (an environment runs two at once: a third is refused)...
+      const third = await exportOf("assets", { base, key });
+      expect(third.status).toBe(429);
+      expect(third.headers.get("retry-after")).toBe("5");
+      await third.text();
+      // ...and let go on, they show the records as they were when they began.
+      release();
+      for (const held of exports) {
+        const records = (await ndjson(held)) as Array<{ id: string; name: string }>;
+        expect(records).toHaveLength(count);
+        expect(records.filter((record) => record.name === "Changed")).toEqual([]);
+        expect(records.map((record) => record.id)).toEqual(Array.from({ length: count }, (_, i) => asset(i).id));
+      }
+    } finally {
+      release();
     }
     // The next export sees the changes.
     const after = await ndjson(await exportOf("assets", { base, key }));
     expect(after).toHaveLength(count);
     expect(after.slice(0, -1).every((record) => record.name === "Changed")).toBe(true);
     expect(after.at(-1)!.id).toBe(asset(count + 1).id);
-  }, 180_000);
+  }, 60_000);
 
   test("a client that goes away mid-export ends it, and lets go of its snapshot", async () => {
     const { base, key } = await server.addEnvironment("abandon");
     await seedReferenceData(base, key);
-    await importAndWait(base, "assets", key, Array.from({ length: 5_000 }, (_, i) => asset(i, { description: "x".repeat(3_000) })));
+    // More than a slice (1,000 records): each export is held after its first, mid-way, when its client goes.
+    await importAndWait(base, "assets", key, assets(1_500));
     for (let round = 0; round < 3; round++) {
-      const held = [await pausedExport(base, key), await pausedExport(base, key)];
-      for (const one of held) expect((await one.head).status).toBe(200);
-      expect((await exportOf("assets", { base, key })).status).toBe(429);
-      for (const one of held) one.close();
-      // Two more may start once the server has seen them go.
-      await until(async () => {
-        const response = await exportOf("subareas", { base, key });
-        await response.text();
-        return response.status === 200;
-      }, { what: "the abandoned exports to end" });
+      const release = holdExports(2);
+      try {
+        const held = [await pausedExport(base, key), await pausedExport(base, key)];
+        for (const one of held) expect((await one.head).status).toBe(200);
+        expect((await exportOf("assets", { base, key })).status).toBe(429);
+        for (const one of held) one.close();
+        // Two more may start once the server has seen them go.
+        await until(async () => {
+          const response = await exportOf("subareas", { base, key });
+          await response.text();
+          return response.status === 200;
+        }, { what: "the abandoned exports to end" });
+      } finally {
+        release();
+      }
     }
   }, 60_000);
 

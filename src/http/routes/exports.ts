@@ -88,6 +88,18 @@ function recordStream(records: RecordExport, stallMs: number, onEnd: (error?: un
   });
 }
 
+/** Tests' hook (TestHooks.exportHold): the export's first chunk goes out, the next is not asked for until `held` settles. */
+function heldAfterFirstChunk(records: RecordExport, held: Promise<void>): RecordExport {
+  let chunks = 0;
+  return {
+    next: async () => {
+      if (chunks++ > 0) await held;
+      return records.next();
+    },
+    close: () => records.close(),
+  };
+}
+
 function exportRoute(services: Services, resource: ResourceDefinition, inFlight: { all: number; byEnvironment: Map<number, number> }) {
   return new Elysia().use(authentication(services)).get(
     `/exports/${resource.path}`,
@@ -115,7 +127,8 @@ function exportRoute(services: Services, resource: ResourceDefinition, inFlight:
         throw error;
       }
       const stallMs = services.config.testHooks?.exportStallMs ?? stalledExportMs;
-      const body = recordStream(records, stallMs, (error) => {
+      const held = services.config.testHooks?.exportHold?.();
+      const body = recordStream(held ? heldAfterFirstChunk(records, held) : records, stallMs, (error) => {
         release();
         if (error instanceof ExportStalled) services.log({ level: "warn", msg: "export ended: its client stopped reading", resource: resource.path, environmentId, why: error.message });
         else if (error) services.log({ level: "error", msg: "export cut short", resource: resource.path, environmentId, error: String((error as Error)?.stack ?? error) });
