@@ -1,25 +1,14 @@
-// What the command-line tests share (tests/cli/cli.test.ts, usage.test.ts): data directories removed after the file,
-// a command that must succeed, and how its output is read.
-import { afterAll, expect } from "bun:test";
-import { rmSync } from "node:fs";
+// What the command-line tests share (tests/cli/cli.test.ts, usage.test.ts): data directories, a command that must
+// succeed, and how its output is read.
+import { expect } from "bun:test";
 import { importd } from "./process";
 import { tempDir } from "./server";
 
 /** Spawning Bun and opening a database takes a moment; a test here runs a few commands. */
 export const cliTimeoutMs = 30_000;
 
-/** A fresh data directory per call, all removed after the calling test file (call it at the file's top level). */
-export function cliDataDirs(): () => string {
-  const dirs: string[] = [];
-  afterAll(() => {
-    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-  });
-  return () => {
-    const dir = tempDir("importd-cli-");
-    dirs.push(dir);
-    return dir;
-  };
-}
+/** A fresh data directory per call (removed after the calling test file, as every `tempDir` is). */
+export const cliDataDirs = (): (() => string) => () => tempDir("importd-cli-");
 
 /** Runs a command that must succeed and returns its stdout. */
 export async function ok(args: string[], env: Record<string, string> = {}): Promise<string> {
