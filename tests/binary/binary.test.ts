@@ -3,7 +3,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { importAndWait, importBatch, waitForJob } from "../helpers/api";
-import { launchBrowser, requireChromium } from "../helpers/browser";
+import { requireChromium, sharedBrowser } from "../helpers/browser";
 import { signIn } from "../helpers/console";
 import { projectRoot, spawnServer, type Launch, type ServerProcess } from "../helpers/process";
 import { options } from "../../src/config";
@@ -82,9 +82,9 @@ test("the compiled binary, alone in an empty directory and without Bun, serves a
   // A file imported from the console: its Web Worker is the binary's bundle, started on its own URL.
   if (requireChromium("a browser import from the compiled binary's console")) {
     writeFileSync(join(dir, "areas.csv"), ["id,name", ...Array.from({ length: 30 }, (_, n) => `area-${n},Area ${n}`)].join("\n"));
-    const browser = await launchBrowser();
+    const context = await (await sharedBrowser()).newContext();
     try {
-      const page = await browser.newPage();
+      const page = await context.newPage();
       await signIn(page, running.url, key);
       await page.getByRole("link", { name: "Import" }).click();
       await page.getByLabel("Resource").selectOption("subareas");
@@ -94,7 +94,7 @@ test("the compiled binary, alone in an empty directory and without Bun, serves a
       const result = page.getByRole("region", { name: "Import result" });
       expect(await result.locator(".verdict").textContent({ timeout: 30_000 })).toBe("30 records: 30 applied (30 created, 0 updated, 0 unchanged), 0 rejected, in 1 job.");
     } finally {
-      await browser.close();
+      await context.close();
     }
     rmSync(join(dir, "areas.csv"));
   }

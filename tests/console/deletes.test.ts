@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { importBatch, waitForJob } from "../helpers/api";
 import { requireChromium } from "../helpers/browser";
-import { consoleBrowser, screenshot, sharedTab, signIn as signInAs } from "../helpers/console";
+import { consoleContext, screenshot, sharedTab, signIn as signInAs } from "../helpers/console";
 import { until } from "../helpers/until";
 import { assets, seedReferenceData } from "../helpers/records";
 import { startTestServer, type TestServer } from "../helpers/server";
@@ -12,7 +12,6 @@ import { startTestServer, type TestServer } from "../helpers/server";
 
 if (requireChromium("delete jobs in the console, in headless Chromium")) {
   let server: TestServer;
-  let browser: Browser;
   let context: BrowserContext;
   let tab: () => Promise<Page>;
   let deletion: number;
@@ -30,12 +29,12 @@ if (requireChromium("delete jobs in the console, in headless Chromium")) {
     // A sub area that the third asset still names: rejected, the job Failed.
     refused = (await importBatch(server.base, "deletions/subareas", server.key, [assets(3)[2]!.subAreaId])).id;
     expect((await waitForJob(server.base, server.key, refused)).importJobStatus).toBe("Failed");
-    ({ browser, context } = await consoleBrowser());
+    context = await consoleContext();
     tab = sharedTab(context);
   }, 60_000);
 
   afterAll(async () => {
-    await browser?.close();
+    await context?.close();
     await server?.close();
   });
 

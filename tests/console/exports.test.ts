@@ -3,7 +3,7 @@ import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { importAndWait, waitForJob } from "../helpers/api";
 import { requireChromium } from "../helpers/browser";
-import { consoleBrowser, signIn } from "../helpers/console";
+import { consoleContext, signIn } from "../helpers/console";
 import { importd } from "../helpers/process";
 import { asset, assets, seedReferenceData } from "../helpers/records";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server";
@@ -25,7 +25,7 @@ if (requireChromium("the console's export download in headless Chromium")) {
 
   test("the records screen downloads every record of the resource, as CSV and as NDJSON, the API's export byte for byte", async () => {
     await importAndWait(server.base, "assets", server.key, [...assets(60), asset(100, { name: "=1+2" })]);
-    const { browser, context } = await consoleBrowser();
+    const context = await consoleContext();
     try {
       const page = await context.newPage();
       await signIn(page, server.url, server.key);
@@ -44,7 +44,7 @@ if (requireChromium("the console's export download in headless Chromium")) {
         expect((await waitForJob(server.base, server.key, jobId)).output).toMatchObject({ created: 0, updated: 0, unchanged: 61 });
       }
     } finally {
-      await browser.close();
+      await context.close();
     }
   }, 60_000);
 }

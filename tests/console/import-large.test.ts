@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import type { Browser, BrowserContext } from "playwright-core";
+import type { BrowserContext } from "playwright-core";
 import { requireChromium } from "../helpers/browser";
-import { consoleBrowser, signIn } from "../helpers/console";
+import { consoleContext, signIn } from "../helpers/console";
 import { seedReferenceData } from "../helpers/records";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server";
 
@@ -29,7 +29,10 @@ function parents(): Map<number, number> {
   return parent;
 }
 
-/** The resident memory of this test's browser (the processes it started): its renderers (the page and its worker) and all of it, in MB. */
+/**
+ * The resident memory of the browser (every process this test process started; the earlier files' contexts in it are
+ * closed): its renderers (the page and its worker) and all of it, in MB.
+ */
 function chromiumMemory(): { renderers: number; all: number } {
   let renderers = 0;
   let all = 0;
@@ -56,7 +59,6 @@ if (requireChromium("a big file imported from the browser")) {
   const dir = tempDir("importd-console-large-");
   const file = join(dir, "assets.csv");
   let server: TestServer;
-  let browser: Browser;
   let context: BrowserContext;
   let rows = 0;
   let unknownReferences = 0;
@@ -76,12 +78,12 @@ if (requireChromium("a big file imported from the browser")) {
       bytes += text.length;
     }
     await writer.end();
-    ({ browser, context } = await consoleBrowser());
+    context = await consoleContext();
   }, 600_000);
 
   afterAll(async () => {
     clearInterval(sampler);
-    await browser?.close();
+    await context?.close();
     await server?.close();
     rmSync(dir, { recursive: true, force: true });
   });

@@ -1,11 +1,11 @@
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { createClient } from "../../src/client";
 import { testTls } from "../helpers/backend";
 import { requireChromium } from "../helpers/browser";
-import { consoleBrowser, sharedTab, screenshot, signIn } from "../helpers/console";
+import { consoleContext, sharedTab, screenshot, signIn } from "../helpers/console";
 import { heldRequests, type HeldRequests } from "../helpers/held-requests";
 import { until } from "../helpers/until";
 import { seedReferenceData } from "../helpers/records";
@@ -39,7 +39,6 @@ function row(prefix: string, n: number, bad?: "reference" | "number"): string {
 if (requireChromium("the console's import in headless Chromium")) {
   const dir = tempDir("importd-console-import-");
   let server: TestServer;
-  let browser: Browser;
   let context: BrowserContext;
   let tab: () => Promise<Page>;
   let environment: { slug: string; key: string; base: string };
@@ -50,14 +49,14 @@ if (requireChromium("the console's import in headless Chromium")) {
     proxy = heldRequests(server.url);
     environment = await server.addEnvironment("imports");
     await seedReferenceData(environment.base, environment.key);
-    ({ browser, context } = await consoleBrowser());
+    context = await consoleContext();
     tab = sharedTab(context);
   }, 60_000);
 
   afterEach(() => proxy.release());
   afterAll(async () => {
     proxy?.close();
-    await browser?.close();
+    await context?.close();
     await server?.close();
     rmSync(dir, { recursive: true, force: true });
   });

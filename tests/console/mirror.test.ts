@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { createClient } from "../../src/client";
 import { testTls } from "../helpers/backend";
 import { requireChromium } from "../helpers/browser";
-import { consoleBrowser, screenshot, sharedTab, signIn } from "../helpers/console";
+import { consoleContext, screenshot, sharedTab, signIn } from "../helpers/console";
 import { heldRequests, type HeldRequests } from "../helpers/held-requests";
 import { until } from "../helpers/until";
 import { asset, seedReferenceData } from "../helpers/records";
@@ -22,7 +22,6 @@ const row = (i: number) => `${asset(i).id},north,Main ${i},ACT,water,pipe,Point`
 if (requireChromium("the console's mirror in headless Chromium")) {
   const dir = tempDir("importd-console-mirror-");
   let server: TestServer;
-  let browser: Browser;
   let context: BrowserContext;
   let tab: () => Promise<Page>;
   let proxy: HeldRequests;
@@ -32,12 +31,12 @@ if (requireChromium("the console's mirror in headless Chromium")) {
     server = await startTestServer({ maxBodyBytes: 1_000_000 });
     proxy = heldRequests(server.url);
     await seedReferenceData(server.base, server.key);
-    ({ browser, context } = await consoleBrowser());
+    context = await consoleContext();
     tab = sharedTab(context);
   }, 60_000);
   afterAll(async () => {
     proxy?.close();
-    await browser?.close();
+    await context?.close();
     await server?.close();
     rmSync(dir, { recursive: true, force: true });
   });

@@ -4,7 +4,7 @@ import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { importAndWait } from "../helpers/api";
 import { requireChromium } from "../helpers/browser";
-import { consoleBrowser, signIn } from "../helpers/console";
+import { consoleContext, signIn } from "../helpers/console";
 import { importd } from "../helpers/process";
 import { asset, seedReferenceData } from "../helpers/records";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server";
@@ -30,7 +30,7 @@ if (requireChromium("the console's rejected-records download in headless Chromiu
       asset(2, { subAreaId: "west", name: "'quoted", description: "+SUM(1,2)" }),
     ];
     const job = await importAndWait(server.base, "assets", server.key, sent);
-    const { browser, context } = await consoleBrowser();
+    const context = await consoleContext();
     try {
       const page = await context.newPage();
       await signIn(page, server.url, server.key);
@@ -51,7 +51,7 @@ if (requireChromium("the console's rejected-records download in headless Chromiu
         expect(stored).toEqual({ ...record, subAreaId: "north" });
       }
     } finally {
-      await browser.close();
+      await context.close();
     }
   }, 60_000);
 }

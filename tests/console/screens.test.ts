@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Browser, Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { importBatch, postJson, waitForJob } from "../helpers/api";
 import { requireChromium } from "../helpers/browser";
-import { consoleBrowser, screenshot, sharedTab, signIn as signInAs } from "../helpers/console";
+import { consoleContext, screenshot, sharedTab, signIn as signInAs } from "../helpers/console";
 import { until } from "../helpers/until";
 import { asset, assets, seedReferenceData } from "../helpers/records";
 import { startTestServer, tempDir, type TestServer } from "../helpers/server";
@@ -28,7 +28,6 @@ const consoleWords = "Import the sub areas first (Import, resource subareas), or
 if (requireChromium("the console's screens in headless Chromium")) {
   const dir = tempDir("importd-console-screens-");
   let server: TestServer;
-  let browser: Browser;
   let partial: number;
   let dry: number;
 
@@ -48,19 +47,23 @@ if (requireChromium("the console's screens in headless Chromium")) {
     dry = ((await accepted.json()) as { id: number }).id;
     expect((await waitForJob(server.base, server.key, dry)).importJobStatus).toBe("Succeeded");
     writeFileSync(join(dir, "leitungen.csv"), csv);
-    ({ browser } = await consoleBrowser());
   }, 120_000);
 
   afterAll(async () => {
-    await browser?.close();
+    for (const context of contexts) await context.close();
     await server?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
   // A tab per width, which that width's tests take turns in (sharedTab).
+  const contexts: BrowserContext[] = [];
   const tabs = new Map<number, () => Promise<Page>>();
   async function open(width: number): Promise<Page> {
-    if (!tabs.has(width)) tabs.set(width, sharedTab(await browser.newContext({ viewport: { width, height: 800 }, acceptDownloads: true })));
+    if (!tabs.has(width)) {
+      const context = await consoleContext(width);
+      contexts.push(context);
+      tabs.set(width, sharedTab(context));
+    }
     return await tabs.get(width)!();
   }
   const fitsSideways = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth <= innerWidth);

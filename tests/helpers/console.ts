@@ -1,8 +1,8 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { testTls } from "./backend";
-import { launchBrowser } from "./browser";
+import { sharedBrowser } from "./browser";
 import { projectRoot } from "./process";
 
 /** Where the console's tests save a screenshot of each main screen, for a person to look at (a CI artifact). */
@@ -39,12 +39,13 @@ export async function signIn(page: Page, url: string, key: string, environment =
 }
 
 /**
- * The console's tests' browser: trusting the test server's certificate in the HTTPS pass, a 1280×800 window, downloads
- * kept. Its actions wait Playwright's 30 s at most, so each test gives itself at least 60 s: a page that stops
- * answering (seen once in CI, three passes on two cores) then fails with Playwright's call log, which says what it
- * waited for, and not with bun's bare timeout, which also kills what the test started.
+ * A window of the console's tests: a context of its own in the process's shared Chromium (sharedBrowser), trusting the
+ * test server's certificate in the HTTPS pass, `width`×800, downloads kept. A file closes its contexts, not the browser.
+ * Its actions wait Playwright's 30 s at most, so each test gives itself at least 60 s: a page that stops answering
+ * (seen once in CI, three passes on two cores) then fails with Playwright's call log, which says what it waited for,
+ * and not with bun's bare timeout, which also kills what the test started.
  */
-export async function consoleBrowser(): Promise<{ browser: Browser; context: BrowserContext }> {
-  const browser = await launchBrowser({ trusted: testTls ? [testTls.cert] : [] });
-  return { browser, context: await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true }) };
+export async function consoleContext(width = 1280): Promise<BrowserContext> {
+  const browser = await sharedBrowser({ trusted: testTls ? [testTls.cert] : [] });
+  return await browser.newContext({ viewport: { width, height: 800 }, acceptDownloads: true });
 }

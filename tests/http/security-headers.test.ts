@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { testTls } from "../helpers/backend";
-import { launchBrowser, requireChromium } from "../helpers/browser";
+import { requireChromium, sharedBrowser } from "../helpers/browser";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { testAuthority, writeIdentity } from "../helpers/tls";
 import { tempDir } from "../helpers/server";
@@ -62,9 +62,9 @@ describe("the console and Swagger UI", () => {
 
   if (requireChromium("the console and Swagger UI under their CSP in headless Chromium")) {
     test("Swagger UI renders its operations under its policy, and neither page reports a CSP violation", async () => {
-      const browser = await launchBrowser({ trusted: testTls ? [testTls.cert] : [] });
+      const context = await (await sharedBrowser({ trusted: testTls ? [testTls.cert] : [] })).newContext();
       try {
-        const page = await browser.newPage();
+        const page = await context.newPage();
         const complaints: string[] = [];
         page.on("console", (message) => message.type() === "error" && complaints.push(message.text()));
         page.on("pageerror", (error) => complaints.push(error.message));
@@ -84,7 +84,7 @@ describe("the console and Swagger UI", () => {
         await page.getByLabel("API key").waitFor({ timeout: 30_000 });
         expect(complaints.filter((text) => /Content Security Policy|Refused to|CSP violation/i.test(text))).toEqual([]);
       } finally {
-        await browser.close();
+        await context.close();
       }
     }, 120_000);
   }

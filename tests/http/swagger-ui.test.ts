@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { testTls } from "../helpers/backend";
-import { launchBrowser, requireChromium } from "../helpers/browser";
+import { requireChromium, sharedBrowser } from "../helpers/browser";
 import { startTestServer, type TestServer } from "../helpers/server";
 
 let server: TestServer;
@@ -26,9 +26,8 @@ describe("Swagger UI keeps no key after the page", () => {
 
   if (requireChromium("Swagger UI's authorization in headless Chromium")) {
     test("a key authorized in /swagger is in no storage of the origin, for the console's page to read", async () => {
-      const browser = await launchBrowser({ trusted: testTls ? [testTls.cert] : [] });
+      const context = await (await sharedBrowser({ trusted: testTls ? [testTls.cert] : [] })).newContext();
       try {
-        const context = await browser.newContext();
         const page = await context.newPage();
         await page.goto(`${server.url}/swagger`);
         await page.waitForSelector("#operations-Imports-importAssets", { timeout: 15_000 });
@@ -43,7 +42,7 @@ describe("Swagger UI keeps no key after the page", () => {
         const stored = await consolePage.evaluate(() => JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage }, cookies: document.cookie }));
         expect(stored).not.toContain(server.key.split("_")[0]!);
       } finally {
-        await browser.close();
+        await context.close();
       }
     }, 60_000);
   }

@@ -18,6 +18,8 @@ if (requireChromium("Swagger UI over HTTPS in headless Chromium")) {
 
   test("Swagger UI over HTTPS loads in headless Chromium that trusts importd's self-signed certificate, lists the operations, and sends a request over TLS", async () => {
     server = await spawnServer(dataDir, ["--host", "0.0.0.0"]);
+    // A browser of its own: it trusts the certificate this server made for itself, which no other file's browser
+    // does, so a shared one would only stay open for the rest of the process.
     const browser = await launchBrowser({ trusted: [join(dataDir, "tls", "importd.crt")] });
     try {
       const page = await browser.newPage();
