@@ -1,6 +1,7 @@
 // The passes of `npm test` (tests/run.ts runs them side by side; tests/on-postgres.ts and tests/on-tls.ts run one).
 //
-// The SQLite pass runs every test file. The PostgreSQL pass runs again, with every test server and command on
+// The SQLite pass runs every test file but those on PostgreSQL databases of their own (ownPostgres below, which the
+// PostgreSQL pass runs). The PostgreSQL pass runs again, with every test server and command on
 // PostgreSQL (TEST_BACKEND=postgres, see tests/helpers/server.ts and tests/helpers/process.ts), the files whose
 // checks are about what the store keeps or how it behaves under load and faults: what could differ by backend. The
 // TLS pass runs again, with every test server serving HTTPS (TEST_TRANSPORT=tls, see tests/helpers/backend.ts), the
@@ -57,7 +58,14 @@ export type Pass = {
 const file = (path: string) => `./tests/${path}.test.ts`;
 const files = (dir: string, names: string[]) => names.map((name) => file(`${dir}/${name}`));
 
+// Files that run importd on PostgreSQL databases of their own (an explicit --database-url or databaseUrl), whatever
+// TEST_BACKEND says: the same tests in either pass. They run in the PostgreSQL pass, whose processes have their
+// PostgreSQL running already, and not in the SQLite pass, which runs every other file and ends last (some 90 CPU-s
+// moved: the passes end closer together, the machine less idle at the end).
+const ownPostgres = ["kill-instances", "serve", "haproxy-instances", "jobs-across-instances"].map((name) => `tests/postgres/${name}.test.ts`).concat("tests/store/postgres.test.ts");
+
 const onPostgres = [
+  ...ownPostgres.map((path) => `./${path}`),
   ...files("http", ["auth", "deletions", "exports", "export-large", "idempotency", "imports", "mirror", "no-key-answers", "observability", "rate-limit", "reads", "rejected", "status"]),
   ...files("jobs", ["cancel", "counts", "dry-run", "fresh-reads", "long-poll", "processing", "recovery"]),
   ...files("client", ["client", "import-server-lost", "jobs-command", "mirror-large"]),
@@ -97,7 +105,7 @@ const keepingFreedMemory = async () => ({ env: keepFreedMemory, tearDown() {} })
 const alone = ["tests/postgres/fencing.test.ts", "tests/postgres/database-faults.test.ts"];
 
 export const passes: Pass[] = [
-  { name: "sqlite", files: [], ignore: alone, processes: 2, setUp: keepingFreedMemory },
+  { name: "sqlite", files: [], ignore: [...alone, ...ownPostgres], processes: 2, setUp: keepingFreedMemory },
   {
     name: "postgres",
     files: onPostgres,
