@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createClient, type Sync } from "../../src/client";
 import { importd, projectRoot, importdCommand } from "../helpers/process";
@@ -18,7 +18,6 @@ afterEach(async () => {
   await server?.close();
   server = undefined;
 });
-process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
 
 async function fresh() {
   server = await startTestServer();
