@@ -6,7 +6,7 @@ import type { BunFile } from "bun";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fromSourceWith, spawnServer, type ServerProcess } from "../../tests/helpers/process";
+import { withTestHooks, spawnServer, type ServerProcess } from "../../tests/helpers/process";
 import { referenceData } from "./data";
 import { runtimeVariables } from "./runtime";
 
@@ -73,7 +73,7 @@ export function jobClient(base: string, key: string): JobClient {
  */
 export async function startBenchServer(extraArgs: string[] = [], joinKey?: string): Promise<BenchServer> {
   const dataDir = mkdtempSync(join(tmpdir(), "importd-bench-"));
-  const process = await spawnServer(dataDir, extraArgs, undefined, fromSourceWith(runtimeVariables));
+  const process = await spawnServer(dataDir, extraArgs, undefined, withTestHooks(runtimeVariables));
   const server: BenchServer = {
     ...jobClient(`${process.url}/default`, joinKey ?? process.firstRunKey!),
     pid: process.proc.pid,

@@ -7,7 +7,7 @@ import { databaseFile } from "../../src/store/sqlite/database";
 import { SqliteStore } from "../../src/store/sqlite/store";
 import { outboxRows } from "../../src/webhooks/outbox";
 import { importAndWait, terminal, type JobDocument } from "../helpers/api";
-import { fromSourceWith, spawnServer, type ServerProcess } from "../helpers/process";
+import { withTestHooks, spawnServer, type ServerProcess } from "../helpers/process";
 import { seededRandom } from "../helpers/random";
 import { asset, assetCategories, assetTypes, subAreas } from "../helpers/records";
 import { tempDir } from "../helpers/server";
@@ -43,7 +43,7 @@ const dataDir = tempDir("importd-crash-");
 // These kills are an operator's, at random moments, not a job's doing; but they can cut the same job's run
 // short three times, and a job is given up after three (tests/durability/poison.test.ts). So this test gives
 // jobs more attempts: what it checks is that nothing accepted is lost.
-const launch = fromSourceWith({ IMPORTD_TEST_MAX_ATTEMPTS: "1000000" });
+const launch = withTestHooks({ IMPORTD_TEST_MAX_ATTEMPTS: "1000000" });
 // Scheduled backups every 0.5 s beside the stream, so that a kill can land while one is written (DECISIONS 14: the
 // data directory untouched, nothing half-written at a backup's name).
 const backupDir = tempDir("importd-crash-backups-");

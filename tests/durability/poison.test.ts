@@ -1,14 +1,14 @@
 import { afterAll, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { getJob, waitForJob } from "../helpers/api";
-import { fromSourceWith, spawnServer, type ServerProcess } from "../helpers/process";
+import { withTestHooks, spawnServer, type ServerProcess } from "../helpers/process";
 import { tempDir } from "../helpers/server";
 
 // A job that kills the whole server process every time it runs (a test hook, IMPORTD_TEST_KILL_PROCESS_ON_RECORD_ID,
 // SIGKILLs the process when a run is about to apply the record with that id). Its attempts are counted in the
 // database when its run is claimed, so they survive the kills: after 3, the next start gives it up.
 const dataDir = tempDir("importd-poison-");
-const launch = fromSourceWith({ IMPORTD_TEST_KILL_PROCESS_ON_RECORD_ID: "poison" });
+const launch = withTestHooks({ IMPORTD_TEST_KILL_PROCESS_ON_RECORD_ID: "poison" });
 let server: ServerProcess | undefined;
 afterAll(() => {
   server?.proc.kill("SIGKILL");

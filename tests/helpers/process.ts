@@ -93,11 +93,12 @@ export const shippedEnv = Object.fromEntries(Object.entries(cleanEnv).filter(([n
 export const asShipped: Launch = { ...asTested, env: shippedEnv };
 
 /**
- * From source, with these variables on top of the runner's own (less its IMPORTD_* ones), e.g. a test hook: an
- * IMPORTD_TEST_* variable, which only tests/fixtures/with-test-hooks.ts reads (the shipped program does not).
+ * importd with test hooks, with these variables on top of the runner's own (less its IMPORTD_* ones): an
+ * IMPORTD_TEST_* variable, which only tests/fixtures/with-test-hooks.ts reads (the shipped program does not). The
+ * binary `npm test` built of it (TEST_IMPORTD_HOOKS_BINARY, see tests/binary-for-tests.ts), or that file from source.
  */
-export const fromSourceWith = (env: Record<string, string>): Launch => ({
-  command: [process.execPath, "tests/fixtures/with-test-hooks.ts"],
+export const withTestHooks = (env: Record<string, string>): Launch => ({
+  command: process.env.TEST_IMPORTD_HOOKS_BINARY ? [process.env.TEST_IMPORTD_HOOKS_BINARY] : [process.execPath, "tests/fixtures/with-test-hooks.ts"],
   cwd: projectRoot,
   env: { ...cleanEnv, ...env } as Record<string, string>,
 });

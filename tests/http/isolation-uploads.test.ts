@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync, rmSync } from "node:fs";
 import { openRequest, type OpenRequest } from "../helpers/raw-http";
-import { fromSourceWith, importd, spawnServer, type ServerProcess } from "../helpers/process";
+import { withTestHooks, importd, spawnServer, type ServerProcess } from "../helpers/process";
 import { asset } from "../helpers/records";
 import { tempDir } from "../helpers/server";
 
@@ -36,7 +36,7 @@ beforeAll(async () => {
     dir,
     ["--workers", "2"],
     30_000,
-    fromSourceWith({ IMPORTD_MAX_BODY_BYTES: String(uploadMb * megabyte), IMPORTD_BODY_BUDGET_BYTES: String(budgetBytes), IMPORTD_BODY_STALL_SECONDS: String(stallSeconds), MIMALLOC_PURGE_DELAY: "0" }),
+    withTestHooks({ IMPORTD_MAX_BODY_BYTES: String(uploadMb * megabyte), IMPORTD_BODY_BUDGET_BYTES: String(budgetBytes), IMPORTD_BODY_STALL_SECONDS: String(stallSeconds), MIMALLOC_PURGE_DELAY: "0" }),
   );
   port = Number(new URL(server.url).port);
   a = { slug: "default", key: server.firstRunKey! };

@@ -4,7 +4,7 @@ import { testSql } from "../helpers/sql";
 import type { JobDocument } from "../helpers/api";
 import { requirePostgres } from "../helpers/postgres";
 import { freshPostgresDatabase } from "../helpers/postgres-store";
-import { fromSourceWith, importd, spawnServer, type ServerProcess } from "../helpers/process";
+import { withTestHooks, importd, spawnServer, type ServerProcess } from "../helpers/process";
 import { Receiver } from "../helpers/receiver";
 import { seededRandom } from "../helpers/random";
 import { tempDir } from "../helpers/server";
@@ -32,7 +32,7 @@ const pick = (n: number) => Math.floor(random() * n);
 
 // Kills at random moments are an operator's doing, not a job's; they may cut one job's runs short more than
 // three times, so jobs get more attempts here: what is checked is that nothing accepted is lost or misordered.
-const launch = fromSourceWith({ IMPORTD_TEST_MAX_ATTEMPTS: "1000000" });
+const launch = withTestHooks({ IMPORTD_TEST_MAX_ATTEMPTS: "1000000" });
 
 const Operation = { Upsert: "upsert", Delete: "delete", SyncCompletion: "syncCompletion" } as const;
 type Operation = (typeof Operation)[keyof typeof Operation];

@@ -9,7 +9,7 @@ import { outboxRows } from "../../src/webhooks/outbox";
 import { getJob, postJson, waitForJob, importBatch, importAndWait, type JobDocument } from "../helpers/api";
 import { createTestDatabase, requirePostgres, testPassword } from "../helpers/postgres";
 import { freshPostgresDatabase } from "../helpers/postgres-store";
-import { fromSourceWith, importd, queryStore, spawnServer, type ServerProcess } from "../helpers/process";
+import { withTestHooks, importd, queryStore, spawnServer, type ServerProcess } from "../helpers/process";
 import { Receiver } from "../helpers/receiver";
 import { until } from "../helpers/until";
 import { asset, assets, seedReferenceData } from "../helpers/records";
@@ -60,7 +60,7 @@ if (requirePostgres("importd storage copy")) {
     // The appliance: reference data, two environments, a revoked key, finished jobs of every outcome, an
     // idempotency key; then a job that kills the server while it runs (left Processing).
     const dataDir = dir("importd-copy-");
-    const appliance = await spawnServer(dataDir, ["--workers", "1"], 30_000, fromSourceWith({ IMPORTD_TEST_KILL_PROCESS_ON_RECORD_ID: "A-KILLS-IT" }));
+    const appliance = await spawnServer(dataDir, ["--workers", "1"], 30_000, withTestHooks({ IMPORTD_TEST_KILL_PROCESS_ON_RECORD_ID: "A-KILLS-IT" }));
     servers.push(appliance);
     const key = appliance.firstRunKey!;
     const base = `${appliance.url}/default`;
@@ -302,7 +302,7 @@ if (requirePostgres("importd storage copy")) {
     // Held by a test hook once it has written its last table, before its commit and rename: killed there, not by luck.
     const down = dir("importd-down-killed-");
     const last = copiedTableNames.at(-1)!;
-    const launch = fromSourceWith({ IMPORTD_TEST_COPY_HOLDS_AFTER_TABLE: last });
+    const launch = withTestHooks({ IMPORTD_TEST_COPY_HOLDS_AFTER_TABLE: last });
     const copy = Bun.spawn([...launch.command, "storage", "copy", "--from", source.url, "--data-dir", down], { cwd: launch.cwd, env: launch.env, stdout: "ignore", stderr: "pipe" });
     let told = "";
     void (async () => {

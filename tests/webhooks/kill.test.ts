@@ -1,7 +1,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { importAndWait, postJson, waitForJob } from "../helpers/api";
-import { fromSourceWith, queryStore, spawnServer, type ServerProcess } from "../helpers/process";
+import { withTestHooks, queryStore, spawnServer, type ServerProcess } from "../helpers/process";
 import { Receiver } from "../helpers/receiver";
 import { asset, seedReferenceData } from "../helpers/records";
 import { tempDir, testBackend } from "../helpers/server";
@@ -21,7 +21,7 @@ afterAll(async () => {
 test("SIGKILL right after a run commits: the job's event is delivered after the restart, signed, once the receiver says so", async () => {
   receiver = await Receiver.start();
   const allow = ["--webhook-allow", "127.0.0.1/32"];
-  running = await spawnServer(dataDir, allow, 30_000, fromSourceWith({ IMPORTD_TEST_KILL_AFTER_COMMIT_ON_RECORD_ID: "A-KILL-AFTER-COMMIT" }));
+  running = await spawnServer(dataDir, allow, 30_000, withTestHooks({ IMPORTD_TEST_KILL_AFTER_COMMIT_ON_RECORD_ID: "A-KILL-AFTER-COMMIT" }));
   const key = running.firstRunKey!;
   const base = `${running.url}/default`;
   await seedReferenceData(base, key);
