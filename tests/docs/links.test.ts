@@ -3,6 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
+import { importdCommand } from "../helpers/process";
 
 const root = join(import.meta.dir, "..", "..");
 const scan = (pattern: string) => [...new Bun.Glob(pattern).scanSync({ cwd: root })];
@@ -129,7 +130,7 @@ function help(command?: string): string {
   const key = command ?? "";
   let text = helpCache.get(key);
   if (text === undefined) {
-    const result = Bun.spawnSync([process.execPath, "src/main.ts", ...(command ? [command] : []), "--help"], { cwd: root, stdout: "pipe", stderr: "pipe" });
+    const result = Bun.spawnSync([...importdCommand, ...(command ? [command] : []), "--help"], { cwd: root, stdout: "pipe", stderr: "pipe" });
     text = result.stdout.toString();
     if (result.exitCode !== 0 || text === "") throw new Error(`importd ${key} --help exited ${result.exitCode}: ${result.stderr.toString()}`);
     helpCache.set(key, text);
