@@ -190,11 +190,15 @@ if (requireChromium("the console's import in headless Chromium")) {
     await page.getByLabel("Resource").selectOption("assets");
     await page.getByLabel("File", { exact: true }).setInputFiles(file);
     await note.getByText("This is its file: resume, and what was queued is not sent again.").waitFor();
+    // Its first request held until the test has looked: the rest of 1,000 rows is done in a moment on a fast machine.
+    proxy.holdAfter(0, importRequest);
     await page.getByRole("button", { name: "Resume the import" }).click();
+    expect(await until(async () => proxy.held(), { holds: (n) => n === 1, deadlineMs: 30_000, what: "the resumed import's request held" })).toBe(1);
     // The import goes on while the person looks at the jobs it queues; the menu says how far it is.
     await page.getByRole("link", { name: "Jobs" }).click();
     await page.locator("table.jobs").waitFor();
     expect(await page.getByRole("link", { name: /^Import/ }).textContent()).toMatch(/^Import(running|\d+%)$/);
+    proxy.release();
     await page.getByRole("link", { name: /^Import/ }).click();
     const result = page.getByRole("region", { name: "Import result" });
     await result.waitFor({ timeout: 120_000 });
