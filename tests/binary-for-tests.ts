@@ -1,8 +1,8 @@
 // The importd binaries a test run spawns (tests/run.ts, tests/measure-cpu.ts): built once for the run, as `npm run
 // build` builds it (its script, with another --outfile), into a directory of their own. Tests that run importd as a
 // process take it from TEST_IMPORTD_BINARY (`importdCommand` in tests/helpers/process.ts), so that they run what is
-// shipped, and start it cheaper: 0.08 CPU-s for `importd --version` against 0.30 from source, where Bun transpiles
-// and links some 150 modules each time (some 900 processes a CI run). The second binary is the same program with
+// shipped, and start it cheaper: `importd env list` 0.09 CPU-s against 0.25 from source, where Bun transpiles and
+// links some 150 modules each time (some 900 processes a CI run). The second binary is the same program with
 // tests/fixtures/with-test-hooks.ts as its main entry (TEST_IMPORTD_HOOKS_BINARY, `withTestHooks`): the chaos
 // tests' servers, which read the hooks' IMPORTD_TEST_* variables. A test file run by itself (`bun test FILE`)
 // spawns importd from source, as before.
