@@ -12,6 +12,7 @@ import { importAndTime, importAndWait, jobClient, startBenchServer, type BenchSe
 import { cpuMsOf, median, peakRssOf, percentile, threadCpuMsOf } from "./lib/stats";
 import { holdPolls, parkJob, waitHeld } from "./lib/held-polls";
 import { runtimeEnv } from "./lib/runtime";
+import { buildImportdForTests } from "../tests/binary-for-tests";
 
 const quick = process.argv.includes("--quick");
 const only = process.argv.find((arg) => arg.startsWith("--only="))?.slice("--only=".length).split(",");
@@ -696,6 +697,77 @@ async function smallJobsWithHangingWebhook() {
   }
 }
 
+/** A command's CPU from its start to its exit, in ms (its own rusage: every thread, none of its parent's). */
+async function commandCpuMs(command: string[]): Promise<number> {
+  const proc = spawn(command, { env: runtimeEnv, stdout: "ignore", stderr: "pipe" });
+  const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+  if (code !== 0) throw new Error(`${command.join(" ")} exited ${code}: ${stderr}`);
+  return Number(proc.resourceUsage()!.cpuTime.total) / 1000;
+}
+
+/** A server's CPU from its start to its first 200 on /readyz, in ms; then it is stopped (SIGTERM) and waited for. */
+async function serverCpuMs(command: string[]): Promise<number> {
+  const proc = spawn(command, { env: runtimeEnv, stdout: "pipe", stderr: "ignore" });
+  try {
+    let printed = "";
+    let url: string | undefined;
+    for await (const chunk of proc.stdout) {
+      printed += new TextDecoder().decode(chunk);
+      url = /listening on (\S+)/.exec(printed)?.[1];
+      if (url) break;
+    }
+    if (!url) throw new Error(`${command.join(" ")} printed no "listening on <url>": ${printed}`);
+    while (!(await fetch(`${url}/readyz`).then((answer) => answer.ok, () => false))) await Bun.sleep(5);
+    return cpuMsOf(proc.pid);
+  } finally {
+    proc.kill("SIGTERM");
+    await proc.exited;
+  }
+}
+
+/**
+ * Row s: what the shipped executable costs to start. Every `importd import` a user runs is a start, and so is every
+ * restart; the tests start importd some 900 times a CI run. s1 is a command that opens the store (`importd env
+ * list`), against a compiled Bun program that prints a line (baselines/start-floor.ts): the least any start costs.
+ * s2 is a server on a data directory it served before, to its first /readyz answer (two worker threads, the
+ * default, each loading its code), against the same source built as one bundle without bytecode, which Bun parsed
+ * whole at every start (package.json's build script without --splitting and --bytecode, as it was until 28 Nov).
+ */
+async function startUp() {
+  const built = buildImportdForTests();
+  try {
+    const floor = join(built.dir, "start-floor");
+    const oneBundle = join(built.dir, "importd-one-bundle");
+    const script: string = (await Bun.file(join(here, "..", "package.json")).json()).scripts.build;
+    for (const [command, what] of [
+      [`${bun} build --compile --minify ${join(here, "baselines/start-floor.ts")} --outfile ${floor}`, "the start floor"],
+      [script.replace(/ --splitting| --bytecode| --format=esm/g, "").replace(/--outfile \S+/, `--outfile ${oneBundle}`).replace(/^bun /, `${bun} `), "importd as one bundle"],
+    ]) {
+      const compiled = Bun.spawnSync(["sh", "-c", command!], { cwd: join(here, ".."), stdout: "pipe", stderr: "pipe" });
+      if (compiled.exitCode !== 0) throw new Error(`building ${what} failed (${command}): ${compiled.stderr}`);
+    }
+    const dataDir = mkdtempSync(join(work, "start-"));
+    await commandCpuMs([built.binary, "env", "create", "bench", "--data-dir", dataDir]);
+    const serve = ["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir];
+    await serverCpuMs([built.binary, ...serve]);
+    const command: number[] = [];
+    const commandFloor: number[] = [];
+    const server: number[] = [];
+    const serverOneBundle: number[] = [];
+    // Ten pairs: a start is some 50 to 400 ms of CPU, counted by the kernel in 10 ms ticks for the servers.
+    for (let i = 0; i < pairs * 2; i++) {
+      command.push(await commandCpuMs([built.binary, "env", "list", "--data-dir", dataDir]));
+      commandFloor.push(await commandCpuMs([floor]));
+      server.push(await serverCpuMs([built.binary, ...serve]));
+      serverOneBundle.push(await serverCpuMs([oneBundle, ...serve]));
+    }
+    pairedRow("s1", "`importd env list`: CPU from start to exit", "ms", command, commandFloor, atMost(8));
+    pairedRow("s2", "`importd serve`, data served before: CPU to the first /readyz answer", "ms", server, serverOneBundle, atMost(0.8));
+  } finally {
+    rmSync(built.dir, { recursive: true, force: true });
+  }
+}
+
 const suites: Array<[string, () => Promise<void>]> = [
   ["1", endToEnd],
   ["2", fiveRequests],
@@ -710,6 +782,7 @@ const suites: Array<[string, () => Promise<void>]> = [
   ["8", scaling],
   ["pg1", postgresEndToEnd],
   ["pg7", postgresSmallJobs],
+  ["s", startUp],
 ];
 
 const started = performance.now();
