@@ -12,7 +12,8 @@ import { importAndTime, importAndWait, jobClient, startBenchServer, type BenchSe
 import { cpuMsOf, median, peakRssOf, percentile, threadCpuMsOf } from "./lib/stats";
 import { holdPolls, parkJob, waitHeld } from "./lib/held-polls";
 import { runtimeEnv } from "./lib/runtime";
-import { buildImportdForTests } from "../tests/binary-for-tests";
+import { buildImportd } from "../tests/binary-for-tests";
+import { spawnServer } from "../tests/helpers/process";
 
 const quick = process.argv.includes("--quick");
 const only = process.argv.find((arg) => arg.startsWith("--only="))?.slice("--only=".length).split(",");
@@ -706,17 +707,9 @@ async function commandCpuMs(command: string[]): Promise<number> {
 }
 
 /** A server's CPU from its start to its first 200 on /readyz, in ms; then it is stopped (SIGTERM) and waited for. */
-async function serverCpuMs(command: string[]): Promise<number> {
-  const proc = spawn(command, { env: runtimeEnv, stdout: "pipe", stderr: "ignore" });
+async function serverCpuMs(binary: string, dataDir: string): Promise<number> {
+  const { proc, url } = await spawnServer(dataDir, [], 30_000, { command: [binary], cwd: here, env: runtimeEnv });
   try {
-    let printed = "";
-    let url: string | undefined;
-    for await (const chunk of proc.stdout) {
-      printed += new TextDecoder().decode(chunk);
-      url = /listening on (\S+)/.exec(printed)?.[1];
-      if (url) break;
-    }
-    if (!url) throw new Error(`${command.join(" ")} printed no "listening on <url>": ${printed}`);
     while (!(await fetch(`${url}/readyz`).then((answer) => answer.ok, () => false))) await Bun.sleep(5);
     return cpuMsOf(proc.pid);
   } finally {
@@ -734,38 +727,28 @@ async function serverCpuMs(command: string[]): Promise<number> {
  * whole at every start (package.json's build script without --splitting and --bytecode, as it was until 28 Nov).
  */
 async function startUp() {
-  const built = buildImportdForTests();
-  try {
-    const floor = join(built.dir, "start-floor");
-    const oneBundle = join(built.dir, "importd-one-bundle");
-    const script: string = (await Bun.file(join(here, "..", "package.json")).json()).scripts.build;
-    for (const [command, what] of [
-      [`${bun} build --compile --minify ${join(here, "baselines/start-floor.ts")} --outfile ${floor}`, "the start floor"],
-      [script.replace(/ --splitting| --bytecode| --format=esm/g, "").replace(/--outfile \S+/, `--outfile ${oneBundle}`).replace(/^bun /, `${bun} `), "importd as one bundle"],
-    ]) {
-      const compiled = Bun.spawnSync(["sh", "-c", command!], { cwd: join(here, ".."), stdout: "pipe", stderr: "pipe" });
-      if (compiled.exitCode !== 0) throw new Error(`building ${what} failed (${command}): ${compiled.stderr}`);
-    }
-    const dataDir = mkdtempSync(join(work, "start-"));
-    await commandCpuMs([built.binary, "env", "create", "bench", "--data-dir", dataDir]);
-    const serve = ["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir];
-    await serverCpuMs([built.binary, ...serve]);
-    const command: number[] = [];
-    const commandFloor: number[] = [];
-    const server: number[] = [];
-    const serverOneBundle: number[] = [];
-    // Ten pairs: a start is some 50 to 400 ms of CPU, counted by the kernel in 10 ms ticks for the servers.
-    for (let i = 0; i < pairs * 2; i++) {
-      command.push(await commandCpuMs([built.binary, "env", "list", "--data-dir", dataDir]));
-      commandFloor.push(await commandCpuMs([floor]));
-      server.push(await serverCpuMs([built.binary, ...serve]));
-      serverOneBundle.push(await serverCpuMs([oneBundle, ...serve]));
-    }
-    pairedRow("s1", "`importd env list`: CPU from start to exit", "ms", command, commandFloor, atMost(8));
-    pairedRow("s2", "`importd serve`, data served before: CPU to the first /readyz answer", "ms", server, serverOneBundle, atMost(0.8));
-  } finally {
-    rmSync(built.dir, { recursive: true, force: true });
+  const dir = mkdtempSync(join(work, "start-"));
+  const [binary, oneBundle, floor] = ["importd", "importd-one-bundle", "start-floor"].map((name) => join(dir, name)) as [string, string, string];
+  buildImportd(binary);
+  buildImportd(oneBundle, (script) => script.replace(/ --splitting| --bytecode| --format=esm/g, ""));
+  const compiled = Bun.spawnSync([bun, "build", "--compile", "--minify", join(here, "baselines/start-floor.ts"), "--outfile", floor], { stdout: "pipe", stderr: "pipe" });
+  if (compiled.exitCode !== 0) throw new Error(`building the start floor failed: ${compiled.stderr}`);
+  const dataDir = join(dir, "data");
+  await commandCpuMs([binary, "env", "create", "bench", "--data-dir", dataDir]);
+  await serverCpuMs(binary, dataDir);
+  const command: number[] = [];
+  const commandFloor: number[] = [];
+  const server: number[] = [];
+  const serverOneBundle: number[] = [];
+  // Ten pairs: a start is some 50 to 400 ms of CPU, counted by the kernel in 10 ms ticks for the servers.
+  for (let i = 0; i < pairs * 2; i++) {
+    command.push(await commandCpuMs([binary, "env", "list", "--data-dir", dataDir]));
+    commandFloor.push(await commandCpuMs([floor]));
+    server.push(await serverCpuMs(binary, dataDir));
+    serverOneBundle.push(await serverCpuMs(oneBundle, dataDir));
   }
+  pairedRow("s1", "`importd env list`: CPU from start to exit", "ms", command, commandFloor, atMost(8));
+  pairedRow("s2", "`importd serve`, data served before: CPU to the first /readyz answer", "ms", server, serverOneBundle, atMost(0.8));
 }
 
 const suites: Array<[string, () => Promise<void>]> = [

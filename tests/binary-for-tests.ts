@@ -11,28 +11,30 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const root = join(import.meta.dir, "..");
-const hooksEntry = "tests/fixtures/with-test-hooks.ts";
 
-export function buildImportdForTests(): { binary: string; withTestHooks: string; dir: string } {
+export function buildImportdForTests(): { binary: string; dir: string; env: { TEST_IMPORTD_BINARY: string; TEST_IMPORTD_HOOKS_BINARY: string } } {
   const dir = mkdtempSync(join(tmpdir(), "importd-binary-"));
   // Readable by the user the certificate tests start it as (nobody).
   chmodSync(dir, 0o755);
-  const script: string = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts.build;
   const binary = join(dir, "importd");
   const withTestHooks = join(dir, "importd-with-test-hooks");
-  const shipped = build(script, binary);
+  buildImportd(binary);
   // --root src: the worker threads' entries where src/server.ts looks for them (/$bunfs/root/worker/thread.js),
   // as in the shipped build, whose entries all sit under src/; the hooks' entry is outside it.
-  const hooked = build(script.replace(/\bsrc\/main\.ts\b/, `--root src ${hooksEntry}`), withTestHooks);
-  if (!hooked.includes(hooksEntry)) throw new Error(`package.json's build script has no src/main.ts entry to replace: ${script}`);
-  return { binary, withTestHooks, dir };
+  buildImportd(withTestHooks, (script) => replaced(script, /\bsrc\/main\.ts\b/, "--root src tests/fixtures/with-test-hooks.ts"));
+  return { binary, dir, env: { TEST_IMPORTD_BINARY: binary, TEST_IMPORTD_HOOKS_BINARY: withTestHooks } };
 }
 
-/** Runs the build script with `--outfile` replaced; returns the command it ran. */
-function build(script: string, outfile: string): string {
-  const command = script.replace(/--outfile \S+/, `--outfile ${outfile}`);
-  if (command === script) throw new Error(`package.json's build script has no --outfile to replace: ${script}`);
+/** Builds importd to `outfile` by package.json's build script, changed by `edit` first (the bench builds variants). */
+export function buildImportd(outfile: string, edit: (script: string) => string = (script) => script): void {
+  const script: string = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts.build;
+  const command = replaced(edit(script), /--outfile \S+/, `--outfile ${outfile}`);
   const built = Bun.spawnSync(["sh", "-c", command], { cwd: root, env: { ...process.env, PATH: `${join(root, "node_modules", ".bin")}:${process.env.PATH}` }, stdout: "pipe", stderr: "pipe" });
-  if (built.exitCode !== 0) throw new Error(`building importd for the tests failed (${command}):\n${built.stdout}\n${built.stderr}`);
-  return command;
+  if (built.exitCode !== 0) throw new Error(`building importd failed (${command}):\n${built.stdout}\n${built.stderr}`);
+}
+
+/** `script` with `pattern` replaced; a script without it is a build script this file no longer understands. */
+function replaced(script: string, pattern: RegExp, replacement: string): string {
+  if (!pattern.test(script)) throw new Error(`package.json's build script has no ${pattern} to replace: ${script}`);
+  return script.replace(pattern, replacement);
 }

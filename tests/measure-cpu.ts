@@ -32,8 +32,7 @@ function everyFile(dir = "tests"): string[] {
 
 // As npm test runs them: importd spawned from the binary built for the run (tests/binary-for-tests.ts).
 const built = buildImportdForTests();
-process.env.TEST_IMPORTD_BINARY = built.binary;
-process.env.TEST_IMPORTD_HOOKS_BINARY = built.withTestHooks;
+Object.assign(process.env, built.env);
 
 type Run = { pass: string; file: string; env: Record<string, string>; preload: string[] };
 const runs: Run[] = [];

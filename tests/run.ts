@@ -153,8 +153,7 @@ if (import.meta.main) {
   const cpuBefore = cpuSeconds();
   // Every pass spawns this binary where a test runs importd as a process (tests/binary-for-tests.ts).
   const built = buildImportdForTests();
-  process.env.TEST_IMPORTD_BINARY = built.binary;
-  process.env.TEST_IMPORTD_HOOKS_BINARY = built.withTestHooks;
+  Object.assign(process.env, built.env);
   console.log(`running ${chosen.map((pass) => `${pass.name}${pass.processes > 1 && !long ? ` (${pass.processes} processes)` : ""}`).join(", ")} side by side${long ? ", long suites at full settings" : ""}`);
   const run = (pass: Pass) =>
     runPass(pass, { args, long, measure, print: (text) => process.stdout.write(text) }).catch((error): PassResult => {
